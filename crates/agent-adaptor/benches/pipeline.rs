@@ -1,0 +1,2 @@
+//! Pipeline benchmark (placeholder until the divan bench lands).
+fn main() {}

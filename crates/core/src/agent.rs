@@ -1,0 +1,222 @@
+//! [`Agent`], its builder, and the [`Runner`] trait.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_adaptor_driver::{AgentIdentity, ConfigError, Descriptor, Driver, Request};
+use futures::future::BoxFuture;
+
+use crate::broker::BrokerConfig;
+use crate::id::new_id;
+use crate::options::{RunOptions, shared_option_setters};
+use crate::result::{Error, RunResult};
+use crate::run::{Launch, refused, start};
+use crate::sink::ApprovalRouting;
+use crate::stream::RunStream;
+
+/// Default time a driver gets to return after cancellation before core
+/// drops it (which kills its processes).
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// Anything that runs prompts: an [`Agent`], and later a `Thread`.
+///
+/// `run` is exactly `stream` + drain + `result`: there is one pipeline.
+pub trait Runner: Send + Sync {
+    /// Start a run with per-call options; returns at once.
+    fn stream_with(&self, prompt: &str, options: RunOptions) -> RunStream;
+
+    /// Start a run with the agent's defaults; returns at once.
+    fn stream(&self, prompt: &str) -> RunStream {
+        self.stream_with(prompt, RunOptions::default())
+    }
+
+    /// Run to completion with per-call options.
+    fn run_with(
+        &self,
+        prompt: &str,
+        options: RunOptions,
+    ) -> BoxFuture<'static, Result<RunResult, Error>> {
+        Box::pin(self.stream_with(prompt, options).finish())
+    }
+
+    /// Run to completion with the agent's defaults.
+    fn run(&self, prompt: &str) -> BoxFuture<'static, Result<RunResult, Error>> {
+        self.run_with(prompt, RunOptions::default())
+    }
+}
+
+/// A configured agent, ready to run. Cheap to clone.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<AgentInner>,
+}
+
+struct AgentInner {
+    driver: Arc<dyn Driver>,
+    defaults: RunOptions,
+    broker: BrokerConfig,
+    cancel_grace: Duration,
+    identity: AgentIdentity,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("driver", &self.inner.driver.descriptor().driver_type)
+            .field("defaults", &self.inner.defaults)
+            .finish()
+    }
+}
+
+impl Agent {
+    /// An agent with default settings.
+    pub fn new(driver: impl Driver) -> Agent {
+        Agent::from_parts(Arc::new(driver), AgentBuilder::settings_default())
+    }
+
+    /// Configure an agent.
+    pub fn builder(driver: impl Driver) -> AgentBuilder {
+        AgentBuilder::new(Arc::new(driver))
+    }
+
+    /// Configure an agent around a shared driver.
+    pub fn builder_shared(driver: Arc<dyn Driver>) -> AgentBuilder {
+        AgentBuilder::new(driver)
+    }
+
+    fn from_parts(driver: Arc<dyn Driver>, s: Settings) -> Agent {
+        Agent {
+            inner: Arc::new(AgentInner {
+                driver,
+                defaults: s.defaults,
+                broker: s.broker,
+                cancel_grace: s.cancel_grace,
+                identity: s.identity,
+            }),
+        }
+    }
+
+    /// The driver's descriptor.
+    pub fn descriptor(&self) -> Descriptor {
+        self.inner.driver.descriptor()
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        let driver = &self.inner.driver;
+        match catch_unwind(AssertUnwindSafe(|| driver.validate_config())) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Error::InvalidDriverConfig(e)),
+            Err(_) => Err(Error::InvalidDriverConfig(ConfigError {
+                driver: driver.descriptor().driver_type,
+                reason: "validate_config panicked".into(),
+            })),
+        }
+    }
+}
+
+impl Runner for Agent {
+    fn stream_with(&self, prompt: &str, options: RunOptions) -> RunStream {
+        let run_id = new_id("run_");
+        if let Err(e) = self.validate() {
+            return refused(run_id.into(), e);
+        }
+        let opts = options.over(&self.inner.defaults);
+        let driver = self.inner.driver.clone();
+        let mut request = Request::new(run_id, prompt);
+        request.streaming = driver.stream_capability().is_some();
+        request.model_override = opts.model.clone();
+        request.instructions = opts.instructions.clone();
+        request.workspace = opts.workspace.clone();
+        request.metadata = opts.metadata.clone();
+        request.agent = self.inner.identity.clone();
+        start(Launch {
+            driver,
+            request,
+            timeout: opts.timeout,
+            approvals: ApprovalRouting {
+                handler: opts.on_approval.clone(),
+                timeout: opts.effective_approval_timeout(),
+            },
+            broker: self.inner.broker,
+            cancel_grace: self.inner.cancel_grace,
+            thread_key: None,
+        })
+    }
+}
+
+struct Settings {
+    defaults: RunOptions,
+    broker: BrokerConfig,
+    cancel_grace: Duration,
+    identity: AgentIdentity,
+}
+
+/// Builds an [`Agent`]: construction-only settings plus the shared options
+/// as defaults for every run.
+pub struct AgentBuilder {
+    driver: Arc<dyn Driver>,
+    settings: Settings,
+}
+
+impl AgentBuilder {
+    fn settings_default() -> Settings {
+        Settings {
+            defaults: RunOptions::default(),
+            broker: BrokerConfig::default(),
+            cancel_grace: DEFAULT_CANCEL_GRACE,
+            identity: AgentIdentity::default(),
+        }
+    }
+
+    fn new(driver: Arc<dyn Driver>) -> Self {
+        AgentBuilder {
+            driver,
+            settings: Self::settings_default(),
+        }
+    }
+
+    /// Buffer for ordinary events (default 1024, at least 1). Terminal
+    /// events have reserved capacity on top of this.
+    pub fn event_buffer(mut self, events: usize) -> Self {
+        self.settings.broker.buffer = events;
+        self
+    }
+
+    /// Never drop events: a slow consumer applies backpressure to the driver.
+    pub fn blocking_events(mut self) -> Self {
+        self.settings.broker.blocking = true;
+        self
+    }
+
+    /// How long a driver may take to return after cancellation (default 5 s).
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.settings.cancel_grace = grace;
+        self
+    }
+
+    /// The host's identity for this agent (passed to the driver).
+    pub fn identity(mut self, identity: AgentIdentity) -> Self {
+        self.settings.identity = identity;
+        self
+    }
+
+    /// Use `options` as the defaults for every run (replacing earlier ones).
+    pub fn defaults(mut self, options: RunOptions) -> Self {
+        self.settings.defaults = options;
+        self
+    }
+
+    /// Build the agent. Fails on an out-of-range setting.
+    pub fn build(self) -> Result<Agent, Error> {
+        if self.settings.broker.buffer == 0 {
+            return Err(Error::InvalidOption {
+                option: "event_buffer",
+                reason: "must be at least 1".into(),
+            });
+        }
+        Ok(Agent::from_parts(self.driver, self.settings))
+    }
+}
+
+shared_option_setters!(AgentBuilder, |b| &mut b.settings.defaults);

@@ -1,0 +1,166 @@
+//! Options: per-call [`RunOptions`], and the same shared options as agent
+//! defaults on [`AgentBuilder`](crate::AgentBuilder). The call site wins;
+//! metadata merges by key. Agent defaults are never mutated by a call.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use crate::approval::{ApprovalHandler, ApprovalRequest, BoxError};
+
+/// Default time a human has to answer an approval.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Options for one call of `run` / `stream`. Every one of them can also be
+/// set as an agent default on [`AgentBuilder`](crate::AgentBuilder).
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    pub(crate) model: Option<String>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) instructions: Option<String>,
+    pub(crate) workspace: Option<PathBuf>,
+    pub(crate) metadata: BTreeMap<String, String>,
+    pub(crate) on_approval: Option<ApprovalHandler>,
+    pub(crate) approval_timeout: Option<Option<Duration>>,
+}
+
+impl fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .field("instructions", &self.instructions.as_ref().map(|_| ".."))
+            .field("workspace", &self.workspace)
+            .field("metadata_keys", &self.metadata.keys().collect::<Vec<_>>())
+            .field("on_approval", &self.on_approval.is_some())
+            .field("approval_timeout", &self.approval_timeout)
+            .finish()
+    }
+}
+
+impl RunOptions {
+    /// No options: every value comes from the agent's defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `self` over `defaults`: set values win, metadata merges by key.
+    pub(crate) fn over(&self, defaults: &RunOptions) -> RunOptions {
+        let mut metadata = defaults.metadata.clone();
+        metadata.extend(self.metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+        RunOptions {
+            model: self.model.clone().or_else(|| defaults.model.clone()),
+            timeout: self.timeout.or(defaults.timeout),
+            instructions: self
+                .instructions
+                .clone()
+                .or_else(|| defaults.instructions.clone()),
+            workspace: self
+                .workspace
+                .clone()
+                .or_else(|| defaults.workspace.clone()),
+            metadata,
+            on_approval: self
+                .on_approval
+                .clone()
+                .or_else(|| defaults.on_approval.clone()),
+            approval_timeout: self.approval_timeout.or(defaults.approval_timeout),
+        }
+    }
+
+    /// The effective approval deadline (`None` = wait forever).
+    pub(crate) fn effective_approval_timeout(&self) -> Option<Duration> {
+        self.approval_timeout
+            .unwrap_or(Some(DEFAULT_APPROVAL_TIMEOUT))
+    }
+}
+
+/// Generates the shared option setters on a type with a `RunOptions` at `$field`.
+macro_rules! shared_option_setters {
+    ($ty:ty, |$s:ident| $access:expr) => {
+        impl $ty {
+            fn shared_options_mut(&mut self) -> &mut $crate::RunOptions {
+                let $s = self;
+                $access
+            }
+
+            /// Use this model instead of the driver's configured one.
+            pub fn model(mut self, model: impl Into<String>) -> Self {
+                self.shared_options_mut().model = Some(model.into());
+                self
+            }
+
+            /// Total wall-time budget for the run; when it passes the run is
+            /// cancelled and fails with `deadline_exceeded`.
+            pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.shared_options_mut().timeout = Some(timeout);
+                self
+            }
+
+            /// Replacement instructions (system prompt).
+            pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+                self.shared_options_mut().instructions = Some(instructions.into());
+                self
+            }
+
+            /// The provider's working directory.
+            pub fn workspace(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+                self.shared_options_mut().workspace = Some(dir.into());
+                self
+            }
+
+            /// One metadata entry (merged by key; the call site wins).
+            pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+                self.shared_options_mut()
+                    .metadata
+                    .insert(key.into(), value.into());
+                self
+            }
+
+            /// Resolve approvals with a callback instead of the event stream.
+            ///
+            /// The callback must resolve the request exactly once and return
+            /// `Ok`; an error aborts the run.
+            pub fn on_approval<F, Fut>(mut self, handler: F) -> Self
+            where
+                F: Fn($crate::ApprovalRequest) -> Fut + Send + Sync + 'static,
+                Fut: std::future::Future<Output = Result<(), $crate::approval::BoxError>>
+                    + Send
+                    + 'static,
+            {
+                self.shared_options_mut().on_approval =
+                    Some($crate::options::boxed_handler(handler));
+                self
+            }
+
+            /// Install a prepared handler (e.g. [`approve_all`](crate::approve_all)).
+            pub fn approval_handler(mut self, handler: $crate::ApprovalHandler) -> Self {
+                self.shared_options_mut().on_approval = Some(handler);
+                self
+            }
+
+            /// How long a human has to answer (default 30 s); `None` waits forever.
+            pub fn approval_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
+                self.shared_options_mut().approval_timeout = Some(timeout);
+                self
+            }
+        }
+    };
+}
+
+pub(crate) use shared_option_setters;
+
+shared_option_setters!(RunOptions, |o| o);
+
+/// Box a closure into an [`ApprovalHandler`].
+pub(crate) fn boxed_handler<F, Fut>(handler: F) -> ApprovalHandler
+where
+    F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    Arc::new(move |req| -> BoxFuture<'static, Result<(), BoxError>> { Box::pin(handler(req)) })
+}

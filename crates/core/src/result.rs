@@ -1,0 +1,275 @@
+//! The authoritative outcome of a run: [`RunResult`], [`RunError`], [`Error`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_adaptor_driver::{
+    Checkpoint, ConfigError, DriverError, FailureCode, RawStreams, RunFailure,
+    RuntimeServiceReport, StructuredOutput, TranscriptItem, Usage, Violation,
+};
+use serde::de::DeserializeOwned;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+/// Why a run did not succeed. Unknown driver failure codes are kept verbatim.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FailureReason {
+    /// The active-execution budget ran out.
+    ActiveExecutionTimeout,
+    /// The agent itself failed (non-zero exit, provider error …).
+    AgentError,
+    /// A human denied an approval.
+    ApprovalDenied,
+    /// An approval was not answered in time.
+    ApprovalTimeout,
+    /// The host cancelled the run.
+    Cancelled,
+    /// The run's total time budget ran out.
+    DeadlineExceeded,
+    /// The SDK, the process or the driver broke (including driver contract
+    /// violations and driver panics).
+    Infrastructure,
+    /// A policy forbade something.
+    PolicyViolation,
+    /// A provider-specific code, verbatim.
+    Other(String),
+}
+
+impl FailureReason {
+    /// The wire name (`"agent_error"` …).
+    pub fn as_str(&self) -> &str {
+        match self {
+            FailureReason::ActiveExecutionTimeout => "active_execution_timeout",
+            FailureReason::AgentError => "agent_error",
+            FailureReason::ApprovalDenied => "approval_denied",
+            FailureReason::ApprovalTimeout => "approval_timeout",
+            FailureReason::Cancelled => "cancelled",
+            FailureReason::DeadlineExceeded => "deadline_exceeded",
+            FailureReason::Infrastructure => "infrastructure_error",
+            FailureReason::PolicyViolation => "policy_violation",
+            FailureReason::Other(s) => s,
+        }
+    }
+
+    /// The reason a driver's failure code maps to.
+    pub fn from_code(code: &FailureCode) -> Self {
+        match code {
+            FailureCode::DecisionRejected => FailureReason::ApprovalDenied,
+            FailureCode::DecisionTimeout => FailureReason::ApprovalTimeout,
+            FailureCode::AgentError => FailureReason::AgentError,
+            FailureCode::Cancelled => FailureReason::Cancelled,
+            FailureCode::PolicyError => FailureReason::PolicyViolation,
+            FailureCode::Other(s) => FailureReason::Other(s.clone()),
+            _ => FailureReason::Other(code.as_str().to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for FailureReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for FailureReason {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The final output and audit record of a successful run (the spec's `Result`).
+///
+/// `text`, `summary`, [`raw`](Self::raw), [`transcript`](Self::transcript)
+/// and [`services`](Self::services) are independent layers. Never rebuild one
+/// from another, and never from live deltas. Cloning is cheap.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The run id.
+    pub run_id: String,
+    /// The model the provider reported.
+    pub model: String,
+    /// The provider.
+    pub provider: String,
+    /// The final assistant-facing text.
+    pub text: String,
+    /// A short formal summary, or empty.
+    pub summary: String,
+    /// Usage: `None` = not observed.
+    pub usage: Option<Usage>,
+    /// Provider metadata.
+    pub metadata: BTreeMap<String, String>,
+    pub(crate) raw: RawStreams,
+    pub(crate) transcript: Arc<[TranscriptItem]>,
+    pub(crate) services: Arc<[RuntimeServiceReport]>,
+    pub(crate) structured: Option<StructuredOutput>,
+    pub(crate) checkpoint: Option<Checkpoint>,
+    pub(crate) exit_code: Option<i32>,
+}
+
+impl RunResult {
+    /// The complete raw stdout/stderr and the official terminal payload.
+    pub fn raw(&self) -> &RawStreams {
+        &self.raw
+    }
+
+    /// The normalized transcript.
+    pub fn transcript(&self) -> &[TranscriptItem] {
+        &self.transcript
+    }
+
+    /// Runtime services the driver observed.
+    pub fn services(&self) -> &[RuntimeServiceReport] {
+        &self.services
+    }
+
+    /// The structured output, when a schema was requested.
+    pub fn structured_output(&self) -> Option<&StructuredOutput> {
+        self.structured.as_ref()
+    }
+
+    /// The resume checkpoint, only when it passed core's validation (spec §9).
+    pub fn checkpoint(&self) -> Option<&Checkpoint> {
+        self.checkpoint.as_ref()
+    }
+
+    /// The provider's exit code, when a process ran.
+    pub fn exit_code(&self) -> Option<i32> {
+        self.exit_code
+    }
+
+    /// Decode the answer: the validated structured output when there is one,
+    /// else the trimmed final text as one JSON value.
+    pub fn decode<T: DeserializeOwned>(&self) -> Result<T, DecodeError> {
+        if let Some(so) = &self.structured {
+            if !so.valid {
+                return Err(DecodeError::Invalid(so.validation_errors.clone()));
+            }
+            if let Some(v) = &so.value {
+                return serde_json::from_value(v.clone())
+                    .map_err(|e| DecodeError::Json(Arc::new(e)));
+            }
+            return serde_json::from_str(&so.raw_json).map_err(|e| DecodeError::Json(Arc::new(e)));
+        }
+        serde_json::from_str(self.text.trim()).map_err(|e| DecodeError::Json(Arc::new(e)))
+    }
+}
+
+/// Why [`RunResult::decode`] failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The output did not validate against the schema.
+    #[error("structured output is invalid: {}", .0.join("; "))]
+    Invalid(Vec<String>),
+    /// The output is not the requested JSON.
+    #[error("output is not the expected JSON: {0}")]
+    Json(Arc<serde_json::Error>),
+}
+
+/// What exactly broke, below a [`RunError`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunCause {
+    /// The driver returned an infrastructure error.
+    #[error(transparent)]
+    Driver(Arc<DriverError>),
+    /// The driver panicked; the panic was caught.
+    #[error("driver panicked: {0}")]
+    DriverPanicked(String),
+    /// The driver broke the contract (the first violation; all of them are in
+    /// `RunError::details` and were reported as notices).
+    #[error("driver contract violation: {0}")]
+    DriverViolation(Violation),
+    /// The driver did not return within the grace period after cancellation
+    /// and was dropped.
+    #[error("driver did not stop within {0:?} after cancellation")]
+    DriverUnresponsive(Duration),
+    /// The driver reported a structured business failure.
+    #[error("{}: {}", .0.code, .0.message)]
+    Failure(Box<RunFailure>),
+    /// The provider process ended badly without a structured failure.
+    #[error(
+        "provider process ended with exit code {code:?}, signal {signal:?}, timed out: {timed_out}"
+    )]
+    Exit {
+        /// The exit code.
+        code: Option<i32>,
+        /// The signal.
+        signal: Option<String>,
+        /// Whether it timed out.
+        timed_out: bool,
+    },
+    /// The approval handler failed.
+    #[error("approval handler failed: {0}")]
+    ApprovalHandler(String),
+}
+
+/// A run that was admitted and did not succeed.
+///
+/// Every failure after the driver was entered is a `RunError`; `result`
+/// holds whatever partial result the driver produced (for business failures
+/// and contract violations), so nothing it reported is lost.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("run failed ({reason}): {message}")]
+pub struct RunError {
+    /// Why.
+    pub reason: FailureReason,
+    /// A short human-readable message.
+    pub message: String,
+    /// Structured details (e.g. every contract violation).
+    pub details: Option<Value>,
+    /// The partial or complete result, when the driver produced one.
+    pub result: Option<Box<RunResult>>,
+    /// The underlying cause.
+    #[source]
+    pub cause: Option<RunCause>,
+}
+
+/// Every error `result()` can return.
+///
+/// Pre-start errors (the run was refused before anything started: no events
+/// at all, the stream is closed at once) have their own variants; everything
+/// after admission is [`Error::Run`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The run was admitted and failed.
+    #[error(transparent)]
+    Run(Box<RunError>),
+    /// The driver's config is invalid.
+    #[error(transparent)]
+    InvalidDriverConfig(ConfigError),
+    /// `stream` was called outside a Tokio runtime.
+    #[error("agent-adaptor needs a Tokio runtime: call stream/run from within one")]
+    NoRuntime,
+    /// The Tokio runtime shut down before the run could finish.
+    #[error("the Tokio runtime shut down before the run finished")]
+    RuntimeShutdown,
+    /// An option value is out of range.
+    #[error("invalid option {option}: {reason}")]
+    InvalidOption {
+        /// The option.
+        option: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// The run error, when the run was admitted and failed.
+    pub fn as_run_error(&self) -> Option<&RunError> {
+        match self {
+            Error::Run(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<RunError> for Error {
+    fn from(e: RunError) -> Self {
+        Error::Run(Box::new(e))
+    }
+}

@@ -1,0 +1,422 @@
+//! The single execution pipeline: one task per run that publishes
+//! `RunStarted`, drives the driver, enforces the contract at the end, gates
+//! the checkpoint, forms the outcome, and closes the stream with `RunFinished`.
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_adaptor_driver::{
+    Driver, DriverError, Request, Response, RunContext, RunFailure, SinkError, Violation,
+};
+use futures::FutureExt;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::broker::{BrokerConfig, broker};
+use crate::checkpoint::{RunFacts, Verdict, gate};
+use crate::control::{RunControl, StopReason};
+use crate::event::{Event, EventMeta, RunFinished, RunStarted, notice_kind};
+use crate::result::{Error, FailureReason, RunCause, RunError, RunResult};
+use crate::sink::{ApprovalRouting, CoreSink, SinkState};
+use crate::stream::{Outcome, RunStream};
+use crate::translate;
+
+/// Everything one run needs, resolved.
+pub(crate) struct Launch {
+    pub(crate) driver: Arc<dyn Driver>,
+    pub(crate) request: Request,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) approvals: ApprovalRouting,
+    pub(crate) broker: BrokerConfig,
+    pub(crate) cancel_grace: Duration,
+    pub(crate) thread_key: Option<Arc<str>>,
+}
+
+/// A stream that failed before it started: no events, `result` is `err`.
+pub(crate) fn refused(run_id: Arc<str>, err: Error) -> RunStream {
+    let (tx, rx) = watch::channel(Some(Err(err)));
+    drop(tx);
+    RunStream::new(run_id, Arc::new(RunControl::default()), rx, None)
+}
+
+/// Admit the run: spawn its task and return the stream at once.
+pub(crate) fn start(launch: Launch) -> RunStream {
+    let run_id: Arc<str> = launch.request.run_id.as_str().into();
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return refused(run_id, Error::NoRuntime);
+    };
+    let control = Arc::new(RunControl::default());
+    let (tx, rx) = watch::channel(None);
+    let template = EventMeta::unstamped(run_id.clone(), launch.thread_key.clone());
+    let (publisher, consumer) = broker(launch.broker, control.cancel.clone(), template);
+    let capability = launch.driver.stream_capability().unwrap_or_default();
+    let sink = CoreSink::new(
+        publisher,
+        capability,
+        control.clone(),
+        launch.approvals.clone(),
+    );
+    runtime.spawn(execute(launch, sink, control.clone(), tx));
+    RunStream::new(run_id, control, rx, Some(consumer))
+}
+
+/// How the driver call ended.
+enum Driven {
+    Returned(Box<Result<Response, DriverError>>),
+    Panicked(String),
+    Unresponsive(Duration),
+}
+
+async fn execute(
+    launch: Launch,
+    sink: CoreSink,
+    control: Arc<RunControl>,
+    outcome_tx: watch::Sender<Outcome>,
+) {
+    // Core's own RunStarted is always first; the queue is empty, so it is
+    // delivered even if the run was cancelled before this task ran.
+    let _ = sink
+        .publish_core(|meta| Event::RunStarted(RunStarted { meta }))
+        .await;
+
+    let deadline = launch.timeout.map(|t| Instant::now() + t);
+    let streaming = launch.request.streaming;
+    let ctx = RunContext {
+        run_id: launch.request.run_id.clone(),
+        cancel: control.cancel.clone(),
+        deadline,
+    };
+    let driven = drive(
+        &*launch.driver,
+        ctx,
+        launch.request,
+        &sink,
+        &control,
+        deadline,
+        launch.cancel_grace,
+    )
+    .await;
+
+    let mut st = sink.state.lock().await;
+    let stop = control.reason();
+    if let (Driven::Returned(returned), None) = (&driven, &stop)
+        && let Ok(resp) = &**returned
+    {
+        end_of_run_checks(&mut st, resp, streaming).await;
+    }
+    let outcome = conclude(&*launch.driver, &mut st, driven, stop, launch.timeout).await;
+    let finished = finished_event(st.publisher.meta(), &outcome, &st);
+    // The outcome is set before the stream closes: a closed stream means
+    // `result()` is ready.
+    outcome_tx.send_replace(Some(outcome));
+    st.publisher.finish(finished);
+}
+
+async fn drive(
+    driver: &dyn Driver,
+    ctx: RunContext,
+    request: Request,
+    sink: &CoreSink,
+    control: &RunControl,
+    deadline: Option<Instant>,
+    grace: Duration,
+) -> Driven {
+    let call = AssertUnwindSafe(driver.run(ctx, request, sink)).catch_unwind();
+    tokio::pin!(call);
+    let returned = |r: Result<Result<Response, DriverError>, Box<dyn Any + Send>>| match r {
+        Ok(r) => Driven::Returned(Box::new(r)),
+        Err(panic) => Driven::Panicked(panic_message(&*panic)),
+    };
+    tokio::select! {
+        biased;
+        r = &mut call => return returned(r),
+        () = control.cancel.cancelled() => {}
+        () = sleep_until(deadline) => control.stop(StopReason::DeadlineExceeded),
+    }
+    // Stopping: the driver was told through its token; give it the grace
+    // period to stop the provider and return, then drop it.
+    match tokio::time::timeout(grace, &mut call).await {
+        Ok(r) => returned(r),
+        Err(_) => Driven::Unresponsive(grace),
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+/// Record a violation found after the driver returned, and report it.
+async fn violation(st: &mut SinkState, v: Violation, subject: Value) {
+    tracing::warn!(clause = v.clause, detail = %v.detail, "driver contract violation");
+    let ev = translate::notice(
+        st.publisher.meta(),
+        notice_kind::DRIVER_VIOLATION,
+        v.to_string(),
+        Some(json!({"clause": v.clause, "detail": v.detail, "rejected": subject})),
+    );
+    st.violations.push(v);
+    let _ = st.publisher.publish(ev).await;
+}
+
+/// Contract checks that need the whole run: a missing terminal frame and the
+/// transcript mirror (RUN-04).
+async fn end_of_run_checks(st: &mut SinkState, resp: &Response, streaming: bool) {
+    if let Err(v) = st.lifecycle.finish(streaming) {
+        violation(st, v, Value::Null).await;
+    }
+    let emitted = &st.items;
+    let returned = &resp.transcript;
+    if emitted != returned {
+        let at = emitted
+            .iter()
+            .zip(returned.iter())
+            .position(|(a, b)| a != b)
+            .unwrap_or(emitted.len().min(returned.len()));
+        let v = Violation::new(
+            "RUN-04",
+            format_args!(
+                "emitted {} transcript items but returned {}; first difference at index {at}",
+                emitted.len(),
+                returned.len()
+            ),
+        );
+        violation(st, v, Value::Null).await;
+    }
+}
+
+/// What the driver's response says about how the run ended, besides the result.
+struct Ending {
+    failure: Option<RunFailure>,
+    exit_code: Option<i32>,
+    signal: Option<String>,
+    timed_out: bool,
+}
+
+fn fail(
+    reason: FailureReason,
+    message: String,
+    cause: Option<RunCause>,
+    result: Option<RunResult>,
+    details: Option<Value>,
+) -> Result<RunResult, Error> {
+    Err(Error::from(RunError {
+        reason,
+        message,
+        details,
+        result: result.map(Box::new),
+        cause,
+    }))
+}
+
+fn driver_cause(e: DriverError) -> RunCause {
+    match e {
+        DriverError::Sink(SinkError::Violation(v)) => RunCause::DriverViolation(v),
+        e => RunCause::Driver(Arc::new(e)),
+    }
+}
+
+/// Form the authoritative outcome. Precedence: a stop (cancel, deadline,
+/// handler abort) → contract violations → panic → driver error → business
+/// failure → bad exit → success.
+async fn conclude(
+    driver: &dyn Driver,
+    st: &mut SinkState,
+    driven: Driven,
+    stop: Option<StopReason>,
+    timeout: Option<Duration>,
+) -> Result<RunResult, Error> {
+    let mut result = None;
+    let mut ending = None;
+    let mut cause = None;
+    match driven {
+        Driven::Returned(returned) => match *returned {
+            Ok(resp) => {
+                ending = Some(Ending {
+                    failure: resp.failure.clone().or_else(|| st.terminal_error.clone()),
+                    exit_code: resp.exit_code,
+                    signal: resp.signal.clone(),
+                    timed_out: resp.timed_out,
+                });
+                let checkpoint = judge_checkpoint(driver, &resp, stop.is_none(), st).await;
+                result = Some(build_result(resp, checkpoint, st));
+            }
+            Err(e) => {
+                if !(stop.is_some() && is_cancellation(&e)) {
+                    cause = Some(driver_cause(e));
+                }
+            }
+        },
+        Driven::Panicked(msg) => cause = Some(RunCause::DriverPanicked(msg)),
+        Driven::Unresponsive(grace) => cause = Some(RunCause::DriverUnresponsive(grace)),
+    }
+    match stop {
+        Some(StopReason::Cancelled) => {
+            return fail(
+                FailureReason::Cancelled,
+                "run cancelled".into(),
+                cause,
+                result,
+                None,
+            );
+        }
+        Some(StopReason::DeadlineExceeded) => {
+            let limit = timeout.unwrap_or_default();
+            let msg = format!("run exceeded its timeout of {limit:?}");
+            return fail(FailureReason::DeadlineExceeded, msg, cause, result, None);
+        }
+        Some(StopReason::ApprovalHandler(msg)) => {
+            let cause = Some(RunCause::ApprovalHandler(msg.clone()));
+            return fail(FailureReason::AgentError, msg, cause, result, None);
+        }
+        None => {}
+    }
+    if let Some(first) = st.violations.first().cloned() {
+        let details = json!({
+            "violations": st.violations.iter()
+                .map(|v| json!({"clause": v.clause, "detail": v.detail}))
+                .collect::<Vec<_>>(),
+            "driver_error": cause.as_ref().map(|c| c.to_string()),
+        });
+        let msg = format!("driver contract violation: {first}");
+        let cause = Some(RunCause::DriverViolation(first));
+        return fail(
+            FailureReason::Infrastructure,
+            msg,
+            cause,
+            result,
+            Some(details),
+        );
+    }
+    if let Some(cause) = cause {
+        let msg = cause.to_string();
+        return fail(FailureReason::Infrastructure, msg, Some(cause), None, None);
+    }
+    let (Some(result), Some(ending)) = (result, ending) else {
+        let msg = "driver produced no response".to_owned();
+        return fail(FailureReason::Infrastructure, msg, None, None, None);
+    };
+    if let Some(f) = ending.failure {
+        let (reason, msg) = (FailureReason::from_code(&f.code), f.message.clone());
+        return fail(
+            reason,
+            msg,
+            Some(RunCause::Failure(Box::new(f))),
+            Some(result),
+            None,
+        );
+    }
+    let Ending {
+        exit_code: code,
+        signal,
+        timed_out,
+        ..
+    } = ending;
+    if code.is_some_and(|c| c != 0) || signal.is_some() || timed_out {
+        let msg = format!(
+            "provider process failed (exit code {code:?}, signal {signal:?}, timed out {timed_out})"
+        );
+        let cause = Some(RunCause::Exit {
+            code,
+            signal,
+            timed_out,
+        });
+        return fail(FailureReason::AgentError, msg, cause, Some(result), None);
+    }
+    Ok(result)
+}
+
+fn is_cancellation(e: &DriverError) -> bool {
+    matches!(
+        e,
+        DriverError::Cancelled | DriverError::Sink(SinkError::Cancelled)
+    ) || matches!(
+        e,
+        DriverError::Decision(agent_adaptor_driver::DecisionError::Cancelled)
+    )
+}
+
+async fn judge_checkpoint(
+    driver: &dyn Driver,
+    resp: &Response,
+    not_stopped: bool,
+    st: &mut SinkState,
+) -> Option<agent_adaptor_driver::Checkpoint> {
+    let facts = RunFacts {
+        clean: not_stopped && st.violations.is_empty(),
+        terminal_error: st.terminal_error.is_some(),
+    };
+    match gate(driver, resp, facts) {
+        Verdict::NoClaim => None,
+        Verdict::Accepted(cp) => Some(cp),
+        Verdict::Rejected(reasons) => {
+            let ev = translate::notice(
+                st.publisher.meta(),
+                notice_kind::CHECKPOINT_REJECTED,
+                "the driver's checkpoint failed validation and was discarded".into(),
+                Some(json!({ "reasons": reasons })),
+            );
+            let _ = st.publisher.publish(ev).await;
+            None
+        }
+    }
+}
+
+fn build_result(
+    resp: Response,
+    checkpoint: Option<agent_adaptor_driver::Checkpoint>,
+    st: &SinkState,
+) -> RunResult {
+    RunResult {
+        run_id: st.publisher.meta().run_id.to_string(),
+        model: resp.model,
+        provider: resp.provider,
+        text: resp.output,
+        summary: resp.summary,
+        usage: resp.usage.or_else(|| st.terminal_usage.clone()),
+        metadata: resp.metadata,
+        raw: resp.raw,
+        transcript: resp.transcript.into(),
+        services: resp.runtime_services.into(),
+        structured: resp.structured_output,
+        checkpoint,
+        exit_code: resp.exit_code,
+    }
+}
+
+fn finished_event(meta: EventMeta, outcome: &Result<RunResult, Error>, st: &SinkState) -> Event {
+    let (usage, failed, reason, message) = match outcome {
+        Ok(r) => (r.usage.clone(), false, None, String::new()),
+        Err(e) => {
+            let run = e.as_run_error();
+            let usage = run
+                .and_then(|r| r.result.as_ref())
+                .and_then(|r| r.usage.clone())
+                .or_else(|| st.terminal_usage.clone());
+            let reason = run.map_or(FailureReason::Infrastructure, |r| r.reason.clone());
+            let message = run.map_or_else(|| e.to_string(), |r| r.message.clone());
+            (usage, true, Some(reason), message)
+        }
+    };
+    Event::RunFinished(RunFinished {
+        meta,
+        usage,
+        failed,
+        reason,
+        message,
+    })
+}

@@ -1,0 +1,240 @@
+//! A scripted in-process driver: plays a list of steps and returns a fixed
+//! response. For tests, examples and offline demos; it speaks the driver SPI
+//! exactly like a real driver does, so everything core enforces applies.
+//!
+//! ```
+//! use agent_adaptor_core::{Agent, Runner, scripted::ScriptedDriver};
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let agent = Agent::new(ScriptedDriver::text_reply("Hello, world"));
+//! let result = agent.run("hi").await.unwrap();
+//! assert_eq!(result.text, "Hello, world");
+//! # }
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_adaptor_driver::{
+    ConfigError, DecisionRequest, Descriptor, Driver, DriverError, EventSink, Request, Response,
+    RunContext, RunEvent, SessionCodec, StreamCapability, StreamPayload, TerminalPayload,
+    TranscriptItem, async_trait,
+};
+
+/// One step of a script.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Step {
+    /// Emit a live payload.
+    Stream(StreamPayload),
+    /// Emit an operational event or transcript item.
+    Emit(RunEvent),
+    /// Wait (cancellation-aware).
+    Sleep(Duration),
+    /// Ask for a human decision; the outcome is recorded in the response
+    /// metadata as `decision.<n>` = result (`approved`, `timed_out` …).
+    Decide(DecisionRequest),
+    /// Wait until the run is cancelled, then return `Err(Cancelled)`.
+    WaitForCancel,
+    /// Ignore cancellation and never return (tests core's grace period).
+    Hang,
+    /// Panic with this message (tests core's panic containment).
+    Panic(String),
+}
+
+/// How a script ends once its steps are played.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Ending {
+    /// Return this response.
+    Respond(Box<Response>),
+    /// Return an infrastructure error with this message.
+    Fail(String),
+}
+
+/// An error a script was told to return.
+#[derive(Debug, thiserror::Error)]
+#[error("scripted failure: {0}")]
+pub struct ScriptedError(pub String);
+
+/// A driver that plays a script. Cloning shares the script.
+#[derive(Clone)]
+pub struct ScriptedDriver {
+    descriptor: Descriptor,
+    capability: Option<StreamCapability>,
+    steps: Arc<[Step]>,
+    ending: Ending,
+    codec: Option<Arc<dyn SessionCodec>>,
+    config_fingerprint: Option<String>,
+    config_error: Option<String>,
+}
+
+impl std::fmt::Debug for ScriptedDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedDriver")
+            .field("steps", &self.steps.len())
+            .field("capability", &self.capability)
+            .finish()
+    }
+}
+
+impl ScriptedDriver {
+    /// A driver that plays `steps` then ends with `ending`, declaring every
+    /// stream capability.
+    pub fn new(steps: impl Into<Vec<Step>>, ending: Ending) -> Self {
+        ScriptedDriver {
+            descriptor: Descriptor {
+                driver_type: "scripted".into(),
+                display_name: "Scripted driver".into(),
+                ..Default::default()
+            },
+            capability: Some(StreamCapability::FULL),
+            steps: steps.into().into(),
+            ending,
+            codec: None,
+            config_fingerprint: None,
+            config_error: None,
+        }
+    }
+
+    /// A complete, contract-abiding streaming run that answers `text`, sent
+    /// as one delta per word.
+    pub fn text_reply(text: &str) -> Self {
+        let words: Vec<String> = text.split_inclusive(' ').map(str::to_owned).collect();
+        Self::text_chunks(&words)
+    }
+
+    /// A complete streaming run whose answer is the concatenation of `chunks`,
+    /// one `text.content` per chunk; with the matching transcript, raw
+    /// stdout and terminal payload.
+    pub fn text_chunks<S: AsRef<str>>(chunks: &[S]) -> Self {
+        let text: String = chunks.iter().map(AsRef::as_ref).collect();
+        let item = TranscriptItem::assistant(text.clone());
+        let mut steps = vec![
+            Step::Stream(StreamPayload::run_started()),
+            Step::Stream(StreamPayload::text_start("m1")),
+        ];
+        steps.extend(
+            chunks
+                .iter()
+                .filter(|c| !c.as_ref().is_empty())
+                .map(|c| Step::Stream(StreamPayload::text_content("m1", c.as_ref()))),
+        );
+        steps.push(Step::Stream(StreamPayload::text_end("m1")));
+        steps.push(Step::Emit(RunEvent::Item(item.clone())));
+        steps.push(Step::Stream(StreamPayload::run_finished(None)));
+        let terminal = serde_json::json!({"type": "result", "result": text}).to_string();
+        let response = Response {
+            output: text.clone(),
+            raw: agent_adaptor_driver::RawStreams {
+                stdout: format!("{terminal}\n").into(),
+                stderr: Default::default(),
+                terminal: TerminalPayload::new("result", &terminal).ok(),
+            },
+            transcript: vec![item],
+            exit_code: Some(0),
+            provider: "scripted".into(),
+            ..Default::default()
+        };
+        Self::new(steps, Ending::Respond(Box::new(response)))
+    }
+
+    /// Declare `capability` (or none at all).
+    pub fn with_capability(mut self, capability: Option<StreamCapability>) -> Self {
+        self.capability = capability;
+        self
+    }
+
+    /// Replace the descriptor.
+    pub fn with_descriptor(mut self, descriptor: Descriptor) -> Self {
+        self.descriptor = descriptor;
+        self
+    }
+
+    /// Support resume with `codec` and a config fingerprint.
+    pub fn with_resume(mut self, codec: Arc<dyn SessionCodec>, fingerprint: &str) -> Self {
+        self.descriptor.sessions.supports_resume = true;
+        self.codec = Some(codec);
+        self.config_fingerprint = Some(fingerprint.to_owned());
+        self
+    }
+
+    /// Make `validate_config` fail with `reason`.
+    pub fn with_invalid_config(mut self, reason: &str) -> Self {
+        self.config_error = Some(reason.to_owned());
+        self
+    }
+}
+
+#[async_trait]
+impl Driver for ScriptedDriver {
+    fn descriptor(&self) -> Descriptor {
+        self.descriptor.clone()
+    }
+
+    fn validate_config(&self) -> Result<(), ConfigError> {
+        match &self.config_error {
+            None => Ok(()),
+            Some(reason) => Err(ConfigError {
+                driver: self.descriptor.driver_type.clone(),
+                reason: reason.clone(),
+            }),
+        }
+    }
+
+    fn stream_capability(&self) -> Option<StreamCapability> {
+        self.capability
+    }
+
+    fn session_codec(&self) -> Option<Arc<dyn SessionCodec>> {
+        self.codec.clone()
+    }
+
+    fn session_config_fingerprint(
+        &self,
+    ) -> Option<Result<String, agent_adaptor_driver::FingerprintError>> {
+        self.config_fingerprint.clone().map(Ok)
+    }
+
+    async fn run(
+        &self,
+        ctx: RunContext,
+        _req: Request,
+        sink: &dyn EventSink,
+    ) -> Result<Response, DriverError> {
+        let mut decisions = BTreeMap::new();
+        for step in self.steps.iter() {
+            match step {
+                Step::Stream(p) => sink.emit_stream(p.clone()).await?,
+                Step::Emit(e) => sink.emit(e.clone()).await?,
+                Step::Sleep(d) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(*d) => {}
+                        () = ctx.cancel.cancelled() => return Err(DriverError::Cancelled),
+                    }
+                }
+                Step::Decide(req) => {
+                    let result = match sink.decisions() {
+                        Some(d) => d.request_decision(req.clone()).await?.result.as_str(),
+                        None => "unavailable",
+                    };
+                    decisions.insert(format!("decision.{}", decisions.len()), result.to_owned());
+                }
+                Step::WaitForCancel => {
+                    ctx.cancel.cancelled().await;
+                    return Err(DriverError::Cancelled);
+                }
+                Step::Hang => std::future::pending::<()>().await,
+                Step::Panic(msg) => panic!("{msg}"),
+            }
+        }
+        match &self.ending {
+            Ending::Respond(resp) => {
+                let mut resp = (**resp).clone();
+                resp.metadata.extend(decisions);
+                Ok(resp)
+            }
+            Ending::Fail(msg) => Err(DriverError::Other(Box::new(ScriptedError(msg.clone())))),
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! The core side of the driver sink: receive order → sequence, lifecycle
+//! enforcement, translation to public events, the transcript mirror, and the
+//! routing of human decisions.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_adaptor_driver::{
+    DecisionError, DecisionRequest, DecisionResponse, DecisionResult, DecisionSink, EventSink,
+    LifecycleChecker, ProviderCoords, RunEvent, RunFailure, SinkError, StreamCapability,
+    StreamPayload, TranscriptItem, Usage, Violation, async_trait,
+};
+use chrono::Utc;
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+use crate::approval::{Answer, ApprovalHandler, ApprovalRequest, Responder};
+use crate::broker::Publisher;
+use crate::control::{RunControl, StopReason};
+use crate::event::{Event, notice_kind};
+use crate::translate::{self, Routed};
+
+/// How human decisions are routed for this run.
+#[derive(Clone, Default)]
+pub(crate) struct ApprovalRouting {
+    pub(crate) handler: Option<ApprovalHandler>,
+    /// `None` = no deadline.
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// Everything the sink tracks, behind one FIFO lock: publication order is
+/// the order in which this lock is taken.
+pub(crate) struct SinkState {
+    pub(crate) publisher: Publisher,
+    pub(crate) lifecycle: LifecycleChecker,
+    pub(crate) violations: Vec<Violation>,
+    pub(crate) items: Vec<TranscriptItem>,
+    pub(crate) provider: ProviderCoords,
+    pub(crate) terminal_usage: Option<Usage>,
+    pub(crate) terminal_error: Option<RunFailure>,
+}
+
+/// The sink core hands to [`Driver::run`](agent_adaptor_driver::Driver::run).
+pub(crate) struct CoreSink {
+    pub(crate) state: Mutex<SinkState>,
+    control: Arc<RunControl>,
+    approvals: ApprovalRouting,
+}
+
+impl CoreSink {
+    pub(crate) fn new(
+        publisher: Publisher,
+        capability: StreamCapability,
+        control: Arc<RunControl>,
+        approvals: ApprovalRouting,
+    ) -> Self {
+        CoreSink {
+            state: Mutex::new(SinkState {
+                publisher,
+                lifecycle: LifecycleChecker::new(capability),
+                violations: Vec::new(),
+                items: Vec::new(),
+                provider: ProviderCoords::default(),
+                terminal_usage: None,
+                terminal_error: None,
+            }),
+            control,
+            approvals,
+        }
+    }
+
+    /// Publish an event core itself produced (notices, approvals).
+    pub(crate) async fn publish_core(
+        &self,
+        build: impl FnOnce(crate::event::EventMeta) -> Event,
+    ) -> Result<(), SinkError> {
+        let mut st = self.state.lock().await;
+        let ev = build(st.publisher.meta());
+        st.publisher
+            .publish(ev)
+            .await
+            .map_err(|_| SinkError::Cancelled)
+    }
+
+    /// Record a contract violation, report it as a notice, refuse the event.
+    async fn reject(st: &mut SinkState, v: Violation, subject: Value) -> Result<(), SinkError> {
+        tracing::warn!(clause = v.clause, detail = %v.detail, "driver contract violation");
+        st.violations.push(v.clone());
+        let ev = translate::notice(
+            st.publisher.meta(),
+            notice_kind::DRIVER_VIOLATION,
+            v.to_string(),
+            Some(json!({"clause": v.clause, "detail": v.detail, "rejected": subject})),
+        );
+        // Delivery of the report can only fail on cancellation; the run is
+        // failed by the recorded violation either way.
+        let _ = st.publisher.publish(ev).await;
+        Err(SinkError::Violation(v))
+    }
+}
+
+#[async_trait]
+impl EventSink for CoreSink {
+    async fn emit(&self, event: RunEvent) -> Result<(), SinkError> {
+        let mut st = self.state.lock().await;
+        if let RunEvent::Item(item) = &event {
+            if let Err(t) = item.validate() {
+                let v = Violation::new(t.clause(), t.to_string());
+                let subject = serde_json::to_value(item).unwrap_or(Value::Null);
+                return Self::reject(&mut st, v, subject).await;
+            }
+            st.items.push(item.clone());
+        }
+        let ev = translate::run_event(st.publisher.meta(), event);
+        st.publisher
+            .publish(ev)
+            .await
+            .map_err(|_| SinkError::Cancelled)
+    }
+
+    async fn emit_stream(&self, payload: StreamPayload) -> Result<(), SinkError> {
+        let mut st = self.state.lock().await;
+        if let Err(v) = st.lifecycle.check(&payload) {
+            let subject = serde_json::to_value(&payload).unwrap_or(Value::Null);
+            return Self::reject(&mut st, v, subject).await;
+        }
+        match translate::payload(st.publisher.meta(), payload) {
+            Routed::Publish(ev) => st
+                .publisher
+                .publish(ev)
+                .await
+                .map_err(|_| SinkError::Cancelled),
+            Routed::Started(coords) => {
+                st.provider = coords;
+                Ok(())
+            }
+            Routed::Finished(usage) => {
+                st.terminal_usage = usage;
+                Ok(())
+            }
+            Routed::Failed(failure) => {
+                st.terminal_error = Some(failure);
+                Ok(())
+            }
+        }
+    }
+
+    fn decisions(&self) -> Option<&dyn DecisionSink> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl DecisionSink for CoreSink {
+    async fn request_decision(
+        &self,
+        mut req: DecisionRequest,
+    ) -> Result<DecisionResponse, DecisionError> {
+        if req.kind == agent_adaptor_driver::DecisionKind::Question
+            && req.prompt.trim().is_empty()
+            && req.choices.is_empty()
+        {
+            return Err(DecisionError::InvalidRequest(
+                "a question needs a prompt or choices".into(),
+            ));
+        }
+        let now = Utc::now();
+        if req.request_id.is_empty() {
+            req.request_id = crate::id::new_id("apr_");
+        }
+        req.created_at = Some(now);
+        req.deadline = self
+            .approvals
+            .timeout
+            .and_then(|t| chrono::Duration::from_std(t).ok())
+            .map(|t| now + t);
+        let started = Instant::now();
+        let expiry = self.approvals.timeout.map(|t| started + t);
+        let (responder, rx) = Responder::new();
+        let request_json = serde_json::to_value(&req).unwrap_or(Value::Null);
+        let build = |meta| ApprovalRequest {
+            meta,
+            id: req.request_id.clone(),
+            kind: req.kind,
+            title: req.prompt.clone(),
+            source: req.source.clone(),
+            tool_call_id: req.tool_call_id.clone(),
+            choices: req.choices.clone(),
+            details: req.payload.clone(),
+            created_at: now,
+            deadline: req.deadline,
+            attempt: req.retry_attempt,
+            responder: responder.clone(),
+        };
+        let answer = match &self.approvals.handler {
+            Some(handler) => {
+                let audit = request_json.clone();
+                self.publish_core(|meta| {
+                    translate::notice(
+                        meta,
+                        notice_kind::APPROVAL_REQUESTED,
+                        req.prompt.clone(),
+                        Some(audit),
+                    )
+                })
+                .await
+                .map_err(|_| DecisionError::Cancelled)?;
+                let meta = self.state.lock().await.publisher.meta();
+                let call = handler(build(meta));
+                let outcome = tokio::select! {
+                    r = call => Some(r),
+                    () = sleep_until(expiry) => None,
+                    () = self.control.cancel.cancelled() => {
+                        responder.expire();
+                        return Err(DecisionError::Cancelled);
+                    }
+                };
+                self.handler_answer(outcome, &responder, rx)?
+            }
+            None => {
+                self.publish_core(|meta| Event::ApprovalRequest(Box::new(build(meta))))
+                    .await
+                    .map_err(|_| DecisionError::Cancelled)?;
+                tokio::select! {
+                    a = rx => a.unwrap_or(Answer {
+                        result: DecisionResult::Aborted,
+                        choice: String::new(),
+                        text: String::new(),
+                    }),
+                    () = sleep_until(expiry) => {
+                        responder.expire();
+                        timed_out()
+                    }
+                    () = self.control.cancel.cancelled() => {
+                        responder.expire();
+                        return Err(DecisionError::Cancelled);
+                    }
+                }
+            }
+        };
+        let resp = DecisionResponse {
+            request_id: req.request_id.clone(),
+            result: answer.result,
+            choice: answer.choice,
+            answer: Default::default(),
+            text: answer.text,
+        };
+        let latency_ms = started.elapsed().as_millis() as u64;
+        let audit = json!({
+            "request_id": resp.request_id,
+            "result": resp.result.as_str(),
+            "choice": resp.choice,
+            "attempt": req.retry_attempt,
+            "latency_ms": latency_ms,
+        });
+        self.publish_core(|meta| {
+            translate::notice(
+                meta,
+                notice_kind::APPROVAL_RESOLVED,
+                resp.result.as_str().to_owned(),
+                Some(audit),
+            )
+        })
+        .await
+        .map_err(|_| DecisionError::Cancelled)?;
+        Ok(resp)
+    }
+}
+
+impl CoreSink {
+    fn handler_answer(
+        &self,
+        outcome: Option<Result<(), crate::approval::BoxError>>,
+        responder: &Responder,
+        mut rx: tokio::sync::oneshot::Receiver<Answer>,
+    ) -> Result<Answer, DecisionError> {
+        match outcome {
+            None => {
+                responder.expire();
+                Ok(rx.try_recv().unwrap_or_else(|_| timed_out()))
+            }
+            Some(Err(e)) => {
+                responder.expire();
+                let msg = e.to_string();
+                self.control.stop(StopReason::ApprovalHandler(msg.clone()));
+                Err(DecisionError::HandlerFailed(msg))
+            }
+            Some(Ok(())) => match rx.try_recv() {
+                Ok(answer) => Ok(answer),
+                Err(_) => {
+                    responder.expire();
+                    let msg = "approval handler returned without resolving the request".to_owned();
+                    self.control.stop(StopReason::ApprovalHandler(msg.clone()));
+                    Err(DecisionError::HandlerFailed(msg))
+                }
+            },
+        }
+    }
+}
+
+fn timed_out() -> Answer {
+    Answer {
+        result: DecisionResult::TimedOut,
+        choice: String::new(),
+        text: String::new(),
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,183 @@
+//! [`RunStream`]: one running invocation.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::{Stream, StreamExt};
+use tokio::sync::watch;
+
+use crate::broker::Consumer;
+use crate::control::{RunControl, StopReason};
+use crate::event::Event;
+use crate::result::{Error, RunResult};
+
+pub(crate) type Outcome = Option<Result<RunResult, Error>>;
+
+/// A cloneable handle on a run: its id, its outcome, and cancellation.
+/// Use it to await the result or cancel from another task.
+#[derive(Clone)]
+pub struct RunHandle {
+    run_id: Arc<str>,
+    control: Arc<RunControl>,
+    outcome: watch::Receiver<Outcome>,
+}
+
+impl std::fmt::Debug for RunHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHandle")
+            .field("run_id", &self.run_id)
+            .field("finished", &self.outcome.borrow().is_some())
+            .finish()
+    }
+}
+
+impl RunHandle {
+    /// The SDK run id, available at once.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Cancel the run. Idempotent; releases blocked publishers and approval
+    /// waits. Buffered events stay readable until the stream ends.
+    pub fn cancel(&self) {
+        if self.outcome.borrow().is_none() {
+            self.control.stop(StopReason::Cancelled);
+        }
+    }
+
+    /// The authoritative outcome. Waits for the run to finish; may be called
+    /// repeatedly and concurrently, always with the same answer.
+    ///
+    /// A run applies backpressure: unless you drain the event stream (or
+    /// drop it, which cancels), the run may never finish.
+    pub async fn result(&self) -> Result<RunResult, Error> {
+        let mut rx = self.outcome.clone();
+        let waited = rx.wait_for(Option::is_some).await.map(|v| v.clone());
+        match waited {
+            Ok(Some(outcome)) => outcome,
+            // The sender is dropped only after the outcome is set; a closed
+            // channel with no outcome means the run task itself was aborted
+            // (runtime shut down).
+            Ok(None) | Err(_) => rx.borrow().clone().unwrap_or_else(|| Err(lost())),
+        }
+    }
+
+    /// The outcome, if the run already finished.
+    pub fn try_result(&self) -> Option<Result<RunResult, Error>> {
+        self.outcome.borrow().clone()
+    }
+}
+
+fn lost() -> Error {
+    Error::RuntimeShutdown
+}
+
+/// One running invocation: a [`Stream`] of [`Event`]s plus the outcome.
+///
+/// * [`run_id`](Self::run_id) is available at once.
+/// * The stream yields `RunStarted` first and `RunFinished` last, then ends;
+///   when it has ended, [`result`](Self::result) is ready.
+/// * Dropping a `RunStream` before it ended cancels the run.
+/// * A pre-start error (invalid config, no runtime …) gives an empty stream
+///   and the error from `result`.
+pub struct RunStream {
+    events: Option<Consumer>,
+    handle: RunHandle,
+    ended: bool,
+}
+
+impl std::fmt::Debug for RunStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunStream")
+            .field("run_id", &self.handle.run_id)
+            .field("ended", &self.ended)
+            .finish()
+    }
+}
+
+impl RunStream {
+    pub(crate) fn new(
+        run_id: Arc<str>,
+        control: Arc<RunControl>,
+        outcome: watch::Receiver<Outcome>,
+        events: Option<Consumer>,
+    ) -> Self {
+        RunStream {
+            events,
+            handle: RunHandle {
+                run_id,
+                control,
+                outcome,
+            },
+            ended: false,
+        }
+    }
+
+    /// The SDK run id.
+    pub fn run_id(&self) -> &str {
+        self.handle.run_id()
+    }
+
+    /// Cancel the run (idempotent). Keep reading until the stream ends, then
+    /// call [`result`](Self::result) for the cancellation outcome.
+    pub fn cancel(&self) {
+        self.handle.cancel();
+    }
+
+    /// The authoritative outcome; see [`RunHandle::result`].
+    pub async fn result(&self) -> Result<RunResult, Error> {
+        self.handle.result().await
+    }
+
+    /// A cloneable handle for other tasks.
+    pub fn handle(&self) -> RunHandle {
+        self.handle.clone()
+    }
+
+    /// Events buffered and not yet read.
+    pub fn buffered(&self) -> usize {
+        self.events.as_ref().map_or(0, Consumer::buffered)
+    }
+
+    /// Drain every event, then return the outcome: exactly what
+    /// [`Runner::run`](crate::Runner::run) does.
+    pub async fn finish(mut self) -> Result<RunResult, Error> {
+        while self.next().await.is_some() {}
+        self.handle.result().await
+    }
+}
+
+impl Stream for RunStream {
+    type Item = Event;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        let Some(events) = &self.events else {
+            self.ended = true;
+            return Poll::Ready(None);
+        };
+        let polled = events.poll_next(cx);
+        if let Poll::Ready(None) = polled {
+            self.ended = true;
+        }
+        polled
+    }
+}
+
+impl futures::stream::FusedStream for RunStream {
+    fn is_terminated(&self) -> bool {
+        self.ended
+    }
+}
+
+impl Drop for RunStream {
+    fn drop(&mut self) {
+        let drained = self.ended || self.events.as_ref().is_none_or(Consumer::is_terminated);
+        if !drained {
+            self.handle.cancel();
+        }
+    }
+}

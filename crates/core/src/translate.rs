@@ -1,0 +1,259 @@
+//! SPI payloads → public events (the translation table of the contract).
+//!
+//! Pure functions: they decide what a payload becomes, nothing else. The
+//! lifecycle was already checked by the sink.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use agent_adaptor_driver::{
+    OperationalEvent, OutputStream, ProviderCoords, RunEvent, RunFailure, StreamKind,
+    StreamPayload, ToolScope, Usage,
+};
+use serde_json::{Value, json};
+
+use crate::event::{
+    Dropped, Event, EventMeta, EventSource, Notice, Phase, ProcessInfo, ProcessKind, TextDelta,
+    Thinking, ToolCall, ToolResult, notice_kind,
+};
+
+/// What a driver payload turns into.
+#[derive(Debug)]
+pub(crate) enum Routed {
+    /// A public event to publish.
+    Publish(Event),
+    /// The driver's `run.started`: core already published its own; keep the
+    /// provider coordinates.
+    Started(ProviderCoords),
+    /// The driver's `run.finished`: keep the usage for the final event.
+    Finished(Option<Usage>),
+    /// The driver's `run.error`: keep the failure.
+    Failed(RunFailure),
+}
+
+fn source_of(coords: ProviderCoords) -> Option<Box<EventSource>> {
+    if coords.is_empty() {
+        None
+    } else {
+        Some(Box::new(EventSource {
+            run_id: coords.run_id,
+            thread_id: coords.thread_id,
+            turn_id: coords.turn_id,
+        }))
+    }
+}
+
+fn scope_of(scope: ToolScope) -> Option<Box<ToolScope>> {
+    (scope != ToolScope::default()).then(|| Box::new(scope))
+}
+
+pub(crate) fn notice(
+    meta: EventMeta,
+    kind: impl Into<Cow<'static, str>>,
+    text: String,
+    data: Option<Value>,
+) -> Event {
+    Event::Notice(Notice {
+        meta,
+        kind: kind.into(),
+        text,
+        item: None,
+        metadata: BTreeMap::new(),
+        data,
+    })
+}
+
+fn tool_call(meta: EventMeta, id: String, phase: Phase) -> ToolCall {
+    ToolCall {
+        meta,
+        id,
+        name: String::new(),
+        args: None,
+        args_delta: String::new(),
+        result: None,
+        phase,
+        scope: None,
+    }
+}
+
+/// Translate a stream payload.
+pub(crate) fn payload(mut meta: EventMeta, p: StreamPayload) -> Routed {
+    let StreamPayload {
+        kind,
+        role,
+        source,
+        raw,
+    } = p;
+    if let StreamKind::RunStarted = kind {
+        return Routed::Started(source);
+    }
+    meta.source = source_of(source);
+    let text = |message_id: String, text: String, phase: Phase| {
+        Event::TextDelta(TextDelta {
+            meta: meta.clone(),
+            message_id,
+            text,
+            role,
+            phase,
+        })
+    };
+    let thinking = |message_id: String, text: String, phase: Phase| {
+        Event::Thinking(Thinking {
+            meta: meta.clone(),
+            message_id,
+            text,
+            phase,
+        })
+    };
+    let ev = match kind {
+        // Routed above; kept total without a panic path.
+        StreamKind::RunStarted => return Routed::Started(ProviderCoords::default()),
+        StreamKind::RunFinished { usage } => return Routed::Finished(usage),
+        StreamKind::RunError { error } => return Routed::Failed(error),
+        StreamKind::StepStarted { name } => notice(
+            meta,
+            notice_kind::STEP,
+            name,
+            Some(json!({"phase": "started"})),
+        ),
+        StreamKind::StepFinished { name } => notice(
+            meta,
+            notice_kind::STEP,
+            name,
+            Some(json!({"phase": "finished"})),
+        ),
+        StreamKind::TextStart { message_id } => text(message_id, String::new(), Phase::Start),
+        StreamKind::TextContent { message_id, delta } => text(message_id, delta, Phase::Content),
+        StreamKind::TextEnd { message_id } => text(message_id, String::new(), Phase::End),
+        StreamKind::ReasoningStart { message_id } => {
+            thinking(message_id, String::new(), Phase::Start)
+        }
+        StreamKind::ReasoningContent { message_id, delta } => {
+            thinking(message_id, delta, Phase::Content)
+        }
+        StreamKind::ReasoningEnd { message_id } => thinking(message_id, String::new(), Phase::End),
+        StreamKind::ToolCallStart {
+            tool_call_id,
+            name,
+            args,
+            scope,
+        } => {
+            let mut call = tool_call(meta, tool_call_id, Phase::Start);
+            call.name = name;
+            call.args = args;
+            call.scope = scope_of(scope);
+            Event::ToolCall(call)
+        }
+        StreamKind::ToolCallArgs {
+            tool_call_id,
+            delta,
+        } => {
+            let mut call = tool_call(meta, tool_call_id, Phase::Content);
+            call.args_delta = delta;
+            Event::ToolCall(call)
+        }
+        StreamKind::ToolCallEnd {
+            tool_call_id,
+            result,
+        } => {
+            let mut call = tool_call(meta, tool_call_id, Phase::End);
+            call.result = result;
+            Event::ToolCall(call)
+        }
+        StreamKind::ToolCallResult {
+            tool_call_id,
+            result,
+            scope,
+        } => Event::ToolResult(ToolResult {
+            meta,
+            id: tool_call_id,
+            result,
+            scope: scope_of(scope),
+        }),
+        StreamKind::HitlRequested(req) => notice(
+            meta,
+            notice_kind::APPROVAL_REQUESTED,
+            req.request.prompt.clone(),
+            serde_json::to_value(&req.request).ok(),
+        ),
+        StreamKind::HitlResolved(res) => notice(
+            meta,
+            notice_kind::APPROVAL_RESOLVED,
+            res.result.as_str().to_owned(),
+            serde_json::to_value(&*res).ok(),
+        ),
+        StreamKind::Dropped(d) => Event::Dropped(Dropped {
+            meta,
+            count: d.dropped_count,
+            by_kind: d.by_kind,
+            first_sequence: d.first_sequence.unwrap_or(0),
+            last_sequence: d.last_sequence.unwrap_or(0),
+            reason: if d.reason.is_empty() {
+                "provider".into()
+            } else {
+                d.reason
+            },
+            source: "provider".into(),
+            details: raw,
+        }),
+        StreamKind::Custom { name, text } => {
+            return Routed::Publish(notice(meta, name, text, raw));
+        }
+        // A kind added to the SPI later and not yet mapped: keep it as a
+        // notice so nothing with audit value is swallowed.
+        other => notice(
+            meta,
+            other.name().to_owned(),
+            String::new(),
+            serde_json::to_value(&other).ok(),
+        ),
+    };
+    Routed::Publish(ev)
+}
+
+/// Translate an operational event.
+pub(crate) fn run_event(meta: EventMeta, ev: RunEvent) -> Event {
+    let op = |meta: EventMeta, kind: &'static str, o: OperationalEvent| {
+        Event::Notice(Notice {
+            meta,
+            kind: kind.into(),
+            text: o.text,
+            item: None,
+            metadata: o.metadata,
+            data: o.data,
+        })
+    };
+    match ev {
+        RunEvent::Chunk { stream, bytes } => Event::ProcessInfo(ProcessInfo {
+            meta,
+            kind: match stream {
+                OutputStream::Stdout => ProcessKind::Stdout,
+                OutputStream::Stderr => ProcessKind::Stderr,
+            },
+            text: String::new(),
+            bytes,
+            metadata: BTreeMap::new(),
+            data: None,
+        }),
+        RunEvent::Item(item) => Event::Notice(Notice {
+            meta,
+            kind: notice_kind::TRANSCRIPT_ITEM.into(),
+            text: String::new(),
+            item: Some(Box::new(item)),
+            metadata: BTreeMap::new(),
+            data: None,
+        }),
+        RunEvent::Spawn(o) => Event::ProcessInfo(ProcessInfo {
+            meta,
+            kind: ProcessKind::Spawn,
+            text: o.text,
+            bytes: Default::default(),
+            metadata: o.metadata,
+            data: o.data,
+        }),
+        RunEvent::Invocation(o) => op(meta, notice_kind::INVOCATION, o),
+        RunEvent::Runtime(o) => op(meta, notice_kind::RUNTIME, o),
+        RunEvent::Lifecycle(o) => op(meta, notice_kind::LIFECYCLE, o),
+        other => op(meta, other.kind_name(), OperationalEvent::default()),
+    }
+}

@@ -1,0 +1,145 @@
+//! What a driver declares about itself: identity and capabilities (spec §2).
+
+use serde::{Deserialize, Serialize};
+
+/// A driver's static self-description. Must be deterministic across calls and
+/// across instances built from the same config (DRV-02).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Descriptor {
+    /// The driver type (e.g. `"claude"`); non-empty (DRV-01).
+    pub driver_type: String,
+    /// A human-readable name; non-empty (DRV-01).
+    pub display_name: String,
+    /// Models the driver knows of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelInfo>,
+    /// Resume support.
+    #[serde(default)]
+    pub sessions: SessionCapabilities,
+    /// Process lifecycle.
+    #[serde(default)]
+    pub process: ProcessCapabilities,
+    /// Human-decision support per kind.
+    #[serde(default)]
+    pub run_policy: RunPolicyCapabilities,
+    /// Structured output mechanisms.
+    #[serde(default)]
+    pub structured_output: StructuredOutputCapability,
+}
+
+/// A model a driver can run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// The model id passed to the provider (non-empty).
+    pub id: String,
+    /// A display label.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
+}
+
+/// Resume support (spec §9): `supports_resume` iff the driver returns a stable
+/// [`SessionCodec`](crate::SessionCodec) *and* a stable, non-empty config
+/// fingerprint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionCapabilities {
+    /// The driver can resume a provider session from a checkpoint.
+    pub supports_resume: bool,
+}
+
+/// Process lifecycle declarations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessCapabilities {
+    /// The driver keeps provider processes alive across runs.
+    pub persistent: bool,
+}
+
+/// Which answers a driver can honor for one binary decision kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HumanDecisionSupport {
+    /// It can block and ask the host.
+    pub ask: bool,
+    /// It can be told to approve without asking.
+    pub auto_approve: bool,
+    /// It can be told to reject without asking.
+    pub auto_reject: bool,
+    /// It can retry after a rejection.
+    pub retry: bool,
+}
+
+/// Which answers a driver can honor for questions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionSupport {
+    /// It can block and ask the host.
+    pub ask: bool,
+    /// It can be told to decline questions.
+    pub auto_reject: bool,
+    /// It can retry.
+    pub retry: bool,
+}
+
+/// Run-policy capabilities: isolation and human decisions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunPolicyCapabilities {
+    /// Sandbox / isolation levels can be chosen.
+    pub isolation: bool,
+    /// Web search can be allowed or denied.
+    pub web_search: bool,
+    /// Browser use can be allowed or denied.
+    pub browser: bool,
+    /// Permission decisions.
+    pub permission: HumanDecisionSupport,
+    /// Plan-review decisions.
+    pub plan_review: HumanDecisionSupport,
+    /// Questions.
+    pub question: QuestionSupport,
+}
+
+/// Structured-output mechanisms and where they work (SO-01).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StructuredOutputCapability {
+    /// The provider has a native JSON-schema mode.
+    pub json_schema_native: bool,
+    /// Prompt instruction plus local validation works.
+    pub json_schema_prompt_validate: bool,
+    /// Works with a non-streaming transport.
+    pub works_with_run: bool,
+    /// Works with the rich streaming transport.
+    pub works_with_streaming: bool,
+    /// Works while human decisions are asked.
+    pub works_with_hitl: bool,
+    /// Free-form notes.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub notes: String,
+}
+
+/// How fine-grained a driver's live payloads are (spec §2).
+///
+/// Conservative, deterministic and stable across instances (CAP-10). It never
+/// decides whether a host may call `stream`: every runner streams. A `false`
+/// field is a hard negative for its event family: with `reasoning = false` a
+/// driver must not emit reasoning payloads, with `tool_call_args = false` no
+/// `tool_call.args`, with `hitl = false` no HITL broadcasts (EVT-12).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct StreamCapability {
+    /// The transport is a formal event protocol, not events guessed from text.
+    pub native: bool,
+    /// One message can produce many text deltas.
+    pub token_level: bool,
+    /// The protocol exposes a reasoning lifecycle.
+    pub reasoning: bool,
+    /// The protocol exposes incremental tool arguments.
+    pub tool_call_args: bool,
+    /// The protocol exposes human decision events.
+    pub hitl: bool,
+}
+
+impl StreamCapability {
+    /// Every capability declared.
+    pub const FULL: StreamCapability = StreamCapability {
+        native: true,
+        token_level: true,
+        reasoning: true,
+        tool_call_args: true,
+        hitl: true,
+    };
+}

@@ -1,0 +1,94 @@
+//! # agent-adaptor-driver — the driver SPI
+//!
+//! Everything a provider integration implements, and nothing else: this crate
+//! depends on no other crate of agent-adaptor, so a third-party driver needs
+//! only this one (plus `agent-adaptor-process` if it runs a subprocess). It is
+//! to agent-adaptor what `axum-core` is to axum.
+//!
+//! A [`Driver`] receives a resolved [`Request`] and a borrowed [`EventSink`].
+//! From **one** parse of the provider's official protocol it
+//!
+//! * emits normalized live payloads ([`StreamPayload`]) with
+//!   [`EventSink::emit_stream`], obeying the lifecycle of spec §5
+//!   ([`LifecycleChecker`] is that rule book, shared with core and the
+//!   conformance suite);
+//! * emits raw chunks, transcript items and operational events ([`RunEvent`])
+//!   with [`EventSink::emit`];
+//! * returns a [`Response`] whose every layer (output, summary, raw streams,
+//!   transcript, usage, checkpoint …) is complete.
+//!
+//! Core owns ordering (sequence numbers, times), the event broker, approvals
+//! policy, checkpoint validation and the public event stream. A driver never
+//! touches those, and the types here make most misuse unrepresentable: there
+//! is no sequence field to pre-assign, a run frame cannot carry a message id,
+//! and the borrowed sink cannot outlive `run`.
+//!
+//! ```
+//! use agent_adaptor_driver::*;
+//!
+//! struct Echo;
+//!
+//! #[async_trait::async_trait]
+//! impl Driver for Echo {
+//!     fn descriptor(&self) -> Descriptor {
+//!         Descriptor { driver_type: "echo".into(), display_name: "Echo".into(), ..Default::default() }
+//!     }
+//!     fn validate_config(&self) -> Result<(), ConfigError> { Ok(()) }
+//!     fn stream_capability(&self) -> Option<StreamCapability> {
+//!         Some(StreamCapability { native: true, ..Default::default() })
+//!     }
+//!     async fn run(&self, _ctx: RunContext, req: Request, sink: &dyn EventSink)
+//!         -> Result<Response, DriverError>
+//!     {
+//!         sink.emit_stream(StreamPayload::run_started()).await?;
+//!         sink.emit_stream(StreamPayload::text_start("m1")).await?;
+//!         sink.emit_stream(StreamPayload::text_content("m1", req.prompt.clone())).await?;
+//!         sink.emit_stream(StreamPayload::text_end("m1")).await?;
+//!         let item = TranscriptItem::assistant(req.prompt.clone());
+//!         sink.emit(RunEvent::Item(item.clone())).await?;
+//!         sink.emit_stream(StreamPayload::run_finished(None)).await?;
+//!         Ok(Response { output: req.prompt, transcript: vec![item], ..Default::default() })
+//!     }
+//! }
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod decision;
+pub mod descriptor;
+pub mod driver;
+pub mod event;
+pub mod lifecycle;
+pub mod request;
+pub mod response;
+pub mod session;
+pub mod sink;
+pub mod stream;
+pub mod transcript;
+pub mod usage;
+
+pub use async_trait::async_trait;
+pub use decision::{
+    DecisionChoice, DecisionError, DecisionKind, DecisionRequest, DecisionResponse, DecisionResult,
+    DecisionSink, HitlRequested, HitlResolved,
+};
+pub use descriptor::{
+    Descriptor, HumanDecisionSupport, ModelInfo, ProcessCapabilities, QuestionSupport,
+    RunPolicyCapabilities, SessionCapabilities, StreamCapability, StructuredOutputCapability,
+};
+pub use driver::{ConfigError, Driver, DriverError, RunContext};
+pub use event::{OperationalEvent, OutputStream, RunEvent};
+pub use lifecycle::{LifecycleChecker, Violation};
+pub use request::{AgentIdentity, OnInvalid, OutputSchema, Request};
+pub use response::{
+    FailureCode, HumanDecisionFailure, RawBytes, RawSource, RawStreams, Response, RunFailure,
+    RuntimeServiceReport, StructuredOutput, StructuredOutputSource, TerminalPayload,
+};
+pub use session::{
+    Checkpoint, FingerprintError, SessionCodec, SessionContext, SessionMode, SessionParams,
+    SessionState, StandardSessionCodec, canonical_session_config_fingerprint,
+};
+pub use sink::{EventSink, SinkError};
+pub use stream::{ProviderCoords, ProviderDrop, Role, StreamKind, StreamPayload, ToolScope};
+pub use tokio_util::sync::CancellationToken;
+pub use transcript::{TranscriptItem, TranscriptKind, TranscriptViolation};
+pub use usage::Usage;

@@ -1,0 +1,98 @@
+//! One invocation, already resolved by core (spec §3).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::session::SessionContext;
+
+/// A single invocation that core has resolved: options merged, workspace,
+/// session and schema decided. A driver never re-reads host options.
+///
+/// `streaming` selects the provider-native rich-event transport. Core sets it
+/// from the driver's [`StreamCapability`](crate::StreamCapability), the
+/// structured-output and approval compatibility — *not* from whether the host
+/// called `run` or `stream`. With `streaming = true` the payload lifecycle of
+/// spec §5 must hold; either way every layer of the
+/// [`Response`](crate::Response) must be complete.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Request {
+    /// The SDK run id (`run_` + 16 hex digits).
+    pub run_id: String,
+    /// The prompt.
+    pub prompt: String,
+    /// Use the provider's rich streaming transport.
+    pub streaming: bool,
+    /// Session to resume, when the run belongs to a thread.
+    pub session: Option<SessionContext>,
+    /// The requested output schema.
+    pub output_schema: Option<OutputSchema>,
+    /// Replacement instructions (system prompt), when set.
+    pub instructions: Option<String>,
+    /// A model that overrides the configured one for this run.
+    pub model_override: Option<String>,
+    /// The working directory for the provider.
+    pub workspace: Option<PathBuf>,
+    /// Host metadata for this run.
+    pub metadata: BTreeMap<String, String>,
+    /// Who the agent is (for scoping host components, never for routing).
+    pub agent: AgentIdentity,
+}
+
+impl Request {
+    /// A request with a run id and prompt; every other field empty.
+    pub fn new(run_id: impl Into<String>, prompt: impl Into<String>) -> Self {
+        Request {
+            run_id: run_id.into(),
+            prompt: prompt.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The host's identity for an agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentIdentity {
+    /// Agent id.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    /// Tenant id.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant_id: String,
+    /// Profile id.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub profile_id: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+}
+
+/// A JSON-schema output request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// Always `"json_schema"`.
+    pub format: String,
+    /// The schema (Draft 2020-12), as JSON text.
+    pub schema_json: String,
+    /// A schema name for providers that want one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// A description.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// What to do when the output does not validate.
+    pub on_invalid: OnInvalid,
+}
+
+/// What core does with an output that fails validation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnInvalid {
+    /// Fail the run (the default).
+    #[default]
+    FailRun,
+    /// Succeed; `decode` reports the validation errors.
+    ReturnInvalid,
+}
