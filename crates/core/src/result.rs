@@ -62,7 +62,10 @@ impl FailureReason {
             FailureCode::AgentError => FailureReason::AgentError,
             FailureCode::Cancelled => FailureReason::Cancelled,
             FailureCode::PolicyError => FailureReason::PolicyViolation,
-            FailureCode::Other(s) => FailureReason::Other(s.clone()),
+            FailureCode::Other(s) => match FailureCode::parse(s) {
+                FailureCode::Other(s) => FailureReason::Other(s),
+                known => FailureReason::from_code(&known),
+            },
             _ => FailureReason::Other(code.as_str().to_owned()),
         }
     }

@@ -135,8 +135,9 @@ impl RunStream {
         self.handle.clone()
     }
 
-    /// Events buffered and not yet read.
-    pub fn buffered(&self) -> usize {
+    /// Events buffered and not yet read. (Named so it does not clash with
+    /// `StreamExt::buffered`.)
+    pub fn queued_events(&self) -> usize {
         self.events.as_ref().map_or(0, Consumer::buffered)
     }
 

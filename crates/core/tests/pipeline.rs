@@ -499,3 +499,51 @@ async fn runner_is_object_safe() {
     let agent: Arc<dyn Runner> = Arc::new(Agent::new(ScriptedDriver::text_reply("dyn")));
     assert_eq!(agent.run("q").await.unwrap().text, "dyn");
 }
+
+#[tokio::test]
+async fn cancel_releases_a_publisher_blocked_on_a_full_buffer() {
+    // Blocking mode, a buffer of one, and a consumer that never reads: the
+    // driver blocks on its second event until the host cancels.
+    let mut payloads = vec![StreamPayload::run_started(), StreamPayload::text_start("m")];
+    payloads.extend((0..50).map(|i| StreamPayload::text_content("m", format!("{i}"))));
+    payloads.push(StreamPayload::text_end("m"));
+    payloads.push(StreamPayload::run_finished(None));
+    let agent = Agent::builder(scripted(stream_steps(payloads), response("", vec![])))
+        .event_buffer(1)
+        .blocking_events()
+        .build()
+        .unwrap();
+    let stream = agent.stream("q");
+    let handle = stream.handle();
+    // Let the run fill the buffer and block.
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        stream.queued_events(),
+        1,
+        "the buffer is full and the driver waits"
+    );
+    assert!(
+        handle.try_result().is_none(),
+        "the run is blocked, not finished"
+    );
+    handle.cancel();
+    let err = handle.result().await.unwrap_err();
+    assert_eq!(err.as_run_error().unwrap().reason, FailureReason::Cancelled);
+    // Everything numbered is accounted for, and RunFinished is still last.
+    let (events, _) = drain(stream).await;
+    assert_envelope(&events);
+    let lost: u64 = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Dropped(d) => Some(d.count),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(
+        events.len() as u64 + lost,
+        events.last().unwrap().meta().sequence
+    );
+    assert_eq!(finished(&events).reason, Some(FailureReason::Cancelled));
+}

@@ -233,12 +233,19 @@ impl LifecycleChecker {
                 tool_call_id,
                 result,
             } => {
-                if self.open_tools.remove(tool_call_id).is_none() {
+                if !self.open_tools.contains_key(tool_call_id) {
                     return Err(Violation::new(
                         "EVT-05",
                         format_args!("tool_call.end for {tool_call_id:?}, which is not open"),
                     ));
                 }
+                if result.is_some() && self.tool_results.contains(tool_call_id) {
+                    return Err(Violation::new(
+                        "EVT-14",
+                        format_args!("second result for tool call {tool_call_id:?}"),
+                    ));
+                }
+                self.open_tools.remove(tool_call_id);
                 if result.is_some() {
                     self.tool_results.insert(tool_call_id.clone());
                 }

@@ -82,7 +82,8 @@ pub struct RawStreams {
 pub struct TerminalPayload {
     /// The provider-native event or method name (e.g. `"turn.completed"`).
     pub event: String,
-    /// The exact JSON text the parser recognized, byte for byte.
+    /// The exact text of the JSON value the parser recognized, byte for byte
+    /// (whitespace around the value is not part of it).
     pub json: Box<RawValue>,
 }
 
@@ -270,12 +271,26 @@ pub enum FailureCode {
     Cancelled,
     /// A policy forbade the run.
     PolicyError,
-    /// A provider-specific code, kept verbatim.
+    /// A provider-specific code, kept verbatim. Use [`FailureCode::parse`]
+    /// to build one from a string, so a known code never hides in `Other`.
     #[serde(untagged)]
     Other(String),
 }
 
 impl FailureCode {
+    /// The code named by `s`: a known variant when `s` is one's wire name,
+    /// else `Other(s)`.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "decision_rejected" => FailureCode::DecisionRejected,
+            "decision_timeout" => FailureCode::DecisionTimeout,
+            "agent_error" => FailureCode::AgentError,
+            "cancelled" => FailureCode::Cancelled,
+            "policy_error" => FailureCode::PolicyError,
+            other => FailureCode::Other(other.to_owned()),
+        }
+    }
+
     /// The wire name of the code.
     pub fn as_str(&self) -> &str {
         match self {
