@@ -83,11 +83,7 @@ impl ScriptedDriver {
     /// stream capability.
     pub fn new(steps: impl Into<Vec<Step>>, ending: Ending) -> Self {
         ScriptedDriver {
-            descriptor: Descriptor {
-                driver_type: "scripted".into(),
-                display_name: "Scripted driver".into(),
-                ..Default::default()
-            },
+            descriptor: Descriptor::new("scripted", "Scripted driver"),
             capability: Some(StreamCapability::FULL),
             steps: steps.into().into(),
             ending,

@@ -221,32 +221,14 @@ async fn check(case: Case) -> Result<Seen, TestCaseError> {
     }
     let outcome = stream.result().await;
 
-    // Envelope.
-    prop_assert!(matches!(events.first(), Some(Event::RunStarted(_))));
+    // Envelope (a panic inside a proptest case is reported as a failure).
+    common::assert_envelope(&events);
     let Some(Event::RunFinished(fin)) = events.last() else {
         return Err(TestCaseError::fail("last event is not RunFinished"));
     };
-    for w in events.windows(2) {
-        prop_assert!(w[0].meta().sequence < w[1].meta().sequence);
-    }
-    let starts = events
-        .iter()
-        .filter(|e| matches!(e, Event::RunStarted(_)))
-        .count();
-    let ends = events
-        .iter()
-        .filter(|e| matches!(e, Event::RunFinished(_)))
-        .count();
-    prop_assert_eq!((starts, ends), (1, 1));
 
     // Every sequence number is delivered or counted exactly once.
-    let reports: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Dropped(d) => Some(d),
-            _ => None,
-        })
-        .collect();
+    let reports = common::dropped(&events);
     let dropped_total: u64 = reports.iter().map(|d| d.count).sum();
     prop_assert_eq!(
         events.len() as u64 + dropped_total,
@@ -400,13 +382,7 @@ async fn slow_consumer_gets_one_aggregated_report_per_gap() {
     let (events, outcome) = common::drain(agent.stream("q")).await;
     outcome.unwrap();
     common::assert_envelope(&events);
-    let reports: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Dropped(d) => Some(d),
-            _ => None,
-        })
-        .collect();
+    let reports = common::dropped(&events);
     let lost: u64 = reports.iter().map(|d| d.count).sum();
     let delivered = events
         .iter()

@@ -131,11 +131,7 @@ struct Recorder {
 #[async_trait]
 impl Driver for Recorder {
     fn descriptor(&self) -> Descriptor {
-        Descriptor {
-            driver_type: "recorder".into(),
-            display_name: "Recorder".into(),
-            ..Default::default()
-        }
+        Descriptor::new("recorder", "Recorder")
     }
     fn validate_config(&self) -> Result<(), ConfigError> {
         Ok(())
@@ -469,17 +465,11 @@ async fn custom_and_provider_drop_kinds_are_not_swallowed() {
     assert_eq!(custom.len(), 1);
     assert_eq!(custom[0].text, "80% used");
     assert_eq!(custom[0].data, Some(serde_json::json!({"primary": 80})));
-    let dropped: Vec<_> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Dropped(d) => Some(d),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(dropped.len(), 1);
-    assert_eq!(dropped[0].count, 4);
-    assert_eq!(dropped[0].source, "provider");
-    assert_eq!(dropped[0].reason, "provider_buffer");
+    let reports = dropped(&events);
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].count, 4);
+    assert_eq!(reports[0].source, "provider");
+    assert_eq!(reports[0].reason, "provider_buffer");
 }
 
 #[tokio::test]
@@ -534,13 +524,7 @@ async fn cancel_releases_a_publisher_blocked_on_a_full_buffer() {
     // Everything numbered is accounted for, and RunFinished is still last.
     let (events, _) = drain(stream).await;
     assert_envelope(&events);
-    let lost: u64 = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Dropped(d) => Some(d.count),
-            _ => None,
-        })
-        .sum();
+    let lost: u64 = dropped(&events).iter().map(|d| d.count).sum();
     assert_eq!(
         events.len() as u64 + lost,
         events.last().unwrap().meta().sequence

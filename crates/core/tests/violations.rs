@@ -267,11 +267,7 @@ async fn the_driver_sees_the_violation_as_a_sink_error() {
     #[async_trait]
     impl Driver for Probe {
         fn descriptor(&self) -> Descriptor {
-            Descriptor {
-                driver_type: "probe".into(),
-                display_name: "Probe".into(),
-                ..Default::default()
-            }
+            Descriptor::new("probe", "Probe")
         }
         fn validate_config(&self) -> Result<(), ConfigError> {
             Ok(())

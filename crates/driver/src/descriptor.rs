@@ -27,6 +27,17 @@ pub struct Descriptor {
     pub structured_output: StructuredOutputCapability,
 }
 
+impl Descriptor {
+    /// A descriptor with a type and display name; every capability off.
+    pub fn new(driver_type: impl Into<String>, display_name: impl Into<String>) -> Self {
+        Descriptor {
+            driver_type: driver_type.into(),
+            display_name: display_name.into(),
+            ..Default::default()
+        }
+    }
+}
+
 /// A model a driver can run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelInfo {

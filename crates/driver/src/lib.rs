@@ -31,7 +31,7 @@
 //! #[async_trait::async_trait]
 //! impl Driver for Echo {
 //!     fn descriptor(&self) -> Descriptor {
-//!         Descriptor { driver_type: "echo".into(), display_name: "Echo".into(), ..Default::default() }
+//!         Descriptor::new("echo", "Echo")
 //!     }
 //!     fn validate_config(&self) -> Result<(), ConfigError> { Ok(()) }
 //!     fn stream_capability(&self) -> Option<StreamCapability> {

@@ -103,3 +103,14 @@ pub fn framed(middle: Vec<StreamPayload>) -> Vec<Step> {
 pub fn item(i: TranscriptItem) -> Step {
     Step::Emit(RunEvent::Item(i))
 }
+
+/// The broker's and the provider's `Dropped` reports, in order.
+pub fn dropped(events: &[Event]) -> Vec<&agent_adaptor_core::Dropped> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Dropped(d) => Some(d),
+            _ => None,
+        })
+        .collect()
+}
