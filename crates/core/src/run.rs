@@ -160,24 +160,11 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
     }
 }
 
-/// Record a violation found after the driver returned, and report it.
-async fn violation(st: &mut SinkState, v: Violation, subject: Value) {
-    tracing::warn!(clause = v.clause, detail = %v.detail, "driver contract violation");
-    let ev = translate::notice(
-        st.publisher.meta(),
-        notice_kind::DRIVER_VIOLATION,
-        v.to_string(),
-        Some(json!({"clause": v.clause, "detail": v.detail, "rejected": subject})),
-    );
-    st.violations.push(v);
-    let _ = st.publisher.publish(ev).await;
-}
-
 /// Contract checks that need the whole run: a missing terminal frame and the
 /// transcript mirror (RUN-04).
 async fn end_of_run_checks(st: &mut SinkState, resp: &Response, streaming: bool) {
     if let Err(v) = st.lifecycle.finish(streaming) {
-        violation(st, v, Value::Null).await;
+        st.report_violation(v, Value::Null).await;
     }
     let emitted = &st.items;
     let returned = &resp.transcript;
@@ -195,7 +182,7 @@ async fn end_of_run_checks(st: &mut SinkState, resp: &Response, streaming: bool)
                 returned.len()
             ),
         );
-        violation(st, v, Value::Null).await;
+        st.report_violation(v, Value::Null).await;
     }
 }
 

@@ -84,18 +84,26 @@ impl CoreSink {
 
     /// Record a contract violation, report it as a notice, refuse the event.
     async fn reject(st: &mut SinkState, v: Violation, subject: Value) -> Result<(), SinkError> {
+        st.report_violation(v.clone(), subject).await;
+        Err(SinkError::Violation(v))
+    }
+}
+
+impl SinkState {
+    /// Record a driver contract violation and publish it as a reliable
+    /// `driver.violation` notice carrying the rejected subject.
+    pub(crate) async fn report_violation(&mut self, v: Violation, subject: Value) {
         tracing::warn!(clause = v.clause, detail = %v.detail, "driver contract violation");
-        st.violations.push(v.clone());
         let ev = translate::notice(
-            st.publisher.meta(),
+            self.publisher.meta(),
             notice_kind::DRIVER_VIOLATION,
             v.to_string(),
             Some(json!({"clause": v.clause, "detail": v.detail, "rejected": subject})),
         );
-        // Delivery of the report can only fail on cancellation; the run is
-        // failed by the recorded violation either way.
-        let _ = st.publisher.publish(ev).await;
-        Err(SinkError::Violation(v))
+        self.violations.push(v);
+        // Delivery can only fail on cancellation; the run is failed by the
+        // recorded violation either way.
+        let _ = self.publisher.publish(ev).await;
     }
 }
 
