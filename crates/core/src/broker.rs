@@ -14,8 +14,8 @@ use std::task::{Context, Poll, Waker};
 
 use chrono::Utc;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
+use crate::control::RunControl;
 use crate::event::{Dropped, Event, EventMeta};
 
 /// Default buffer for ordinary events.
@@ -50,7 +50,7 @@ struct Queue {
 struct Shared {
     queue: Mutex<Queue>,
     config: BrokerConfig,
-    cancel: CancellationToken,
+    control: Arc<RunControl>,
 }
 
 impl Shared {
@@ -105,7 +105,7 @@ pub(crate) struct Consumer {
 /// A new broker for one run.
 pub(crate) fn broker(
     config: BrokerConfig,
-    cancel: CancellationToken,
+    control: Arc<RunControl>,
     template: EventMeta,
 ) -> (Publisher, Consumer) {
     let shared = Arc::new(Shared {
@@ -116,7 +116,7 @@ pub(crate) fn broker(
             publisher: None,
         }),
         config,
-        cancel,
+        control,
     });
     (
         Publisher {
@@ -130,6 +130,20 @@ pub(crate) fn broker(
         },
         Consumer { shared },
     )
+}
+
+/// What became of an offered event.
+pub(crate) enum Offer {
+    /// Delivered, dropped and counted, or refused because of cancellation.
+    Done(Result<(), Cancelled>),
+    /// A reliable event that has to wait for space.
+    Wait(Waiting),
+}
+
+/// An event waiting for space.
+pub(crate) struct Waiting {
+    slot: Option<Event>,
+    droppable: bool,
 }
 
 /// The event could not be delivered because the run was cancelled.
@@ -188,22 +202,45 @@ impl Publisher {
         self.state.template.clone()
     }
 
-    /// Publish one event. Droppable events never wait (in the default mode);
-    /// reliable ones wait for space until the run is cancelled.
+    /// Offer one event without waiting: it is delivered, dropped (a delta
+    /// on a full buffer), or — a reliable event on a full buffer — handed
+    /// back as [`Offer::Wait`] for [`publish_waiting`](Self::publish_waiting).
     ///
     /// Once the run is cancelled, deltas are discarded and reliable events use
     /// free space only; whatever is not delivered is counted in the final
-    /// `Dropped` report. Returns `Err(Cancelled)` when the event was not
-    /// delivered because of cancellation.
-    pub(crate) async fn publish(&mut self, mut ev: Event) -> Result<(), Cancelled> {
+    /// `Dropped` report and the offer is `Done(Err(Cancelled))`.
+    ///
+    /// This is synchronous on purpose: every driver event goes through it,
+    /// and only a publisher that really has to wait pays for a future.
+    pub(crate) fn offer(&mut self, mut ev: Event) -> Offer {
         ev.meta_mut().time = Utc::now();
         let droppable = !self.shared.config.blocking && ev.is_droppable();
         let mut slot = Some(ev);
+        match self.try_publish(&mut slot, droppable) {
+            Some(done) => Offer::Done(done),
+            None => Offer::Wait(Waiting { slot, droppable }),
+        }
+    }
+
+    /// Wait for space (or cancellation) and deliver an event `offer` handed back.
+    pub(crate) async fn publish_waiting(&mut self, waiting: Waiting) -> Result<(), Cancelled> {
+        let Waiting {
+            mut slot,
+            droppable,
+        } = waiting;
         loop {
+            self.wait_for_space().await;
             if let Some(done) = self.try_publish(&mut slot, droppable) {
                 return done;
             }
-            self.wait_for_space().await;
+        }
+    }
+
+    /// Offer, and wait when needed (for core's own, infrequent events).
+    pub(crate) async fn publish(&mut self, ev: Event) -> Result<(), Cancelled> {
+        match self.offer(ev) {
+            Offer::Done(done) => done,
+            Offer::Wait(waiting) => Box::pin(self.publish_waiting(waiting)).await,
         }
     }
 
@@ -218,7 +255,7 @@ impl Publisher {
         let st = &mut self.state;
         let mut q = self.shared.lock();
         let ev = slot.take()?;
-        if self.shared.cancel.is_cancelled() {
+        if self.shared.control.is_stopped() {
             if !droppable && q.items.len() < capacity {
                 st.push(&mut q, ev);
                 return Some(Ok(()));
@@ -261,7 +298,7 @@ impl Publisher {
         });
         tokio::select! {
             () = space => {}
-            () = shared.cancel.cancelled() => {}
+            () = shared.control.cancel.cancelled() => {}
         }
     }
 

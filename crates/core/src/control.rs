@@ -1,6 +1,7 @@
 //! Why a run is being stopped, decided once.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio_util::sync::CancellationToken;
 
@@ -20,6 +21,8 @@ pub(crate) enum StopReason {
 pub(crate) struct RunControl {
     pub(crate) cancel: CancellationToken,
     reason: Mutex<Option<StopReason>>,
+    /// Mirrors the token for the publish hot path (a load, not a lock).
+    stopped: AtomicBool,
 }
 
 impl RunControl {
@@ -31,7 +34,13 @@ impl RunControl {
                 *r = Some(reason);
             }
         }
+        self.stopped.store(true, Ordering::Release);
         self.cancel.cancel();
+    }
+
+    /// True once `stop` was called (cheap; for hot paths).
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
     }
 
     /// The reason, once stopped.

@@ -50,7 +50,7 @@ pub(crate) fn start(launch: Launch) -> RunStream {
     let control = Arc::new(RunControl::default());
     let (tx, rx) = watch::channel(None);
     let template = EventMeta::unstamped(run_id.clone(), launch.thread_key.clone());
-    let (publisher, consumer) = broker(launch.broker, control.cancel.clone(), template);
+    let (publisher, consumer) = broker(launch.broker, control.clone(), template);
     let capability = launch.driver.stream_capability().unwrap_or_default();
     let sink = CoreSink::new(
         publisher,
@@ -83,9 +83,11 @@ async fn execute(
 
     let deadline = launch.timeout.map(|t| Instant::now() + t);
     let streaming = launch.request.streaming;
+    // A child token: the driver observes core's cancellation, but cannot
+    // cancel core's run by cancelling its own token.
     let ctx = RunContext {
         run_id: launch.request.run_id.clone(),
-        cancel: control.cancel.clone(),
+        cancel: control.cancel.child_token(),
         deadline,
     };
     let driven = drive(

@@ -11,11 +11,12 @@ use agent_adaptor_driver::{
     StreamPayload, TranscriptItem, Usage, Violation, async_trait,
 };
 use chrono::Utc;
+use futures::future::{BoxFuture, ready};
 use serde_json::{Value, json};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, MutexGuard};
 
 use crate::approval::{Answer, ApprovalHandler, ApprovalRequest, Responder};
-use crate::broker::Publisher;
+use crate::broker::{Offer, Publisher, Waiting};
 use crate::control::{RunControl, StopReason};
 use crate::event::{Event, notice_kind};
 use crate::translate::{self, Routed};
@@ -107,50 +108,109 @@ impl SinkState {
     }
 }
 
-#[async_trait]
-impl EventSink for CoreSink {
-    async fn emit(&self, event: RunEvent) -> Result<(), SinkError> {
-        let mut st = self.state.lock().await;
+/// What the sink decided about one driver event, without waiting.
+enum Accepted {
+    /// Handled: delivered, dropped and counted, captured, or refused.
+    Done(Result<(), SinkError>),
+    /// A reliable event waiting for consumer space.
+    Wait(Waiting),
+    /// A contract violation to report.
+    Reject(Violation, Value),
+}
+
+impl SinkState {
+    fn offer(&mut self, ev: Event) -> Accepted {
+        match self.publisher.offer(ev) {
+            Offer::Done(done) => Accepted::Done(done.map_err(|_| SinkError::Cancelled)),
+            Offer::Wait(waiting) => Accepted::Wait(waiting),
+        }
+    }
+
+    fn accept_event(&mut self, event: RunEvent) -> Accepted {
         if let RunEvent::Item(item) = &event {
             if let Err(t) = item.validate() {
                 let v = Violation::new(t.clause(), t.to_string());
                 let subject = serde_json::to_value(item).unwrap_or(Value::Null);
-                return Self::reject(&mut st, v, subject).await;
+                return Accepted::Reject(v, subject);
             }
-            st.items.push(item.clone());
+            self.items.push(item.clone());
         }
-        let ev = translate::run_event(st.publisher.meta(), event);
-        st.publisher
-            .publish(ev)
-            .await
-            .map_err(|_| SinkError::Cancelled)
+        let ev = translate::run_event(self.publisher.meta(), event);
+        self.offer(ev)
     }
 
-    async fn emit_stream(&self, payload: StreamPayload) -> Result<(), SinkError> {
-        let mut st = self.state.lock().await;
-        if let Err(v) = st.lifecycle.check(&payload) {
+    fn accept_stream(&mut self, payload: StreamPayload) -> Accepted {
+        if let Err(v) = self.lifecycle.check(&payload) {
             let subject = serde_json::to_value(&payload).unwrap_or(Value::Null);
-            return Self::reject(&mut st, v, subject).await;
+            return Accepted::Reject(v, subject);
         }
-        match translate::payload(st.publisher.meta(), payload) {
-            Routed::Publish(ev) => st
+        match translate::payload(self.publisher.meta(), payload) {
+            Routed::Publish(ev) => return self.offer(ev),
+            Routed::Started(coords) => self.provider = coords,
+            Routed::Finished(usage) => self.terminal_usage = usage,
+            Routed::Failed(failure) => self.terminal_error = Some(failure),
+        }
+        Accepted::Done(Ok(()))
+    }
+}
+
+type Emit<'a> = BoxFuture<'a, Result<(), SinkError>>;
+
+impl CoreSink {
+    /// Finish an accepted event while holding the publication lock.
+    async fn complete(
+        mut st: MutexGuard<'_, SinkState>,
+        accepted: Accepted,
+    ) -> Result<(), SinkError> {
+        match accepted {
+            Accepted::Done(done) => done,
+            Accepted::Wait(waiting) => st
                 .publisher
-                .publish(ev)
+                .publish_waiting(waiting)
                 .await
                 .map_err(|_| SinkError::Cancelled),
-            Routed::Started(coords) => {
-                st.provider = coords;
-                Ok(())
-            }
-            Routed::Finished(usage) => {
-                st.terminal_usage = usage;
-                Ok(())
-            }
-            Routed::Failed(failure) => {
-                st.terminal_error = Some(failure);
-                Ok(())
-            }
+            Accepted::Reject(v, subject) => Self::reject(&mut st, v, subject).await,
         }
+    }
+
+    /// Run `accept` under the publication lock. The common case — lock free,
+    /// room in the queue — completes synchronously and returns a ready
+    /// future; only contention, backpressure or a violation build a real one.
+    fn emit_with<'a, T: Send + 'a>(
+        &'a self,
+        input: T,
+        accept: fn(&mut SinkState, T) -> Accepted,
+    ) -> Emit<'a> {
+        match self.state.try_lock() {
+            Ok(mut st) => match accept(&mut st, input) {
+                Accepted::Done(done) => Box::pin(ready(done)),
+                accepted => Box::pin(Self::complete(st, accepted)),
+            },
+            Err(_) => Box::pin(async move {
+                let mut st = self.state.lock().await;
+                let accepted = accept(&mut st, input);
+                Self::complete(st, accepted).await
+            }),
+        }
+    }
+}
+
+#[async_trait]
+impl EventSink for CoreSink {
+    fn emit<'a, 'b>(&'a self, event: RunEvent) -> Emit<'b>
+    where
+        'a: 'b,
+        Self: 'b,
+    {
+        self.emit_with(event, SinkState::accept_event)
+    }
+
+    fn emit_stream<'a, 'b>(&'a self, payload: StreamPayload) -> Emit<'b>
+    where
+        'a: 'b,
+        Self: 'b,
+    {
+        self.emit_with(payload, SinkState::accept_stream)
     }
 
     fn decisions(&self) -> Option<&dyn DecisionSink> {
@@ -318,5 +378,40 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker::broker;
+    use crate::event::EventMeta;
+
+    #[test]
+    fn the_uncontended_path_builds_no_state_machine() {
+        // Every driver event goes through emit/emit_stream: with the lock
+        // free and room in the queue, the returned future must be a plain
+        // ready value, not an async state machine holding the payload.
+        let meta = EventMeta::unstamped("run_x".into(), None);
+        let control = Arc::new(RunControl::default());
+        let (publisher, _consumer) = broker(Default::default(), control.clone(), meta);
+        let sink = CoreSink::new(
+            publisher,
+            StreamCapability::FULL,
+            control,
+            ApprovalRouting::default(),
+        );
+        let f = sink.emit_stream(StreamPayload::run_started());
+        assert!(
+            std::mem::size_of_val(&*f) <= 64,
+            "{} bytes",
+            std::mem::size_of_val(&*f)
+        );
+        drop(f);
+        let f = sink.emit(RunEvent::stdout("x"));
+        assert!(
+            std::mem::size_of_val(&*f) <= 64,
+            "{} bytes",
+            std::mem::size_of_val(&*f)
+        );
     }
 }

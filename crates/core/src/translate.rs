@@ -88,18 +88,19 @@ pub(crate) fn payload(mut meta: EventMeta, p: StreamPayload) -> Routed {
         return Routed::Started(source);
     }
     meta.source = source_of(source);
-    let text = |message_id: String, text: String, phase: Phase| {
+    // Moves `meta` in: no per-event clone of the envelope.
+    let text = |meta: EventMeta, message_id: String, text: String, phase: Phase| {
         Event::TextDelta(TextDelta {
-            meta: meta.clone(),
+            meta,
             message_id,
             text,
             role,
             phase,
         })
     };
-    let thinking = |message_id: String, text: String, phase: Phase| {
+    let thinking = |meta: EventMeta, message_id: String, text: String, phase: Phase| {
         Event::Thinking(Thinking {
-            meta: meta.clone(),
+            meta,
             message_id,
             text,
             phase,
@@ -122,16 +123,20 @@ pub(crate) fn payload(mut meta: EventMeta, p: StreamPayload) -> Routed {
             name,
             Some(json!({"phase": "finished"})),
         ),
-        StreamKind::TextStart { message_id } => text(message_id, String::new(), Phase::Start),
-        StreamKind::TextContent { message_id, delta } => text(message_id, delta, Phase::Content),
-        StreamKind::TextEnd { message_id } => text(message_id, String::new(), Phase::End),
+        StreamKind::TextStart { message_id } => text(meta, message_id, String::new(), Phase::Start),
+        StreamKind::TextContent { message_id, delta } => {
+            text(meta, message_id, delta, Phase::Content)
+        }
+        StreamKind::TextEnd { message_id } => text(meta, message_id, String::new(), Phase::End),
         StreamKind::ReasoningStart { message_id } => {
-            thinking(message_id, String::new(), Phase::Start)
+            thinking(meta, message_id, String::new(), Phase::Start)
         }
         StreamKind::ReasoningContent { message_id, delta } => {
-            thinking(message_id, delta, Phase::Content)
+            thinking(meta, message_id, delta, Phase::Content)
         }
-        StreamKind::ReasoningEnd { message_id } => thinking(message_id, String::new(), Phase::End),
+        StreamKind::ReasoningEnd { message_id } => {
+            thinking(meta, message_id, String::new(), Phase::End)
+        }
         StreamKind::ToolCallStart {
             tool_call_id,
             name,
