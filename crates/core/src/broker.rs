@@ -137,7 +137,7 @@ pub(crate) enum Offer {
     /// Delivered, dropped and counted, or refused because of cancellation.
     Done(Result<(), Cancelled>),
     /// A reliable event that has to wait for space.
-    Wait(Waiting),
+    Wait(Box<Waiting>),
 }
 
 /// An event waiting for space.
@@ -218,16 +218,16 @@ impl Publisher {
         let mut slot = Some(ev);
         match self.try_publish(&mut slot, droppable) {
             Some(done) => Offer::Done(done),
-            None => Offer::Wait(Waiting { slot, droppable }),
+            None => Offer::Wait(Box::new(Waiting { slot, droppable })),
         }
     }
 
     /// Wait for space (or cancellation) and deliver an event `offer` handed back.
-    pub(crate) async fn publish_waiting(&mut self, waiting: Waiting) -> Result<(), Cancelled> {
+    pub(crate) async fn publish_waiting(&mut self, waiting: Box<Waiting>) -> Result<(), Cancelled> {
         let Waiting {
             mut slot,
             droppable,
-        } = waiting;
+        } = *waiting;
         loop {
             self.wait_for_space().await;
             if let Some(done) = self.try_publish(&mut slot, droppable) {

@@ -113,7 +113,7 @@ enum Accepted {
     /// Handled: delivered, dropped and counted, captured, or refused.
     Done(Result<(), SinkError>),
     /// A reliable event waiting for consumer space.
-    Wait(Waiting),
+    Wait(Box<Waiting>),
     /// A contract violation to report.
     Reject(Violation, Value),
 }
