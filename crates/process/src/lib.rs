@@ -1,0 +1,1 @@
+//! # agent-adaptor-process (work in progress)

@@ -1,0 +1,2 @@
+//! `fake-cli`: replays a recorded capture (work in progress).
+fn main() {}

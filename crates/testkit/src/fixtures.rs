@@ -1,0 +1,1 @@
+//! Loading of recorded CLI captures (work in progress).

@@ -1,0 +1,18 @@
+//! # agent-adaptor-testkit
+//!
+//! Test support for agent-adaptor and for third-party driver authors:
+//!
+//! * [`mock`] — a scripted mock model server on 127.0.0.1 that speaks the
+//!   streaming wire protocols the real CLIs use (OpenAI Responses, OpenAI
+//!   Chat Completions, Anthropic Messages, Gemini), so the real CLIs run
+//!   offline in tests;
+//! * [`fixtures`] — loading of recorded CLI captures;
+//! * [`replay`] — the fake CLI binary's engine (`fake-cli`), which replays a
+//!   capture with chosen delays, exit code, stderr noise and stdin rules.
+//!
+//! Only tests and benches depend on this crate.
+#![forbid(unsafe_code)]
+
+pub mod fixtures;
+pub mod mock;
+pub mod replay;

@@ -1,0 +1,1 @@
+//! The scripted mock model server (work in progress).

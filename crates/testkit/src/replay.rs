@@ -1,0 +1,1 @@
+//! The fake CLI replayer (work in progress).
