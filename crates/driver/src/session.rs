@@ -24,7 +24,7 @@ pub struct SessionState {
     pub data: BTreeMap<String, String>,
 }
 
-/// A resume checkpoint as the driver claims it.
+#[doc = include_str!("../contract/checkpoint.md")]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checkpoint {
     /// The state to resume from.

@@ -267,7 +267,7 @@ impl StreamKind {
     }
 }
 
-/// One normalized live payload (spec §5).
+#[doc = include_str!("../contract/stream.md")]
 ///
 /// Build one with the constructors ([`StreamPayload::text_content`] …) and
 /// refine it with [`with_source`](Self::with_source) / [`with_raw`](Self::with_raw).
