@@ -13,6 +13,7 @@
 //! Only tests and benches depend on this crate.
 #![forbid(unsafe_code)]
 
+pub mod clis;
 pub mod fixtures;
 pub mod mock;
 pub mod replay;

@@ -1,0 +1,144 @@
+//! What the suite is told about the driver under test.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_adaptor_driver::{Driver, Request, SessionState};
+
+/// How a run case is expected to end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// `Ok(Response)` with no failure, a clean exit, and (when streaming) `run.finished`.
+    Success,
+    /// A business failure (`Response::failure`) or a driver error.
+    Failure,
+    /// Either; only the contract clauses are judged.
+    Any,
+}
+
+/// One hermetic run: the driver (configured by the factory, e.g. to run a
+/// fake CLI replaying a capture) executes `request`, and every EVT, RUN, TRN
+/// and RSP clause is judged on what it emitted and returned.
+#[derive(Debug, Clone)]
+pub struct RunCase {
+    /// A name for the report.
+    pub name: String,
+    /// The resolved request to run.
+    pub request: Request,
+    /// How it should end.
+    pub expect: Expect,
+}
+
+impl RunCase {
+    /// A run case of `prompt` with `streaming`.
+    pub fn new(name: impl Into<String>, prompt: &str, streaming: bool, expect: Expect) -> Self {
+        let mut request = Request::new("run_0000000000000000", prompt);
+        request.streaming = streaming;
+        RunCase {
+            name: name.into(),
+            request,
+            expect,
+        }
+    }
+}
+
+/// An opt-in run against the real provider.
+#[derive(Debug, Clone)]
+pub struct LiveRun {
+    /// The prompt (default `"Reply with exactly: OK"`).
+    pub prompt: String,
+    /// Text the output must contain (default `"OK"`).
+    pub expected_output: Option<String>,
+    /// Use the streaming transport.
+    pub streaming: bool,
+    /// Upper bound for the run (default 5 minutes).
+    pub timeout: Duration,
+}
+
+impl Default for LiveRun {
+    fn default() -> Self {
+        LiveRun {
+            prompt: "Reply with exactly: OK".into(),
+            expected_output: Some("OK".into()),
+            streaming: true,
+            timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// A factory for a driver whose configuration is invalid (for CFG-03).
+pub type InvalidFactory = Arc<dyn Fn() -> Box<dyn Driver> + Send + Sync>;
+
+/// Options of [`test_driver`](crate::test_driver).
+#[derive(Clone, Default)]
+pub struct Options {
+    pub(crate) session_state: Option<SessionState>,
+    pub(crate) session_keys: Vec<String>,
+    pub(crate) guard_keys: Vec<String>,
+    pub(crate) invalid_config: Option<InvalidFactory>,
+    pub(crate) runs: Vec<RunCase>,
+    pub(crate) live: Option<LiveRun>,
+    pub(crate) run_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("session_state", &self.session_state)
+            .field("session_keys", &self.session_keys)
+            .field("guard_keys", &self.guard_keys)
+            .field("invalid_config", &self.invalid_config.is_some())
+            .field("runs", &self.runs)
+            .field("live", &self.live)
+            .finish()
+    }
+}
+
+impl Options {
+    /// No options: hermetic declaration clauses only.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A representative resumable state for the SES clauses.
+    pub fn session_state(mut self, state: SessionState) -> Self {
+        self.session_state = Some(state);
+        self
+    }
+
+    /// Data keys that must survive the codec round trip (SES-08).
+    pub fn session_keys<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> Self {
+        self.session_keys = keys.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Data keys the guard fingerprint must depend on (SES-06).
+    pub fn guard_keys<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> Self {
+        self.guard_keys = keys.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// A factory for a driver with an invalid configuration (CFG-03).
+    pub fn invalid_config(mut self, factory: InvalidFactory) -> Self {
+        self.invalid_config = Some(factory);
+        self
+    }
+
+    /// Add a hermetic run case.
+    pub fn run(mut self, case: RunCase) -> Self {
+        self.runs.push(case);
+        self
+    }
+
+    /// Opt in to a live run against the real provider (LIV clauses).
+    pub fn live(mut self, live: LiveRun) -> Self {
+        self.live = Some(live);
+        self
+    }
+
+    /// Upper bound for each hermetic run (default 30 s).
+    pub fn run_timeout(mut self, timeout: Duration) -> Self {
+        self.run_timeout = Some(timeout);
+        self
+    }
+}

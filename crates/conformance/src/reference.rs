@@ -1,0 +1,587 @@
+//! The reference driver: a complete, contract-abiding driver that passes
+//! every clause — and, with a [`Fault`], a deliberately broken one, so the
+//! suite can prove that each of its clauses fails when it should.
+//!
+//! It simulates a provider that writes a small JSON-lines protocol on stdout,
+//! and forms every layer of its response from that one "parse": raw chunks,
+//! live payloads (when streaming), transcript items, output, usage, the
+//! official terminal payload and a resumable checkpoint.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use agent_adaptor_driver::{
+    Checkpoint, ConfigError, DecisionKind, DecisionRequest, Descriptor, Driver, DriverError,
+    EventSink, FailureCode, FingerprintError, HitlRequested, ModelInfo, ProviderCoords, RawStreams,
+    Request, Response, Role, RunContext, RunEvent, RunFailure, SessionCodec, SessionParams,
+    SessionState, StandardSessionCodec, StreamCapability, StreamKind, StreamPayload,
+    StructuredOutputCapability, TerminalPayload, TranscriptItem, TranscriptKind, Usage,
+    async_trait, canonical_session_config_fingerprint,
+};
+use serde_json::json;
+
+/// One way to break the contract. Each names the clause it breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+#[allow(missing_docs)] // each variant's doc is its clause, listed in `Fault::clause`
+pub enum Fault {
+    EmptyDriverType,
+    DriftingDescriptor,
+    PanicInValidate,
+    RejectConfig,
+    ResumeWithoutCodec,
+    UndeclaredResume,
+    EmptyModelId,
+    DriftingCapability,
+    InconsistentStructuredOutput,
+    CodecEmptyName,
+    CodecNonZeroForNone,
+    CodecDropsData,
+    CodecLossy,
+    CodecDriftingGuard,
+    CodecGuardIgnoresKeys,
+    CodecPanicsOnEmpty,
+    SecondRunStarted,
+    NoTerminal,
+    ContentOutsideMessage,
+    EmptyTextDelta,
+    ArgsForUnknownTool,
+    ReasoningOutsideLifecycle,
+    UnpairedStep,
+    HitlWithoutSource,
+    UserRole,
+    OpenAtTerminal,
+    ReasoningWithoutCapability,
+    ArgsAfterCompleteArgs,
+    CanonicalCustomName,
+    InvalidItemEvent,
+    BrokenMirror,
+    TranscriptWithoutText,
+    TranscriptToolCallWithoutName,
+    TranscriptResultWithoutId,
+    TranscriptDeltaOnToolCall,
+    DirtyCheckpoint,
+    DecisionFailureWithoutDetail,
+    OutputIsStdout,
+    CheckpointNotRoundTripping,
+    TerminalNotOnStdout,
+    FailsASuccessCase,
+}
+
+impl Fault {
+    /// Every fault.
+    pub const ALL: [Fault; 41] = [
+        Fault::EmptyDriverType,
+        Fault::DriftingDescriptor,
+        Fault::PanicInValidate,
+        Fault::RejectConfig,
+        Fault::ResumeWithoutCodec,
+        Fault::UndeclaredResume,
+        Fault::EmptyModelId,
+        Fault::DriftingCapability,
+        Fault::InconsistentStructuredOutput,
+        Fault::CodecEmptyName,
+        Fault::CodecNonZeroForNone,
+        Fault::CodecDropsData,
+        Fault::CodecLossy,
+        Fault::CodecDriftingGuard,
+        Fault::CodecGuardIgnoresKeys,
+        Fault::CodecPanicsOnEmpty,
+        Fault::SecondRunStarted,
+        Fault::NoTerminal,
+        Fault::ContentOutsideMessage,
+        Fault::EmptyTextDelta,
+        Fault::ArgsForUnknownTool,
+        Fault::ReasoningOutsideLifecycle,
+        Fault::UnpairedStep,
+        Fault::HitlWithoutSource,
+        Fault::UserRole,
+        Fault::OpenAtTerminal,
+        Fault::ReasoningWithoutCapability,
+        Fault::ArgsAfterCompleteArgs,
+        Fault::CanonicalCustomName,
+        Fault::InvalidItemEvent,
+        Fault::BrokenMirror,
+        Fault::TranscriptWithoutText,
+        Fault::TranscriptToolCallWithoutName,
+        Fault::TranscriptResultWithoutId,
+        Fault::TranscriptDeltaOnToolCall,
+        Fault::DirtyCheckpoint,
+        Fault::DecisionFailureWithoutDetail,
+        Fault::OutputIsStdout,
+        Fault::CheckpointNotRoundTripping,
+        Fault::TerminalNotOnStdout,
+        Fault::FailsASuccessCase,
+    ];
+
+    /// The clause this fault breaks.
+    pub fn clause(self) -> &'static str {
+        use Fault::*;
+        match self {
+            EmptyDriverType => "DRV-01",
+            DriftingDescriptor => "DRV-02",
+            PanicInValidate => "CFG-01",
+            RejectConfig => "CFG-02",
+            ResumeWithoutCodec | UndeclaredResume => "CAP-01",
+            EmptyModelId => "CAP-04",
+            DriftingCapability => "CAP-10",
+            InconsistentStructuredOutput => "SO-01",
+            CodecEmptyName => "SES-01",
+            CodecNonZeroForNone => "SES-02",
+            CodecDropsData => "SES-03",
+            CodecLossy => "SES-04",
+            CodecDriftingGuard => "SES-05",
+            CodecGuardIgnoresKeys => "SES-06",
+            CodecPanicsOnEmpty => "SES-07",
+            SecondRunStarted => "EVT-01",
+            NoTerminal => "EVT-02",
+            ContentOutsideMessage => "EVT-03",
+            EmptyTextDelta => "EVT-04",
+            ArgsForUnknownTool => "EVT-05",
+            ReasoningOutsideLifecycle => "EVT-06",
+            UnpairedStep => "EVT-07",
+            HitlWithoutSource => "EVT-08",
+            UserRole => "EVT-09",
+            OpenAtTerminal => "EVT-11",
+            ReasoningWithoutCapability => "EVT-12",
+            ArgsAfterCompleteArgs => "EVT-14",
+            CanonicalCustomName => "EVT-15",
+            InvalidItemEvent => "RUN-02",
+            BrokenMirror => "RUN-04",
+            TranscriptWithoutText => "TRN-01",
+            TranscriptToolCallWithoutName => "TRN-02",
+            TranscriptResultWithoutId => "TRN-03",
+            TranscriptDeltaOnToolCall => "TRN-04",
+            DirtyCheckpoint => "RSP-01",
+            DecisionFailureWithoutDetail => "RSP-02",
+            OutputIsStdout => "RSP-03",
+            CheckpointNotRoundTripping => "RSP-04",
+            TerminalNotOnStdout => "RSP-05",
+            FailsASuccessCase => "CASE-01",
+        }
+    }
+}
+
+/// The reference driver's configuration (everything provider-visible).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReferenceConfig {
+    /// The model name it reports.
+    pub model: String,
+    /// The answer it gives.
+    pub reply: String,
+}
+
+impl Default for ReferenceConfig {
+    fn default() -> Self {
+        ReferenceConfig {
+            model: "ref-1".into(),
+            reply: "Hello from the reference driver".into(),
+        }
+    }
+}
+
+static INSTANCES: AtomicU64 = AtomicU64::new(0);
+
+/// A driver that passes every clause (or, with a fault, breaks one).
+#[derive(Debug)]
+pub struct ReferenceDriver {
+    config: ReferenceConfig,
+    fault: Option<Fault>,
+    instance: u64,
+    calls: AtomicU64,
+}
+
+impl Default for ReferenceDriver {
+    fn default() -> Self {
+        Self::new(ReferenceConfig::default())
+    }
+}
+
+impl ReferenceDriver {
+    /// A correct driver with `config`.
+    pub fn new(config: ReferenceConfig) -> Self {
+        ReferenceDriver {
+            config,
+            fault: None,
+            instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// The same driver with one deliberate fault.
+    pub fn with_fault(mut self, fault: Fault) -> Self {
+        self.fault = Some(fault);
+        self
+    }
+
+    fn is(&self, fault: Fault) -> bool {
+        self.fault == Some(fault)
+    }
+
+    fn tick(&self) -> u64 {
+        self.calls.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn codec_fault(&self) -> Option<Fault> {
+        self.fault.filter(|f| {
+            matches!(
+                f,
+                Fault::CodecEmptyName
+                    | Fault::CodecNonZeroForNone
+                    | Fault::CodecDropsData
+                    | Fault::CodecLossy
+                    | Fault::CodecDriftingGuard
+                    | Fault::CodecGuardIgnoresKeys
+                    | Fault::CodecPanicsOnEmpty
+                    | Fault::CheckpointNotRoundTripping
+            )
+        })
+    }
+}
+
+#[async_trait]
+impl Driver for ReferenceDriver {
+    fn descriptor(&self) -> Descriptor {
+        let mut d = Descriptor::new("reference", "Reference driver");
+        if self.is(Fault::EmptyDriverType) {
+            d.driver_type.clear();
+        }
+        if self.is(Fault::DriftingDescriptor) {
+            d.display_name = format!("Reference driver #{}", self.tick());
+        }
+        d.models = vec![ModelInfo {
+            id: if self.is(Fault::EmptyModelId) {
+                String::new()
+            } else {
+                self.config.model.clone()
+            },
+            label: "Reference".into(),
+        }];
+        d.sessions.supports_resume = !self.is(Fault::UndeclaredResume);
+        d.structured_output = StructuredOutputCapability {
+            json_schema_prompt_validate: !self.is(Fault::InconsistentStructuredOutput),
+            works_with_run: true,
+            works_with_streaming: true,
+            ..Default::default()
+        };
+        d
+    }
+
+    fn validate_config(&self) -> Result<(), ConfigError> {
+        if self.is(Fault::PanicInValidate) {
+            panic!("validate_config exploded");
+        }
+        if self.is(Fault::RejectConfig) || self.config.model.is_empty() {
+            return Err(ConfigError {
+                driver: "reference".into(),
+                reason: "model must not be empty".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn stream_capability(&self) -> Option<StreamCapability> {
+        let mut cap = StreamCapability::FULL;
+        if self.is(Fault::ReasoningWithoutCapability) {
+            cap.reasoning = false;
+        }
+        if self.is(Fault::DriftingCapability) && self.tick() % 2 == 1 {
+            cap.hitl = false;
+        }
+        Some(cap)
+    }
+
+    fn session_codec(&self) -> Option<Arc<dyn SessionCodec>> {
+        if self.is(Fault::ResumeWithoutCodec) {
+            return None;
+        }
+        Some(Arc::new(RefCodec {
+            inner: StandardSessionCodec::new("reference"),
+            fault: self.codec_fault(),
+            calls: AtomicU64::new(0),
+        }))
+    }
+
+    fn session_config_fingerprint(&self) -> Option<Result<String, FingerprintError>> {
+        Some(canonical_session_config_fingerprint(
+            "reference/configured-driver/v1;session-codec/v1",
+            &self.config,
+        ))
+    }
+
+    async fn run(
+        &self,
+        _ctx: RunContext,
+        req: Request,
+        sink: &dyn EventSink,
+    ) -> Result<Response, DriverError> {
+        let session = format!("ref-{}-{}", self.instance, req.run_id);
+        let usage = Usage {
+            input_tokens: Some(12),
+            output_tokens: Some(5),
+            ..Default::default()
+        };
+        let words: Vec<String> = self
+            .config
+            .reply
+            .split_inclusive(' ')
+            .map(str::to_owned)
+            .collect();
+        // The provider's stdout, as the reference protocol writes it.
+        let terminal = json!({"type": "result", "session_id": session, "result": self.config.reply, "usage": {"input_tokens": 12, "output_tokens": 5}}).to_string();
+        let lines = [
+            json!({"type": "init", "session_id": session}).to_string(),
+            json!({"type": "thinking", "text": "Considering the question."}).to_string(),
+            json!({"type": "tool", "id": "t1", "name": "echo", "args": {"text": "hi"}}).to_string(),
+            json!({"type": "tool_result", "id": "t1", "output": "hi"}).to_string(),
+            json!({"type": "text", "text": self.config.reply}).to_string(),
+            terminal.clone(),
+        ];
+        let mut stdout = String::new();
+        for l in &lines {
+            stdout.push_str(l);
+            stdout.push('\n');
+        }
+        for l in &lines {
+            sink.emit(RunEvent::stdout(format!("{l}\n"))).await?;
+        }
+
+        let mut items = vec![
+            {
+                let mut i = TranscriptItem::new(TranscriptKind::Init, "");
+                i.session_id = Some(session.clone());
+                i
+            },
+            TranscriptItem::thinking("Considering the question."),
+            TranscriptItem::tool_call("t1", "echo", Some(json!({"text": "hi"}))),
+            TranscriptItem::tool_result("t1", "hi", false),
+            TranscriptItem::assistant(self.config.reply.clone()),
+        ];
+        match self.fault {
+            Some(Fault::TranscriptWithoutText) => items.push(TranscriptItem::assistant("")),
+            Some(Fault::TranscriptToolCallWithoutName) => {
+                let mut i = TranscriptItem::tool_call("t2", "", None);
+                i.tool_name = None;
+                items.push(i);
+            }
+            Some(Fault::TranscriptResultWithoutId) => {
+                let mut i = TranscriptItem::tool_result("t3", "x", false);
+                i.tool_use_id = None;
+                items.push(i);
+            }
+            Some(Fault::TranscriptDeltaOnToolCall) => {
+                let mut i = TranscriptItem::tool_call("t4", "echo", None);
+                i.delta = true;
+                items.push(i);
+            }
+            _ => {}
+        }
+
+        if req.streaming {
+            let mut p = self.payloads(&session, &words, &usage);
+            self.break_payloads(&mut p);
+            for payload in p {
+                sink.emit_stream(payload).await?;
+            }
+        }
+        for item in &items {
+            sink.emit(RunEvent::Item(item.clone())).await?;
+        }
+        if self.is(Fault::InvalidItemEvent) {
+            sink.emit(RunEvent::Item(TranscriptItem::new(
+                TranscriptKind::ToolCall,
+                "",
+            )))
+            .await?;
+        }
+        if self.is(Fault::BrokenMirror) {
+            items.pop();
+        }
+
+        let mut state = SessionState {
+            resume_id: session.clone(),
+            display_id: session.clone(),
+            data: BTreeMap::from([("cwd".to_owned(), "/work".to_owned())]),
+        };
+        if self.is(Fault::CheckpointNotRoundTripping) {
+            state
+                .data
+                .insert("unkept".into(), "lost by the codec".into());
+        }
+        let mut resp = Response {
+            output: self.config.reply.clone(),
+            raw: RawStreams {
+                stdout: stdout.clone().into(),
+                stderr: Default::default(),
+                terminal: TerminalPayload::new("result", &terminal).ok(),
+            },
+            transcript: items,
+            usage: Some(usage),
+            checkpoint: Some(Checkpoint::valid(state)),
+            exit_code: Some(0),
+            provider: "reference".into(),
+            model: self.config.model.clone(),
+            ..Default::default()
+        };
+        match self.fault {
+            Some(Fault::DirtyCheckpoint) => resp.exit_code = Some(1),
+            Some(Fault::DecisionFailureWithoutDetail) => {
+                resp.checkpoint = None;
+                resp.failure = Some(RunFailure::new(FailureCode::DecisionRejected, "denied"));
+            }
+            Some(Fault::OutputIsStdout) => resp.output = stdout,
+            Some(Fault::TerminalNotOnStdout) => {
+                resp.raw.terminal =
+                    TerminalPayload::new("result", r#"{"type":"result","synthesized":true}"#).ok();
+            }
+            Some(Fault::FailsASuccessCase) => {
+                resp.checkpoint = None;
+                resp.failure = Some(RunFailure::new(FailureCode::AgentError, "failed anyway"));
+            }
+            _ => {}
+        }
+        Ok(resp)
+    }
+}
+
+impl ReferenceDriver {
+    /// The correct payload sequence of a streaming run.
+    fn payloads(&self, session: &str, words: &[String], usage: &Usage) -> Vec<StreamPayload> {
+        let source = ProviderCoords {
+            thread_id: Some(session.to_owned()),
+            ..Default::default()
+        };
+        let mut p = vec![
+            StreamPayload::run_started().with_source(source),
+            StreamPayload::step_started("turn"),
+            StreamPayload::reasoning_start("r1"),
+            StreamPayload::reasoning_content("r1", "Considering the question."),
+            StreamPayload::reasoning_end("r1"),
+            StreamPayload::tool_call_start("t1", "echo", None),
+            StreamPayload::tool_call_args("t1", "{\"text\":"),
+            StreamPayload::tool_call_args("t1", "\"hi\"}"),
+            StreamPayload::tool_call_end("t1", None),
+            StreamPayload::tool_call_result("t1", Some(json!("hi"))),
+            StreamPayload::text_start("m1"),
+        ];
+        p.extend(
+            words
+                .iter()
+                .map(|w| StreamPayload::text_content("m1", w.as_str())),
+        );
+        p.push(StreamPayload::text_end("m1"));
+        p.push(StreamPayload::step_finished("turn"));
+        p.push(StreamPayload::run_finished(Some(usage.clone())));
+        p
+    }
+
+    /// Apply an EVT fault to a correct sequence (inserting before the
+    /// terminal frame unless the fault is about the terminal itself).
+    fn break_payloads(&self, p: &mut Vec<StreamPayload>) {
+        let before_end = p.len() - 1;
+        let insert = |p: &mut Vec<StreamPayload>, x: StreamPayload| p.insert(before_end, x);
+        match self.fault {
+            Some(Fault::SecondRunStarted) => insert(p, StreamPayload::run_started()),
+            Some(Fault::NoTerminal) => {
+                p.pop();
+            }
+            Some(Fault::ContentOutsideMessage) => {
+                insert(p, StreamPayload::text_content("m-none", "stray"))
+            }
+            Some(Fault::EmptyTextDelta) => {
+                let i = p.len() - 3;
+                p.insert(i, StreamPayload::text_content("m1", ""));
+            }
+            Some(Fault::ArgsForUnknownTool) => {
+                insert(p, StreamPayload::tool_call_args("t-none", "{}"))
+            }
+            Some(Fault::ReasoningOutsideLifecycle) => {
+                insert(p, StreamPayload::reasoning_content("r-none", "stray"))
+            }
+            Some(Fault::UnpairedStep) => insert(p, StreamPayload::step_finished("never-started")),
+            Some(Fault::HitlWithoutSource) => insert(
+                p,
+                StreamKind::HitlRequested(Box::new(HitlRequested {
+                    request: DecisionRequest::new(DecisionKind::Permission, ""),
+                }))
+                .into(),
+            ),
+            Some(Fault::UserRole) => {
+                let mut x = StreamPayload::text_start("m-user");
+                x.role = Role::User;
+                insert(p, x);
+            }
+            Some(Fault::OpenAtTerminal) => insert(p, StreamPayload::text_start("m-open")),
+            Some(Fault::ArgsAfterCompleteArgs) => {
+                insert(
+                    p,
+                    StreamPayload::tool_call_start("t9", "echo", Some(json!({}))),
+                );
+                let i = p.len() - 1;
+                p.insert(i, StreamPayload::tool_call_args("t9", "{}"));
+                let i = p.len() - 1;
+                p.insert(i, StreamPayload::tool_call_end("t9", None));
+            }
+            Some(Fault::CanonicalCustomName) => {
+                insert(p, StreamPayload::custom("text.content", "x"))
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The reference codec, with optional faults.
+struct RefCodec {
+    inner: StandardSessionCodec,
+    fault: Option<Fault>,
+    calls: AtomicU64,
+}
+
+impl SessionCodec for RefCodec {
+    fn name(&self) -> &str {
+        if self.fault == Some(Fault::CodecEmptyName) {
+            ""
+        } else {
+            self.inner.name()
+        }
+    }
+
+    fn to_params(&self, state: Option<&SessionState>) -> SessionParams {
+        match (self.fault, state) {
+            (Some(Fault::CodecPanicsOnEmpty), None) => panic!("to_params(None) exploded"),
+            (Some(Fault::CodecNonZeroForNone), None) => SessionParams {
+                resume_id: "phantom".into(),
+                ..Default::default()
+            },
+            (Some(Fault::CodecDropsData), Some(s)) => {
+                let mut p = self.inner.to_params(Some(s));
+                p.values.clear();
+                p
+            }
+            _ => self.inner.to_params(state),
+        }
+    }
+
+    fn from_params(&self, params: &SessionParams) -> Option<SessionState> {
+        let mut s = self.inner.from_params(params)?;
+        match self.fault {
+            Some(Fault::CodecLossy) => s.data.clear(),
+            Some(Fault::CheckpointNotRoundTripping) => {
+                s.data.remove("unkept");
+            }
+            _ => {}
+        }
+        Some(s)
+    }
+
+    fn guard_fingerprint(&self, params: &SessionParams) -> String {
+        match self.fault {
+            Some(Fault::CodecDriftingGuard) => {
+                format!("guard-{}", self.calls.fetch_add(1, Ordering::Relaxed))
+            }
+            Some(Fault::CodecGuardIgnoresKeys) => "constant-guard".into(),
+            _ => self.inner.guard_fingerprint(params),
+        }
+    }
+}

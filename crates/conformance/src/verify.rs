@@ -1,0 +1,369 @@
+//! Run clauses judged on what one driver run emitted and returned: EVT, RUN,
+//! TRN, RSP, CASE.
+
+use std::collections::BTreeMap;
+
+use agent_adaptor_driver::{
+    Driver, FailureCode, LifecycleChecker, Request, Response, RunEvent, TranscriptItem,
+};
+
+use crate::hermetic::guarded;
+use crate::options::Expect;
+use crate::record::Trace;
+use crate::report::Report;
+
+const EVT: [&str; 13] = [
+    "EVT-01", "EVT-02", "EVT-03", "EVT-04", "EVT-05", "EVT-06", "EVT-07", "EVT-08", "EVT-09",
+    "EVT-11", "EVT-12", "EVT-14", "EVT-15",
+];
+
+/// Judge one recorded run.
+pub fn verify_trace(
+    driver: &dyn Driver,
+    request: &Request,
+    trace: &Trace,
+    expect: Expect,
+    scope: &str,
+    report: &mut Report,
+) {
+    outcome(trace, expect, scope, report);
+    lifecycle(driver, request, trace, scope, report);
+    run_events(trace, scope, report);
+    match trace.response() {
+        Some(resp) => {
+            transcript(&resp.transcript, scope, report);
+            response(driver, resp, scope, report);
+        }
+        None => {
+            for id in ["TRN-01", "TRN-02", "TRN-03", "TRN-04"] {
+                report.skip(id, scope, "the run returned no response");
+            }
+            for id in ["RSP-01", "RSP-02", "RSP-03", "RSP-04", "RSP-05"] {
+                report.skip(id, scope, "the run returned no response");
+            }
+        }
+    }
+}
+
+fn outcome(trace: &Trace, expect: Expect, scope: &str, report: &mut Report) {
+    let mut f = Vec::new();
+    if let Some(p) = &trace.panicked {
+        f.push(format!("run panicked: {p}"));
+    }
+    if trace.timed_out {
+        f.push("run did not return within the timeout".to_owned());
+    }
+    let failed = match &trace.returned {
+        Some(Ok(r)) => {
+            r.failure.is_some()
+                || r.exit_code.is_some_and(|c| c != 0)
+                || r.signal.is_some()
+                || r.timed_out
+        }
+        Some(Err(_)) | None => true,
+    };
+    match (expect, failed) {
+        (Expect::Success, true) => {
+            let why = match &trace.returned {
+                Some(Err(e)) => format!("driver error: {e}"),
+                Some(Ok(r)) => format!(
+                    "failure {:?}, exit {:?}, signal {:?}, timed out {}",
+                    r.failure.as_ref().map(|x| &x.message),
+                    r.exit_code,
+                    r.signal,
+                    r.timed_out
+                ),
+                None => "no response".to_owned(),
+            };
+            f.push(format!("expected success, got {why}"));
+        }
+        (Expect::Failure, false) => f.push("expected a failure, the run succeeded".to_owned()),
+        _ => {}
+    }
+    report.judge("CASE-01", scope, f);
+}
+
+fn lifecycle(
+    driver: &dyn Driver,
+    request: &Request,
+    trace: &Trace,
+    scope: &str,
+    report: &mut Report,
+) {
+    let capability = guarded("stream_capability()", || driver.stream_capability())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let mut checker = LifecycleChecker::new(capability);
+    let mut findings: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    let mut any = false;
+    for (i, p) in trace.payloads().enumerate() {
+        any = true;
+        if let Err(v) = checker.check(p) {
+            findings
+                .entry(v.clause)
+                .or_default()
+                .push(format!("payload #{i}: {}", v.detail));
+        }
+    }
+    if trace.response().is_some()
+        && let Err(v) = checker.finish(request.streaming)
+    {
+        findings.entry(v.clause).or_default().push(v.detail);
+    }
+    for id in EVT {
+        match findings.remove(id) {
+            Some(f) => report.judge(id, scope, f),
+            None if any || request.streaming => report.pass(id, scope),
+            None => report.skip(id, scope, "no stream payloads in a non-streaming run"),
+        }
+    }
+    for (id, f) in findings {
+        report.judge(id, scope, f);
+    }
+    report.pass(
+        "EVT-10",
+        "by construction: payloads have no sequence or timestamp fields",
+    );
+    report.pass(
+        "EVT-13",
+        "by construction: run frames have no message or tool-call id",
+    );
+}
+
+fn run_events(trace: &Trace, scope: &str, report: &mut Report) {
+    report.pass("RUN-01", "by construction: chunks name stdout or stderr");
+    report.pass(
+        "RUN-03",
+        "by construction: run events have no sequence field",
+    );
+    let items: Vec<&TranscriptItem> = trace
+        .events()
+        .filter_map(|e| match e {
+            RunEvent::Item(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    let f = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| {
+            item.validate()
+                .err()
+                .map(|v| format!("item event #{i}: {v}"))
+        })
+        .collect();
+    report.judge("RUN-02", scope, f);
+    match trace.response() {
+        None => report.skip("RUN-04", scope, "the run returned no response"),
+        Some(resp) => {
+            let returned: Vec<&TranscriptItem> = resp.transcript.iter().collect();
+            let f = if items == returned {
+                vec![]
+            } else {
+                let at = items
+                    .iter()
+                    .zip(returned.iter())
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(items.len().min(returned.len()));
+                vec![format!(
+                    "emitted {} items, returned {}; first difference at index {at}",
+                    items.len(),
+                    returned.len()
+                )]
+            };
+            report.judge("RUN-04", scope, f);
+        }
+    }
+}
+
+fn transcript(items: &[TranscriptItem], scope: &str, report: &mut Report) {
+    let mut findings: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        if let Err(v) = item.validate() {
+            findings
+                .entry(v.clause())
+                .or_default()
+                .push(format!("item #{i}: {v}"));
+        }
+    }
+    for id in ["TRN-01", "TRN-02", "TRN-03", "TRN-04"] {
+        report.judge(id, scope, findings.remove(id).unwrap_or_default());
+    }
+}
+
+fn response(driver: &dyn Driver, resp: &Response, scope: &str, report: &mut Report) {
+    let stdout = resp.raw.stdout.to_vec().unwrap_or_default();
+    let valid = resp.checkpoint.as_ref().filter(|c| c.valid);
+    // RSP-01
+    match valid {
+        None => report.skip("RSP-01", scope, "no valid checkpoint claimed"),
+        Some(cp) => {
+            let mut f = Vec::new();
+            if cp.state.as_ref().is_none_or(|s| s.resume_id.is_empty()) {
+                f.push("valid checkpoint without a resume id".to_owned());
+            }
+            if resp.exit_code.is_some_and(|c| c != 0) {
+                f.push("valid checkpoint after a non-zero exit".to_owned());
+            }
+            if resp.signal.is_some() || resp.timed_out {
+                f.push("valid checkpoint after a signal or timeout".to_owned());
+            }
+            if resp.failure.is_some() {
+                f.push("valid checkpoint with a failure".to_owned());
+            }
+            if resp.raw.terminal.is_none() {
+                f.push("valid checkpoint without an official terminal event".to_owned());
+            }
+            report.judge("RSP-01", scope, f);
+        }
+    }
+    // RSP-02
+    match &resp.failure {
+        None => report.skip("RSP-02", scope, "no failure"),
+        Some(fail) => {
+            let decision = matches!(
+                fail.code,
+                FailureCode::DecisionRejected | FailureCode::DecisionTimeout
+            );
+            let f = match (decision, fail.human_decision.is_some()) {
+                (true, false) => vec![format!(
+                    "code {} without a human-decision detail",
+                    fail.code
+                )],
+                (false, true) => vec![format!("human-decision detail with code {}", fail.code)],
+                _ => vec![],
+            };
+            report.judge("RSP-02", scope, f);
+        }
+    }
+    // RSP-03
+    let mut f = Vec::new();
+    let out = resp.output.trim();
+    if !out.is_empty() {
+        let raw = String::from_utf8_lossy(&stdout);
+        if out == raw.trim() && raw.contains('\n') {
+            f.push("the output is the raw stdout".to_owned());
+        }
+        if let Some(t) = &resp.raw.terminal
+            && out.contains(t.json.get())
+        {
+            f.push("the output contains the terminal JSON".to_owned());
+        }
+    }
+    report.judge("RSP-03", scope, f);
+    // RSP-04
+    match valid.and_then(|c| c.state.as_ref()) {
+        None => report.skip("RSP-04", scope, "no valid checkpoint claimed"),
+        Some(state) => {
+            let f = match guarded("checkpoint codec", || {
+                driver.session_codec().map(|c| {
+                    let p = c.to_params(Some(state));
+                    (c.from_params(&p), c.guard_fingerprint(&p))
+                })
+            }) {
+                Err(e) => vec![e],
+                Ok(None) => vec!["valid checkpoint but the driver has no codec".to_owned()],
+                Ok(Some((back, guard))) => {
+                    let mut f = Vec::new();
+                    if back.as_ref() != Some(state) {
+                        f.push("the checkpoint state does not round-trip".to_owned());
+                    }
+                    if guard.is_empty() {
+                        f.push("the checkpoint's guard fingerprint is empty".to_owned());
+                    }
+                    f
+                }
+            };
+            report.judge("RSP-04", scope, f);
+        }
+    }
+    // RSP-05
+    match &resp.raw.terminal {
+        None => report.skip("RSP-05", scope, "no terminal payload"),
+        Some(t) => {
+            let mut f = Vec::new();
+            if t.event.trim().is_empty() {
+                f.push("the terminal event name is empty".to_owned());
+            }
+            let json = t.json.get().as_bytes();
+            if !stdout.is_empty() && !contains(&stdout, json) {
+                f.push("the terminal JSON does not appear verbatim on stdout".to_owned());
+            }
+            report.judge("RSP-05", scope, f);
+        }
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Live runs are expected to succeed.
+pub(crate) fn live_expect() -> Expect {
+    Expect::Success
+}
+
+/// The LIV clauses of a live run.
+pub(crate) fn live(
+    driver: &dyn Driver,
+    live: &crate::options::LiveRun,
+    trace: &Trace,
+    report: &mut Report,
+) {
+    let Some(resp) = trace.response() else {
+        let why = match &trace.returned {
+            Some(Err(e)) => format!("driver error: {e}"),
+            _ => "no response".to_owned(),
+        };
+        report.judge("LIV-01", "live", vec![why]);
+        report.skip("LIV-02", "live", "the live run returned no response");
+        report.skip("LIV-03", "live", "the live run returned no response");
+        return;
+    };
+    let mut f = Vec::new();
+    if resp.exit_code.is_some_and(|c| c != 0) || resp.signal.is_some() || resp.timed_out {
+        f.push(format!(
+            "exit {:?}, signal {:?}, timed out {}",
+            resp.exit_code, resp.signal, resp.timed_out
+        ));
+    }
+    if let Some(fail) = &resp.failure {
+        f.push(format!("failure: {}", fail.message));
+    }
+    report.judge("LIV-01", "live", f);
+    match &live.expected_output {
+        None => report.skip("LIV-02", "live", "no expected output given"),
+        Some(want) => {
+            // Diagnostics never echo provider text: sizes only.
+            let f = if resp.output.contains(want.as_str()) {
+                vec![]
+            } else {
+                vec![format!(
+                    "the output ({} bytes) does not contain the expected text ({} bytes)",
+                    resp.output.len(),
+                    want.len()
+                )]
+            };
+            report.judge("LIV-02", "live", f);
+        }
+    }
+    let resumable = guarded("descriptor()", || {
+        driver.descriptor().sessions.supports_resume
+    })
+    .unwrap_or(false);
+    if !resumable {
+        report.skip("LIV-03", "live", "the driver does not support resume");
+    } else {
+        let ok = resp
+            .checkpoint
+            .as_ref()
+            .is_some_and(|c| c.valid && c.state.as_ref().is_some_and(|s| !s.resume_id.is_empty()));
+        let f = if ok {
+            vec![]
+        } else {
+            vec!["a resume-capable driver's live run yielded no valid checkpoint".to_owned()]
+        };
+        report.judge("LIV-03", "live", f);
+    }
+}

@@ -1,0 +1,13 @@
+//! # agent-adaptor-drivers
+//!
+//! The built-in provider drivers, one folder each (`claude/`, `codebuddy/`,
+//! …), written against the driver SPI only. Protocol families shared by
+//! several CLIs live once: [`streamjson`] is the Claude Code stream-json
+//! family that CodeBuddy Code also speaks, with the differences as data.
+//!
+//! Parsers are sans-IO: they turn one stdout line into the live payloads,
+//! transcript items and notices it means, and at the end form every layer of
+//! the response. The transports (process, stdin protocol) feed them.
+#![forbid(unsafe_code)]
+
+pub mod streamjson;

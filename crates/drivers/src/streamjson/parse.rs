@@ -1,0 +1,693 @@
+//! The stream-json state machine: stdout lines → live payloads, transcript
+//! items and notices, and at the end every layer of the response — all from
+//! one parse (driver contract §6, §7).
+
+use std::collections::{BTreeMap, HashSet};
+
+use agent_adaptor_driver::{
+    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SessionState,
+    StreamPayload, TerminalPayload, TranscriptItem, TranscriptKind, Usage,
+};
+use serde_json::{Value, json};
+
+use super::Family;
+use super::wire::{
+    AssistantLine, Block, Delta, Line, ResultLine, SseEvent, SystemLine, UserContent, UserLine,
+};
+
+/// What one line means, in emission order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Out {
+    /// A live payload (only when payloads are on).
+    Stream(StreamPayload),
+    /// A transcript item or operational notice.
+    Event(RunEvent),
+    /// A control frame for the bidirectional transport.
+    Control(ControlFrame),
+}
+
+/// A control frame from the CLI.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ControlFrame {
+    /// The CLI asks the host something (`can_use_tool` …).
+    Request {
+        /// The id to answer with.
+        request_id: String,
+        /// The request body (`subtype` …).
+        request: Value,
+    },
+    /// The CLI answers one of the host's requests.
+    Response(Value),
+    /// The CLI withdrew one of its requests.
+    Cancel {
+        /// The withdrawn request.
+        request_id: String,
+    },
+}
+
+/// How the run ended, as far as the process is concerned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExitFacts {
+    /// The exit code, when the process exited.
+    pub code: Option<i32>,
+    /// True when a signal ended it.
+    pub signaled: bool,
+}
+
+/// Every response layer the parse formed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    /// The final assistant text.
+    pub output: String,
+    /// The official terminal payload (the `result` line, exactly).
+    pub terminal: Option<TerminalPayload>,
+    /// Every transcript item, in the order it was emitted.
+    pub transcript: Vec<TranscriptItem>,
+    /// Usage from the `result` line only.
+    pub usage: Option<Usage>,
+    /// A checkpoint from a successful `result` line.
+    pub checkpoint: Option<Checkpoint>,
+    /// The failure, when the turn failed.
+    pub failure: Option<RunFailure>,
+    /// The model the CLI reported.
+    pub model: String,
+    /// The structured output (`--json-schema`), as the CLI reported it.
+    pub structured_output: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Open {
+    Text(String),
+    Reasoning(String),
+    Tool(String),
+}
+
+/// The parser. Feed it every stdout line with [`line`](Self::line), then
+/// call [`finish`](Self::finish) once.
+#[derive(Debug)]
+pub struct Parser {
+    family: &'static Family,
+    payloads: bool,
+    partials: bool,
+    started: bool,
+    terminated: bool,
+    session_id: Option<String>,
+    model: Option<String>,
+    current_message: String,
+    open: BTreeMap<u32, Open>,
+    block_counts: BTreeMap<String, u32>,
+    tools: HashSet<String>,
+    results: HashSet<String>,
+    last_message: String,
+    last_text: String,
+    api_error: Option<String>,
+    items: Vec<TranscriptItem>,
+    result: Option<(ResultLine, String)>,
+    anonymous: u64,
+    lifecycle_ids: HashSet<String>,
+}
+
+impl Parser {
+    /// A parser for `family`. `payloads` turns live payloads on (the
+    /// request is streaming); `partials` says the CLI was asked for
+    /// `stream_event` lines, which then drive the text/reasoning/tool
+    /// lifecycles token by token (whole `assistant` lines then only feed the
+    /// transcript — never both).
+    pub fn new(family: &'static Family, payloads: bool, partials: bool) -> Self {
+        Parser {
+            family,
+            payloads,
+            partials,
+            started: false,
+            terminated: false,
+            session_id: None,
+            model: None,
+            current_message: String::new(),
+            open: BTreeMap::new(),
+            block_counts: BTreeMap::new(),
+            tools: HashSet::new(),
+            results: HashSet::new(),
+            last_message: String::new(),
+            last_text: String::new(),
+            api_error: None,
+            items: Vec::new(),
+            result: None,
+            anonymous: 0,
+            lifecycle_ids: HashSet::new(),
+        }
+    }
+
+    /// The session id announced so far (never a resume identifier by itself).
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// True once the `result` line was seen.
+    pub fn terminated(&self) -> bool {
+        self.terminated
+    }
+
+    /// Parse one stdout line (without its newline).
+    pub fn line(&mut self, raw: &[u8]) -> Vec<Out> {
+        let mut out = Vec::new();
+        let trimmed = raw.trim_ascii();
+        if trimmed.is_empty() {
+            return out;
+        }
+        match serde_json::from_slice::<Line>(trimmed) {
+            Ok(line) => self.dispatch(line, trimmed, &mut out),
+            Err(e) => self.not_protocol(trimmed, &e.to_string(), &mut out),
+        }
+        out
+    }
+
+    fn dispatch(&mut self, line: Line, raw: &[u8], out: &mut Vec<Out>) {
+        if let Line::Result(r) = line {
+            return self.result(r, raw, out);
+        }
+        if self.terminated {
+            // Nothing may follow the terminal frame: keep it as a notice.
+            return self.notice(out, "line after the result line", raw);
+        }
+        match line {
+            Line::System(s) => self.system(s, out),
+            Line::Assistant(a) => self.assistant(a, out),
+            Line::User(u) => self.user(u, out),
+            Line::StreamEvent(e) if e.parent_tool_use_id.is_none() => {
+                if self.partials {
+                    self.ensure_started(out);
+                    self.sse(e.event, out);
+                }
+            }
+            Line::StreamEvent(_) => {}
+            Line::ControlRequest(c) => out.push(Out::Control(ControlFrame::Request {
+                request_id: c.request_id,
+                request: c.request,
+            })),
+            Line::ControlResponse(c) => out.push(Out::Control(ControlFrame::Response(c.response))),
+            Line::ControlCancelRequest(c) => out.push(Out::Control(ControlFrame::Cancel {
+                request_id: c.request_id,
+            })),
+            Line::Result(_) => {}
+            Line::Unknown => self.unknown(raw, out),
+        }
+    }
+
+    fn ensure_started(&mut self, out: &mut Vec<Out>) {
+        if self.payloads && !self.started {
+            self.started = true;
+            let source = ProviderCoords {
+                thread_id: self.session_id.clone(),
+                ..Default::default()
+            };
+            out.push(Out::Stream(
+                StreamPayload::run_started().with_source(source),
+            ));
+        }
+    }
+
+    fn emit(&mut self, out: &mut Vec<Out>, p: StreamPayload) {
+        if self.payloads {
+            self.ensure_started(out);
+            out.push(Out::Stream(p));
+        }
+    }
+
+    fn item(&mut self, out: &mut Vec<Out>, item: TranscriptItem) {
+        self.items.push(item.clone());
+        out.push(Out::Event(RunEvent::Item(item)));
+    }
+
+    fn notice(&mut self, out: &mut Vec<Out>, what: &str, raw: &[u8]) {
+        let mut ev = OperationalEvent::text(format!("{}: {what}", self.family.driver_type));
+        ev.metadata.insert("bytes".into(), raw.len().to_string());
+        // Keep a bounded preview; the whole line is in the raw capture.
+        let preview: String = String::from_utf8_lossy(&raw[..raw.len().min(2048)]).into_owned();
+        ev.data = Some(json!({ "line": preview }));
+        out.push(Out::Event(RunEvent::Lifecycle(ev)));
+    }
+
+    fn not_protocol(&mut self, raw: &[u8], error: &str, out: &mut Vec<Out>) {
+        let what = if raw.first() == Some(&b'{') {
+            format!("malformed protocol line ({error})")
+        } else {
+            "non-JSON stdout line".to_owned()
+        };
+        self.notice(out, &what, raw);
+    }
+
+    fn unknown(&mut self, raw: &[u8], out: &mut Vec<Out>) {
+        let value: Value = serde_json::from_slice(raw).unwrap_or(Value::Null);
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_owned();
+        if self.payloads {
+            let name = format!("{}.{kind}", self.family.driver_type);
+            self.emit(
+                out,
+                StreamPayload::custom(name, String::new()).with_raw(value),
+            );
+        } else {
+            self.notice(out, &format!("unknown line type {kind:?}"), raw);
+        }
+    }
+
+    fn system(&mut self, s: SystemLine, out: &mut Vec<Out>) {
+        if s.session_id.is_some() && self.session_id.is_none() {
+            self.session_id.clone_from(&s.session_id);
+        }
+        match s.subtype.as_str() {
+            "init" => {
+                if let Some(m) = &s.model {
+                    self.model = Some(m.clone());
+                }
+                self.ensure_started(out);
+                let mut item = TranscriptItem::new(TranscriptKind::Init, "");
+                item.session_id.clone_from(&s.session_id);
+                item.model.clone_from(&s.model);
+                if let Some(cwd) = s.cwd {
+                    item.metadata.insert("cwd".into(), cwd);
+                }
+                self.item(out, item);
+            }
+            // Progress chatter with no audit value (kept in raw).
+            "status" | "thinking_tokens" => {}
+            subtype => {
+                let mut ev = OperationalEvent::text(s.message.clone().unwrap_or_default());
+                ev.metadata.insert("subtype".into(), subtype.to_owned());
+                if let Some(t) = s.tool_name {
+                    ev.metadata.insert("tool_name".into(), t);
+                }
+                if let Some(t) = s.tool_use_id {
+                    ev.metadata.insert("tool_use_id".into(), t);
+                }
+                out.push(Out::Event(RunEvent::Lifecycle(ev)));
+            }
+        }
+    }
+
+    /// A lifecycle id derived from `base`, unique within the run even when
+    /// the CLI repeats a message id or block index.
+    fn fresh_id(&mut self, base: String) -> String {
+        if self.lifecycle_ids.insert(base.clone()) {
+            return base;
+        }
+        let mut n = 2u64;
+        loop {
+            let candidate = format!("{base}#{n}");
+            if self.lifecycle_ids.insert(candidate.clone()) {
+                return candidate;
+            }
+            n += 1;
+        }
+    }
+
+    fn message_id(&mut self, id: &str) -> String {
+        if id.is_empty() {
+            self.anonymous += 1;
+            format!("msg-{}", self.anonymous)
+        } else {
+            id.to_owned()
+        }
+    }
+
+    fn assistant(&mut self, a: AssistantLine, out: &mut Vec<Out>) {
+        self.ensure_started(out);
+        if a.message
+            .model
+            .as_deref()
+            .is_some_and(|m| m != "<synthetic>")
+        {
+            self.model.clone_from(&a.message.model);
+        }
+        let nested = a.parent_tool_use_id.clone();
+        if a.is_api_error_message {
+            let text = text_of_blocks(&a.message.content);
+            self.api_error = Some(text.clone());
+            if !text.is_empty() {
+                let mut item = TranscriptItem::new(TranscriptKind::Failure, text);
+                item.metadata.insert("code".into(), "api_error".into());
+                self.item(out, item);
+            }
+            return;
+        }
+        let msg = self.message_id(&a.message.id);
+        for block in a.message.content {
+            let n = {
+                let c = self.block_counts.entry(msg.clone()).or_default();
+                *c += 1;
+                *c
+            };
+            let id = self.fresh_id(format!("{msg}:{n}"));
+            match block {
+                Block::Text { text } if !text.is_empty() => {
+                    let mut item = TranscriptItem::assistant(text.clone());
+                    if let Some(p) = &nested {
+                        item.metadata.insert("parent_tool_use_id".into(), p.clone());
+                    } else {
+                        if self.last_message != msg {
+                            self.last_message.clone_from(&msg);
+                            self.last_text.clear();
+                        }
+                        self.last_text.push_str(&text);
+                        if !self.partials {
+                            self.emit(out, StreamPayload::text_start(&id));
+                            self.emit(out, StreamPayload::text_content(&id, text));
+                            self.emit(out, StreamPayload::text_end(&id));
+                        }
+                    }
+                    self.item(out, item);
+                }
+                Block::Thinking { thinking } if !thinking.is_empty() => {
+                    if nested.is_none() && !self.partials {
+                        self.emit(out, StreamPayload::reasoning_start(&id));
+                        self.emit(out, StreamPayload::reasoning_content(&id, thinking.clone()));
+                        self.emit(out, StreamPayload::reasoning_end(&id));
+                    }
+                    let mut item = TranscriptItem::thinking(thinking);
+                    if let Some(p) = &nested {
+                        item.metadata.insert("parent_tool_use_id".into(), p.clone());
+                    }
+                    self.item(out, item);
+                }
+                Block::ToolUse {
+                    id: call,
+                    name,
+                    input,
+                } if !call.is_empty() && !name.is_empty() => {
+                    if nested.is_none() && !self.partials && self.tools.insert(call.clone()) {
+                        self.emit(
+                            out,
+                            StreamPayload::tool_call_start(&call, &name, Some(input.clone())),
+                        );
+                        self.emit(out, StreamPayload::tool_call_end(&call, None));
+                    }
+                    let mut item = TranscriptItem::tool_call(call, name, Some(input));
+                    if let Some(p) = &nested {
+                        item.metadata.insert("parent_tool_use_id".into(), p.clone());
+                    }
+                    self.item(out, item);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn user(&mut self, u: UserLine, out: &mut Vec<Out>) {
+        let UserContent::Blocks(blocks) = u.message.content else {
+            // A replayed prompt: the driver never passes the user's words off
+            // as its own output.
+            return;
+        };
+        for block in blocks {
+            let Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } = block
+            else {
+                continue;
+            };
+            if tool_use_id.is_empty() {
+                continue;
+            }
+            // CodeBuddy sets parent_tool_use_id to the result's own tool id at
+            // top level; Claude uses null. Anything else is a sub-agent.
+            let nested = u
+                .parent_tool_use_id
+                .as_ref()
+                .filter(|p| **p != tool_use_id)
+                .cloned();
+            let text = text_of_result(&content);
+            if nested.is_none()
+                && self.tools.contains(&tool_use_id)
+                && self.results.insert(tool_use_id.clone())
+            {
+                let result = json!({ "content": content, "is_error": is_error });
+                self.emit(
+                    out,
+                    StreamPayload::tool_call_result(&tool_use_id, Some(result)),
+                );
+            }
+            let mut item = TranscriptItem::tool_result(tool_use_id, text, is_error);
+            if let Some(p) = nested {
+                item.metadata.insert("parent_tool_use_id".into(), p);
+            }
+            self.item(out, item);
+        }
+    }
+
+    fn sse(&mut self, event: SseEvent, out: &mut Vec<Out>) {
+        match event {
+            SseEvent::MessageStart { message } => {
+                self.current_message = self.message_id(&message.id);
+            }
+            SseEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => {
+                let id = self.fresh_id(format!("{}:{index}", self.current_message));
+                let open = match content_block {
+                    Block::Text { .. } => {
+                        self.emit(out, StreamPayload::text_start(&id));
+                        Open::Text(id)
+                    }
+                    Block::Thinking { .. } => {
+                        self.emit(out, StreamPayload::reasoning_start(&id));
+                        Open::Reasoning(id)
+                    }
+                    Block::ToolUse { id: call, name, .. }
+                        if !call.is_empty() && !name.is_empty() && !self.tools.contains(&call) =>
+                    {
+                        self.tools.insert(call.clone());
+                        self.emit(out, StreamPayload::tool_call_start(&call, &name, None));
+                        Open::Tool(call)
+                    }
+                    _ => return,
+                };
+                if let Some(previous) = self.open.insert(index, open) {
+                    // A block index reused without a stop: close the old one.
+                    self.close(previous, out);
+                }
+            }
+            SseEvent::ContentBlockDelta { index, delta } => {
+                let Some(open) = self.open.get(&index).cloned() else {
+                    return;
+                };
+                match (open, delta) {
+                    (Open::Text(id), Delta::TextDelta { text }) if !text.is_empty() => {
+                        self.emit(out, StreamPayload::text_content(id, text));
+                    }
+                    (Open::Reasoning(id), Delta::ThinkingDelta { thinking })
+                        if !thinking.is_empty() =>
+                    {
+                        self.emit(out, StreamPayload::reasoning_content(id, thinking));
+                    }
+                    (Open::Tool(id), Delta::InputJsonDelta { partial_json })
+                        if !partial_json.is_empty() =>
+                    {
+                        self.emit(out, StreamPayload::tool_call_args(id, partial_json));
+                    }
+                    _ => {}
+                }
+            }
+            SseEvent::ContentBlockStop { index } => {
+                if let Some(open) = self.open.remove(&index) {
+                    self.close(open, out);
+                }
+            }
+            SseEvent::Other => {}
+        }
+    }
+
+    fn close(&mut self, open: Open, out: &mut Vec<Out>) {
+        let p = match open {
+            Open::Text(id) => StreamPayload::text_end(id),
+            Open::Reasoning(id) => StreamPayload::reasoning_end(id),
+            Open::Tool(id) => StreamPayload::tool_call_end(id, None),
+        };
+        self.emit(out, p);
+    }
+
+    fn close_all(&mut self, out: &mut Vec<Out>) {
+        let open = std::mem::take(&mut self.open);
+        for (_, o) in open {
+            self.close(o, out);
+        }
+    }
+
+    fn result(&mut self, r: ResultLine, raw: &[u8], out: &mut Vec<Out>) {
+        if self.terminated {
+            return self.notice(out, "a second result line", raw);
+        }
+        self.ensure_started(out);
+        if r.session_id.is_some() {
+            self.session_id.clone_from(&r.session_id);
+        }
+        let usage = r.usage.as_ref().map(|u| Usage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_input_tokens: u.cache_read_input_tokens,
+            cache_creation_input_tokens: u.cache_creation_input_tokens,
+            cost_usd: r.total_cost_usd,
+            ..Default::default()
+        });
+        let mut item = TranscriptItem::new(TranscriptKind::Result, "");
+        item.subtype = Some(r.subtype.clone());
+        item.session_id.clone_from(&r.session_id);
+        item.usage.clone_from(&usage);
+        item.cost_usd = r.total_cost_usd;
+        item.is_error = r.is_error;
+        item.errors.clone_from(&r.errors);
+        self.item(out, item);
+        self.close_all(out);
+        let failure = failure_of(&r, self.api_error.as_deref());
+        if let Some(f) = &failure {
+            let mut item = TranscriptItem::new(TranscriptKind::Failure, f.message.clone());
+            item.metadata
+                .insert("code".into(), f.code.as_str().to_owned());
+            self.item(out, item);
+        }
+        match failure {
+            Some(f) => self.emit(out, StreamPayload::run_error(f)),
+            None => self.emit(out, StreamPayload::run_finished(usage)),
+        }
+        self.terminated = true;
+        self.result = Some((r, String::from_utf8_lossy(raw).into_owned()));
+    }
+
+    /// End of stdout: close what is open, end the run lifecycle if the CLI
+    /// never did, and form every response layer.
+    pub fn finish(&mut self, exit: ExitFacts) -> (Vec<Out>, Parsed) {
+        let mut out = Vec::new();
+        let mut missing = None;
+        if !self.terminated {
+            self.close_all(&mut out);
+            let mut f = RunFailure::new(
+                FailureCode::AgentError,
+                format!(
+                    "{} ended without a result line (exit code {:?})",
+                    self.family.driver_type, exit.code
+                ),
+            );
+            f.metadata
+                .insert("reason".into(), "missing_terminal".into());
+            let mut item = TranscriptItem::new(TranscriptKind::Failure, f.message.clone());
+            item.metadata
+                .insert("code".into(), f.code.as_str().to_owned());
+            self.item(&mut out, item);
+            self.emit(&mut out, StreamPayload::run_error(f.clone()));
+            self.terminated = true;
+            missing = Some(f);
+        }
+        let (terminal, usage, checkpoint, failure, structured) = match &self.result {
+            None => (None, None, None, missing, None),
+            Some((r, raw)) => {
+                let failure = failure_of(r, self.api_error.as_deref());
+                let usage = r.usage.as_ref().map(|u| Usage {
+                    input_tokens: u.input_tokens,
+                    output_tokens: u.output_tokens,
+                    cached_input_tokens: u.cache_read_input_tokens,
+                    cache_creation_input_tokens: u.cache_creation_input_tokens,
+                    cost_usd: r.total_cost_usd,
+                    ..Default::default()
+                });
+                let clean = failure.is_none()
+                    && r.subtype == "success"
+                    && exit.code == Some(0)
+                    && !exit.signaled;
+                let checkpoint = r
+                    .session_id
+                    .as_ref()
+                    .filter(|s| clean && !s.is_empty())
+                    .map(|s| {
+                        Checkpoint::valid(SessionState {
+                            resume_id: s.clone(),
+                            display_id: s.clone(),
+                            data: Default::default(),
+                        })
+                    });
+                (
+                    TerminalPayload::new("result", raw).ok(),
+                    usage,
+                    checkpoint,
+                    failure,
+                    r.structured_output.clone(),
+                )
+            }
+        };
+        let parsed = Parsed {
+            output: self.last_text.clone(),
+            terminal,
+            transcript: self.items.clone(),
+            usage,
+            checkpoint,
+            failure,
+            model: self.model.clone().unwrap_or_default(),
+            structured_output: structured,
+        };
+        (out, parsed)
+    }
+}
+
+/// The failure a result line reports, if any. Its message comes from, in
+/// order: `errors[]`, the result text, the synthetic API-error text, the
+/// subtype, the API status.
+fn failure_of(r: &ResultLine, api_error: Option<&str>) -> Option<RunFailure> {
+    if !r.is_error && r.subtype == "success" {
+        return None;
+    }
+    let message = if !r.errors.is_empty() {
+        r.errors.join("; ")
+    } else if let Some(t) = r.result.as_deref().filter(|t| !t.trim().is_empty()) {
+        t.to_owned()
+    } else if let Some(t) = api_error.filter(|t| !t.trim().is_empty()) {
+        t.to_owned()
+    } else if !r.subtype.is_empty() && r.subtype != "success" {
+        r.subtype.clone()
+    } else if let Some(s) = r.api_error_status {
+        format!("API error {s}")
+    } else {
+        "the turn failed".to_owned()
+    };
+    let code = match r.subtype.as_str() {
+        "error_max_turns" => FailureCode::Other("max_turns".into()),
+        "error_max_budget_usd" => FailureCode::Other("max_budget".into()),
+        _ => FailureCode::AgentError,
+    };
+    let mut f = RunFailure::new(code, message);
+    f.metadata.insert("subtype".into(), r.subtype.clone());
+    if let Some(t) = &r.terminal_reason {
+        f.metadata.insert("terminal_reason".into(), t.clone());
+    }
+    if let Some(s) = r.api_error_status {
+        f.metadata.insert("api_error_status".into(), s.to_string());
+    }
+    Some(f)
+}
+
+fn text_of_blocks(blocks: &[Block]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A tool result's content as text: a string, or the text blocks of an array.
+fn text_of_result(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}

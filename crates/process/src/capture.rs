@@ -1,0 +1,224 @@
+//! The complete raw capture of one output stream: in memory up to a
+//! threshold, then spilled to an unlinked temporary file.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agent_adaptor_driver::{RawBytes, RawSource};
+use bytes::BytesMut;
+
+/// An anonymous (already unlinked) temporary file holding a stream's bytes.
+///
+/// It is written only by the capture (appending, through the file cursor)
+/// and read only with positional reads, so readers never disturb the writer.
+/// The file disappears when the last `Arc` (capture, line, or a clone of a
+/// [`RawBytes`]) is dropped.
+pub(crate) struct SpillFile {
+    file: File,
+}
+
+impl SpillFile {
+    fn create(dir: Option<&Path>) -> io::Result<Self> {
+        let file = match dir {
+            Some(dir) => tempfile::tempfile_in(dir)?,
+            None => tempfile::tempfile()?,
+        };
+        Ok(SpillFile { file })
+    }
+}
+
+impl fmt::Debug for SpillFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SpillFile")
+    }
+}
+
+/// A byte range of a spill file, exposed as a [`RawSource`].
+#[derive(Debug)]
+pub(crate) struct SpillSlice {
+    file: Arc<SpillFile>,
+    start: u64,
+    len: u64,
+}
+
+impl SpillSlice {
+    pub(crate) fn raw(file: Arc<SpillFile>, start: u64, len: u64) -> RawBytes {
+        if len == 0 {
+            return RawBytes::default();
+        }
+        RawBytes::from_source(Arc::new(SpillSlice { file, start, len }))
+    }
+}
+
+impl RawSource for SpillSlice {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn open(&self) -> io::Result<Box<dyn Read + Send>> {
+        Ok(Box::new(SliceReader {
+            file: Arc::clone(&self.file),
+            pos: self.start,
+            end: self.start.saturating_add(self.len),
+        }))
+    }
+}
+
+/// Reads a range of a spill file with positional reads (`pread`).
+struct SliceReader {
+    file: Arc<SpillFile>,
+    pos: u64,
+    end: u64,
+}
+
+impl Read for SliceReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.end.saturating_sub(self.pos);
+        let want = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.file.read_at(&mut buf[..want], self.pos)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "spill file is shorter than the captured length",
+            ));
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+enum State {
+    Memory(BytesMut),
+    Spilled(Arc<SpillFile>),
+}
+
+/// Every byte of one stream, in order, exactly as read.
+pub(crate) struct Capture {
+    threshold: usize,
+    dir: Option<PathBuf>,
+    len: u64,
+    state: State,
+}
+
+impl Capture {
+    /// An empty capture that spills once it would exceed `threshold` bytes.
+    pub(crate) fn new(threshold: usize, dir: Option<PathBuf>) -> Self {
+        Capture {
+            threshold,
+            dir,
+            len: 0,
+            state: State::Memory(BytesMut::new()),
+        }
+    }
+
+    /// Bytes captured so far.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Append bytes. Synchronous, so a cancelled caller never loses them.
+    pub(crate) fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if let State::Memory(buf) = &mut self.state
+            && buf.len().saturating_add(bytes.len()) <= self.threshold
+        {
+            buf.extend_from_slice(bytes);
+            self.len += bytes.len() as u64;
+            return Ok(());
+        }
+        let file = self.spill()?;
+        (&file.file).write_all(bytes)?;
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Move the capture to its spill file now (if it is not there yet) and
+    /// return the file. Offsets in the file equal stream offsets.
+    pub(crate) fn spill(&mut self) -> io::Result<Arc<SpillFile>> {
+        match &mut self.state {
+            State::Spilled(file) => Ok(Arc::clone(file)),
+            State::Memory(buf) => {
+                let file = Arc::new(SpillFile::create(self.dir.as_deref())?);
+                (&file.file).write_all(buf)?;
+                self.state = State::Spilled(Arc::clone(&file));
+                Ok(file)
+            }
+        }
+    }
+
+    /// The captured range `[start, start + len)` backed by the spill file,
+    /// spilling first if needed.
+    pub(crate) fn file_slice(&mut self, start: u64, len: u64) -> io::Result<RawBytes> {
+        let file = self.spill()?;
+        Ok(SpillSlice::raw(file, start, len))
+    }
+
+    /// True once the capture lives in a file.
+    #[cfg(test)]
+    pub(crate) fn is_spilled(&self) -> bool {
+        matches!(self.state, State::Spilled(_))
+    }
+
+    /// The complete bytes.
+    pub(crate) fn into_raw(self) -> RawBytes {
+        match self.state {
+            State::Memory(buf) => RawBytes::from_bytes(buf.freeze()),
+            State::Spilled(file) => SpillSlice::raw(file, 0, self.len),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stays_in_memory_up_to_threshold() {
+        let mut c = Capture::new(4, None);
+        c.append(b"ab").unwrap();
+        c.append(b"cd").unwrap();
+        assert!(!c.is_spilled());
+        let raw = c.into_raw();
+        assert_eq!(raw.as_memory(), Some(&b"abcd"[..]));
+    }
+
+    #[test]
+    fn spills_past_threshold_and_reads_back_exactly() {
+        let mut c = Capture::new(4, None);
+        let mut want = Vec::new();
+        for i in 0..1000u32 {
+            let chunk: Vec<u8> = (0..(i % 17)).map(|j| (i * 31 + j) as u8).collect();
+            c.append(&chunk).unwrap();
+            want.extend_from_slice(&chunk);
+        }
+        assert!(c.is_spilled());
+        let raw = c.into_raw();
+        assert!(raw.as_memory().is_none());
+        assert_eq!(raw.len(), want.len() as u64);
+        assert_eq!(raw.to_vec().unwrap(), want);
+        // two independent readers
+        let mut a = raw.open().unwrap();
+        let mut b = raw.open().unwrap();
+        let mut x = [0u8; 10];
+        let mut y = [0u8; 10];
+        a.read_exact(&mut x).unwrap();
+        b.read_exact(&mut y).unwrap();
+        assert_eq!(x, y);
+    }
+
+    #[test]
+    fn slice_of_a_growing_file_is_stable() {
+        let mut c = Capture::new(1 << 20, None);
+        c.append(b"hello world").unwrap();
+        let s = c.file_slice(6, 5).unwrap();
+        c.append(b" and more").unwrap();
+        assert_eq!(s.to_vec().unwrap(), b"world");
+        assert_eq!(c.into_raw().to_vec().unwrap(), b"hello world and more");
+    }
+}

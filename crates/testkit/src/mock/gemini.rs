@@ -1,0 +1,157 @@
+//! Gemini API (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`,
+//! `:generateContent`, `:countTokens`, `GET /v1beta/models[/{model}]`), as
+//! Gemini CLI consumes it.
+//!
+//! Streamed answer: data-only `GenerateContentResponse` chunks
+//! `{"candidates":[{"content":{"role":"model","parts":[..]},"index":0}],
+//! "usageMetadata":{..},"modelVersion":..,"responseId":..}` — reasoning as
+//! parts `{"text":..,"thought":true}`, text as parts `{"text":..}`, a tool
+//! call as one part `{"functionCall":{"name","args"}}`. The last chunk
+//! carries `finishReason: "STOP"` and the full usage (`promptTokenCount`,
+//! `candidatesTokenCount`, `totalTokenCount`, `cachedContentTokenCount`,
+//! `thoughtsTokenCount`); earlier chunks carry only the prompt count.
+//! Without `alt=sse` the same chunks come as one streamed JSON array.
+//! A stream error is a 200 stream whose only body chunk is the bare JSON
+//! `{"error":{"code":500,"message","status":"INTERNAL"}}` (not `data:`
+//! framed, as Google's servers send it; the SDK throws an `ApiError` on it).
+
+use serde_json::{Value, json};
+
+use super::sse::{SseEvent, chunks};
+use super::{Answer, Ctx, TEXT_CHUNK_CHARS, Usage};
+
+fn full_usage(usage: Usage) -> Value {
+    let mut value = json!({
+        "promptTokenCount": usage.input,
+        "candidatesTokenCount": usage.output - usage.reasoning,
+        "totalTokenCount": usage.input + usage.output,
+        "cachedContentTokenCount": usage.cached,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": usage.input}],
+    });
+    if usage.reasoning > 0 {
+        value["thoughtsTokenCount"] = Value::from(usage.reasoning);
+    }
+    value
+}
+
+fn chunk(ctx: &Ctx<'_>, response_id: &str, parts: Vec<Value>, last: Option<Usage>) -> Value {
+    let mut candidate = json!({
+        "content": {"role": "model", "parts": parts},
+        "index": 0,
+    });
+    let usage = match last {
+        Some(usage) => {
+            candidate["finishReason"] = Value::from("STOP");
+            full_usage(usage)
+        }
+        None => {
+            json!({"promptTokenCount": Usage::default().input, "totalTokenCount": Usage::default().input})
+        }
+    };
+    json!({
+        "candidates": [candidate],
+        "usageMetadata": usage,
+        "modelVersion": ctx.model,
+        "responseId": response_id,
+    })
+}
+
+/// The parts of the answer, one per streamed chunk.
+fn part_list(answer: &Answer) -> Vec<Value> {
+    let mut parts = Vec::new();
+    if let Some(reasoning) = &answer.reasoning {
+        for piece in chunks(reasoning, TEXT_CHUNK_CHARS) {
+            parts.push(json!({"text": piece, "thought": true}));
+        }
+    }
+    if let Some(text) = &answer.text {
+        for piece in chunks(text, TEXT_CHUNK_CHARS) {
+            parts.push(json!({"text": piece}));
+        }
+    }
+    if let Some(tool) = &answer.tool {
+        parts.push(json!({"functionCall": {"name": tool.name, "args": tool.arguments}}));
+    }
+    parts
+}
+
+/// The streamed answer; when `complete` is false no chunk has a
+/// `finishReason` (a cut-off).
+pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseEvent> {
+    let response_id = ctx.id("");
+    let mut parts = part_list(answer);
+    if parts.is_empty() {
+        parts.push(json!({"text": ""}));
+    }
+    let count = parts.len();
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let last = (complete && i + 1 == count).then(|| answer.usage());
+            SseEvent::data(&chunk(ctx, &response_id, vec![part], last))
+        })
+        .collect()
+}
+
+/// A stream whose only body chunk is a bare (not `data:`-framed) error
+/// object, as Google's servers send a mid-stream error: the `@google/genai`
+/// SDK only recognises an error when one network read parses as JSON with an
+/// `error` member.
+pub(crate) fn stream_error(_ctx: &Ctx<'_>, message: &str) -> Vec<SseEvent> {
+    vec![SseEvent::bare(&error_body(500, message))]
+}
+
+/// The non-streaming answer: one `GenerateContentResponse` with every part.
+pub(crate) fn body(ctx: &Ctx<'_>, answer: &Answer) -> Value {
+    let mut parts = Vec::new();
+    if let Some(reasoning) = &answer.reasoning {
+        parts.push(json!({"text": reasoning, "thought": true}));
+    }
+    if let Some(text) = &answer.text {
+        parts.push(json!({"text": text}));
+    }
+    if let Some(tool) = &answer.tool {
+        parts.push(json!({"functionCall": {"name": tool.name, "args": tool.arguments}}));
+    }
+    chunk(ctx, &ctx.id(""), parts, Some(answer.usage()))
+}
+
+/// The Google error body `{"error":{"code","message","status"}}`.
+pub(crate) fn error_body(status: u16, message: &str) -> Value {
+    let name = match status {
+        400 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        409 => "ABORTED",
+        429 => "RESOURCE_EXHAUSTED",
+        499 => "CANCELLED",
+        501 => "UNIMPLEMENTED",
+        503 => "UNAVAILABLE",
+        504 => "DEADLINE_EXCEEDED",
+        500..=599 => "INTERNAL",
+        _ => "FAILED_PRECONDITION",
+    };
+    json!({"error": {"code": status, "message": message, "status": name}})
+}
+
+/// Metadata of one model (`GET /v1beta/models/{model}`); also answers an
+/// OpenAI-style `GET /v1/models/{id}`.
+pub(crate) fn model_info(model: &str) -> Value {
+    json!({
+        "name": format!("models/{model}"),
+        "baseModelId": model,
+        "version": "001",
+        "displayName": model,
+        "description": "agent-adaptor mock model",
+        "inputTokenLimit": 1_048_576,
+        "outputTokenLimit": 65_536,
+        "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"],
+        "thinking": true,
+        "id": model,
+        "object": "model",
+        "created": 0,
+        "owned_by": "agent-adaptor-mock",
+    })
+}

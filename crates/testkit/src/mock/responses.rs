@@ -1,0 +1,320 @@
+//! OpenAI Responses API (`POST /v1/responses`, `POST /responses`), as Codex
+//! consumes it.
+//!
+//! Streamed answer, events in order (each with `type` and an increasing
+//! `sequence_number`, sent with a matching `event:` line):
+//! `response.created`, `response.in_progress`; per reasoning item
+//! `output_item.added`, `reasoning_summary_part.added`,
+//! `reasoning_summary_text.delta`…, `reasoning_summary_text.done`,
+//! `reasoning_summary_part.done`, `output_item.done`; per message item
+//! `output_item.added`, `content_part.added`, `output_text.delta`…,
+//! `output_text.done`, `content_part.done`, `output_item.done`; per function
+//! call `output_item.added`, `function_call_arguments.delta`…,
+//! `function_call_arguments.done`, `output_item.done`; then
+//! `response.completed` with the whole response (output items and usage).
+//! A stream error is `response.created`, `response.in_progress`,
+//! `response.failed` (`response.error{code:"server_error", message}`).
+
+use serde_json::{Map, Value, json};
+
+use super::chat::openai_error_body;
+use super::sse::{SseEvent, chunks};
+use super::{Answer, Ctx, TEXT_CHUNK_CHARS, TOOL_CHUNK_CHARS, Usage};
+
+/// An output item with its id, ready to stream or to list.
+enum Item<'a> {
+    Reasoning {
+        id: String,
+        text: &'a str,
+    },
+    Message {
+        id: String,
+        text: &'a str,
+    },
+    FunctionCall {
+        id: String,
+        call_id: String,
+        name: &'a str,
+        arguments: &'a str,
+    },
+}
+
+impl Item<'_> {
+    fn done_json(&self) -> Value {
+        match self {
+            Item::Reasoning { id, text } => json!({
+                "id": id,
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": text}],
+            }),
+            Item::Message { id, text } => json!({
+                "id": id,
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }),
+            Item::FunctionCall {
+                id,
+                call_id,
+                name,
+                arguments,
+            } => json!({
+                "id": id,
+                "type": "function_call",
+                "status": "completed",
+                "call_id": call_id,
+                "name": name,
+                "arguments": arguments,
+            }),
+        }
+    }
+}
+
+fn items<'a>(ctx: &Ctx<'_>, answer: &'a Answer) -> Vec<Item<'a>> {
+    let mut items = Vec::new();
+    if let Some(text) = &answer.reasoning {
+        items.push(Item::Reasoning {
+            id: ctx.id("rs_"),
+            text,
+        });
+    }
+    if let Some(text) = &answer.text {
+        items.push(Item::Message {
+            id: ctx.id("msg_"),
+            text,
+        });
+    }
+    if let Some(tool) = &answer.tool {
+        items.push(Item::FunctionCall {
+            id: ctx.id("fc_"),
+            call_id: ctx.id("call_"),
+            name: &tool.name,
+            arguments: &tool.arguments_text,
+        });
+    }
+    items
+}
+
+fn usage_json(usage: Usage) -> Value {
+    json!({
+        "input_tokens": usage.input,
+        "input_tokens_details": {"cached_tokens": usage.cached},
+        "output_tokens": usage.output,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning},
+        "total_tokens": usage.input + usage.output,
+    })
+}
+
+fn response_json(
+    ctx: &Ctx<'_>,
+    id: &str,
+    status: &str,
+    output: Vec<Value>,
+    usage: Option<Usage>,
+    error: Value,
+) -> Value {
+    json!({
+        "id": id,
+        "object": "response",
+        "created_at": ctx.created,
+        "status": status,
+        "error": error,
+        "incomplete_details": null,
+        "instructions": null,
+        "model": ctx.model,
+        "output": output,
+        "parallel_tool_calls": true,
+        "tool_choice": "auto",
+        "tools": [],
+        "store": false,
+        "usage": usage.map(usage_json),
+    })
+}
+
+/// Builds events with `type` and `sequence_number`.
+struct Events {
+    events: Vec<SseEvent>,
+}
+
+impl Events {
+    fn push(&mut self, kind: &str, fields: Value) {
+        let mut object = Map::new();
+        object.insert("type".to_owned(), Value::from(kind));
+        object.insert(
+            "sequence_number".to_owned(),
+            Value::from(self.events.len() as u64),
+        );
+        if let Value::Object(fields) = fields {
+            object.extend(fields);
+        }
+        self.events
+            .push(SseEvent::named(kind, &Value::Object(object)));
+    }
+}
+
+/// The streamed answer; when `complete` is false it stops right after the
+/// last text delta (a cut-off).
+pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseEvent> {
+    let response_id = ctx.id("resp_");
+    let mut ev = Events { events: Vec::new() };
+    let start = response_json(
+        ctx,
+        &response_id,
+        "in_progress",
+        Vec::new(),
+        None,
+        Value::Null,
+    );
+    ev.push("response.created", json!({ "response": start }));
+    ev.push("response.in_progress", json!({ "response": start }));
+
+    let mut output = Vec::new();
+    for (output_index, item) in items(ctx, answer).iter().enumerate() {
+        match item {
+            Item::Reasoning { id, text } => {
+                ev.push(
+                    "response.output_item.added",
+                    json!({"output_index": output_index, "item": {"id": id, "type": "reasoning", "summary": []}}),
+                );
+                ev.push(
+                    "response.reasoning_summary_part.added",
+                    json!({"item_id": id, "output_index": output_index, "summary_index": 0,
+                           "part": {"type": "summary_text", "text": ""}}),
+                );
+                for delta in chunks(text, TEXT_CHUNK_CHARS) {
+                    ev.push(
+                        "response.reasoning_summary_text.delta",
+                        json!({"item_id": id, "output_index": output_index, "summary_index": 0, "delta": delta}),
+                    );
+                }
+                ev.push(
+                    "response.reasoning_summary_text.done",
+                    json!({"item_id": id, "output_index": output_index, "summary_index": 0, "text": text}),
+                );
+                ev.push(
+                    "response.reasoning_summary_part.done",
+                    json!({"item_id": id, "output_index": output_index, "summary_index": 0,
+                           "part": {"type": "summary_text", "text": text}}),
+                );
+            }
+            Item::Message { id, text } => {
+                ev.push(
+                    "response.output_item.added",
+                    json!({"output_index": output_index, "item": {"id": id, "type": "message",
+                           "status": "in_progress", "role": "assistant", "content": []}}),
+                );
+                ev.push(
+                    "response.content_part.added",
+                    json!({"item_id": id, "output_index": output_index, "content_index": 0,
+                           "part": {"type": "output_text", "text": "", "annotations": []}}),
+                );
+                for delta in chunks(text, TEXT_CHUNK_CHARS) {
+                    ev.push(
+                        "response.output_text.delta",
+                        json!({"item_id": id, "output_index": output_index, "content_index": 0,
+                               "delta": delta, "logprobs": []}),
+                    );
+                }
+                if !complete {
+                    return ev.events;
+                }
+                ev.push(
+                    "response.output_text.done",
+                    json!({"item_id": id, "output_index": output_index, "content_index": 0,
+                           "text": text, "logprobs": []}),
+                );
+                ev.push(
+                    "response.content_part.done",
+                    json!({"item_id": id, "output_index": output_index, "content_index": 0,
+                           "part": {"type": "output_text", "text": text, "annotations": []}}),
+                );
+            }
+            Item::FunctionCall {
+                id,
+                call_id,
+                name,
+                arguments,
+            } => {
+                ev.push(
+                    "response.output_item.added",
+                    json!({"output_index": output_index, "item": {"id": id, "type": "function_call",
+                           "status": "in_progress", "call_id": call_id, "name": name, "arguments": ""}}),
+                );
+                for delta in chunks(arguments, TOOL_CHUNK_CHARS) {
+                    ev.push(
+                        "response.function_call_arguments.delta",
+                        json!({"item_id": id, "output_index": output_index, "delta": delta}),
+                    );
+                }
+                ev.push(
+                    "response.function_call_arguments.done",
+                    json!({"item_id": id, "output_index": output_index, "name": name, "arguments": arguments}),
+                );
+            }
+        }
+        let done = item.done_json();
+        ev.push(
+            "response.output_item.done",
+            json!({"output_index": output_index, "item": done}),
+        );
+        output.push(done);
+    }
+    if !complete {
+        return ev.events;
+    }
+    let completed = response_json(
+        ctx,
+        &response_id,
+        "completed",
+        output,
+        Some(answer.usage()),
+        Value::Null,
+    );
+    ev.push("response.completed", json!({ "response": completed }));
+    ev.events
+}
+
+/// A stream that starts and then fails with `response.failed`.
+pub(crate) fn stream_error(ctx: &Ctx<'_>, message: &str) -> Vec<SseEvent> {
+    let response_id = ctx.id("resp_");
+    let mut ev = Events { events: Vec::new() };
+    let start = response_json(
+        ctx,
+        &response_id,
+        "in_progress",
+        Vec::new(),
+        None,
+        Value::Null,
+    );
+    ev.push("response.created", json!({ "response": start }));
+    ev.push("response.in_progress", json!({ "response": start }));
+    let failed = response_json(
+        ctx,
+        &response_id,
+        "failed",
+        Vec::new(),
+        None,
+        json!({"code": "server_error", "message": message}),
+    );
+    ev.push("response.failed", json!({ "response": failed }));
+    ev.events
+}
+
+/// The non-streaming answer: the completed response object.
+pub(crate) fn body(ctx: &Ctx<'_>, answer: &Answer) -> Value {
+    let output = items(ctx, answer).iter().map(Item::done_json).collect();
+    response_json(
+        ctx,
+        &ctx.id("resp_"),
+        "completed",
+        output,
+        Some(answer.usage()),
+        Value::Null,
+    )
+}
+
+/// The error body for an HTTP error.
+pub(crate) fn error_body(status: u16, message: &str) -> Value {
+    openai_error_body(status, message)
+}

@@ -1,1 +1,0 @@
-//! The fake CLI replayer (work in progress).

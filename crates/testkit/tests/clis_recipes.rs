@@ -1,0 +1,88 @@
+//! The real-CLI recipes ([`agent_adaptor_testkit::clis`]) without the CLIs:
+//! what a prepared command contains. (The real runs are in
+//! `real_cli_smoke.rs`, feature `real-clis`.)
+
+use std::fs;
+
+use agent_adaptor_testkit::clis::{ALL, CLAUDE, CliRecipe, GEMINI, ScratchDir};
+
+#[test]
+fn recipes_are_consistent() {
+    for recipe in ALL {
+        let prompts = recipe.args.iter().filter(|a| **a == "{prompt}").count();
+        assert_eq!(prompts, 1, "{}", recipe.name);
+        assert!(recipe.request_path.starts_with('/'), "{}", recipe.name);
+        assert!(recipe.bin_var.ends_with("_BIN"), "{}", recipe.name);
+    }
+}
+
+#[test]
+fn command_isolates_the_environment() -> Result<(), Box<dyn std::error::Error>> {
+    let home = ScratchDir::new("clis-recipes")?;
+    let fake = home.path().join("fake-cli.js");
+    fs::write(&fake, "")?;
+    let recipe = CliRecipe {
+        name: "fake",
+        files: &[(
+            "cfg/settings.json",
+            r#"{"url":"{base_url}","model":"{model}"}"#,
+        )],
+        dirs: &["cfg"],
+        ..GEMINI
+    };
+    let cmd =
+        recipe.command_with_binary(&fake, "http://127.0.0.1:9/", home.path(), "hi {model}")?;
+    let cmd = cmd.as_std();
+    assert_eq!(cmd.get_program(), "node");
+    let args: Vec<_> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(args[0], fake.to_string_lossy());
+    // The prompt is passed verbatim; templates are filled.
+    assert!(args.contains(&"hi {model}".to_owned()), "{args:?}");
+    assert!(args.contains(&"gemini-2.5-flash".to_owned()), "{args:?}");
+    let get = |k: &str| {
+        cmd.get_envs()
+            .find(|(key, _)| *key == k)
+            .and_then(|(_, v)| v.map(|v| v.to_string_lossy().into_owned()))
+    };
+    assert_eq!(
+        get("GOOGLE_GEMINI_BASE_URL").as_deref(),
+        Some("http://127.0.0.1:9")
+    );
+    assert_eq!(
+        get("HOME").as_deref(),
+        Some(&*home.path().to_string_lossy())
+    );
+    // The environment is cleared: nothing but what the recipe sets (and PATH).
+    let names: Vec<_> = cmd
+        .get_envs()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n == "USER" || n == "OPENAI_API_KEY"),
+        "{names:?}"
+    );
+    assert_eq!(cmd.get_current_dir(), Some(&*home.path().join("work")));
+    assert!(home.path().join("tmp").is_dir());
+    assert_eq!(
+        fs::read_to_string(home.path().join("cfg/settings.json"))?,
+        r#"{"url":"http://127.0.0.1:9","model":"gemini-2.5-flash"}"#
+    );
+    Ok(())
+}
+
+#[test]
+fn missing_binary_says_how_to_install() {
+    let recipe = CliRecipe {
+        bin_var: "AGENT_ADAPTOR_TESTKIT_NO_SUCH_BIN_VAR",
+        ..CLAUDE
+    };
+    let err = recipe
+        .binary()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("scripts/install-clis"), "{err}");
+}
