@@ -10,4 +10,8 @@
 //! the response. The transports (process, stdin protocol) feed them.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "claude")]
+pub mod claude;
+#[cfg(feature = "codebuddy")]
+pub mod codebuddy;
 pub mod streamjson;

@@ -4,9 +4,15 @@
 //! `user`, `stream_event`, `result`, control frames). They differ in details
 //! that are data here, never copies of the parser: see [`Family`].
 
+pub mod config;
+pub mod control;
+pub mod driver;
 pub mod parse;
+mod transport;
 pub mod wire;
 
+pub use config::{Config, Transport};
+pub use driver::StreamJsonDriver;
 pub use parse::{ControlFrame, ExitFacts, Out, Parsed, Parser};
 
 /// How a CLI of the family expects a permission reply.
@@ -24,18 +30,46 @@ pub enum PermissionReply {
 pub struct Family {
     /// The driver type, also the prefix of custom payload kinds.
     pub driver_type: &'static str,
+    /// The human-readable name.
+    pub display_name: &'static str,
+    /// The default program name.
+    pub program: &'static str,
     /// The permission reply shape.
     pub permission: PermissionReply,
+    /// The flag that turns on `can_use_tool` requests, if one is needed.
+    pub permission_prompt_flag: Option<&'static str>,
+    /// Whether `-p` is also passed with `--input-format stream-json`.
+    pub print_flag_with_control: bool,
+    /// Environment the SDKs set for the CLI (quiet, no self-update).
+    pub env_defaults: &'static [(&'static str, &'static str)],
 }
 
 /// Claude Code.
 pub static CLAUDE: Family = Family {
     driver_type: "claude",
+    display_name: "Claude Code",
+    program: "claude",
     permission: PermissionReply::Behavior,
+    permission_prompt_flag: Some("--permission-prompt-tool"),
+    print_flag_with_control: true,
+    env_defaults: &[
+        ("CLAUDE_CODE_ENTRYPOINT", "sdk-rs"),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+    ],
 };
 
 /// CodeBuddy Code.
 pub static CODEBUDDY: Family = Family {
     driver_type: "codebuddy",
+    display_name: "CodeBuddy Code",
+    program: "codebuddy",
     permission: PermissionReply::Allowed,
+    permission_prompt_flag: None,
+    print_flag_with_control: false,
+    env_defaults: &[
+        ("CODEBUDDY_CODE_ENTRYPOINT", "sdk-rs"),
+        ("CODEBUDDY_DISABLE_AUTO_MEMORY", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+    ],
 };

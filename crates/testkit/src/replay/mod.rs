@@ -29,6 +29,7 @@
 //! ```
 
 mod args;
+mod binary;
 mod io;
 mod options;
 
@@ -39,6 +40,7 @@ use serde_json::{Value, json};
 use crate::fixtures::{Capture, Direction, Frame};
 
 pub use args::ArgsRecord;
+pub use binary::fake_cli_binary;
 pub use io::{IoEvent, MemoryIo, ProcessIo, ReplayIo};
 pub use options::{Invocation, OPTS_ENV, Options, StdinCheck, USAGE, USAGE_EXIT_CODE, UsageError};
 

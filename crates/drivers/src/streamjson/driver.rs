@@ -1,0 +1,92 @@
+//! The driver of a stream-json CLI (Claude Code, CodeBuddy Code): one
+//! implementation, the family's differences as data.
+
+use std::sync::Arc;
+
+use agent_adaptor_driver::{
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError,
+    HumanDecisionSupport, QuestionSupport, Request, Response, RunContext, SessionCodec,
+    StandardSessionCodec, StreamCapability, async_trait, canonical_session_config_fingerprint,
+};
+
+use super::Family;
+use super::config::Config;
+use super::transport;
+
+/// A configured stream-json CLI driver. Build one with
+/// [`claude::driver`](crate::claude::driver) or
+/// [`codebuddy::driver`](crate::codebuddy::driver).
+#[derive(Debug, Clone)]
+pub struct StreamJsonDriver {
+    family: &'static Family,
+    config: Config,
+}
+
+impl StreamJsonDriver {
+    /// A driver for `family` with `config` (captured; later changes to the
+    /// caller's copy do not affect it).
+    pub fn new(family: &'static Family, config: Config) -> Self {
+        StreamJsonDriver { family, config }
+    }
+
+    /// The captured configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
+#[async_trait]
+impl Driver for StreamJsonDriver {
+    fn descriptor(&self) -> Descriptor {
+        let mut d = Descriptor::new(self.family.driver_type, self.family.display_name);
+        d.sessions.supports_resume = true;
+        if self.config.host_approvals {
+            let ask = HumanDecisionSupport {
+                ask: true,
+                ..Default::default()
+            };
+            d.run_policy.permission = ask;
+            d.run_policy.plan_review = ask;
+            d.run_policy.question = QuestionSupport {
+                ask: true,
+                ..Default::default()
+            };
+        }
+        d
+    }
+
+    fn validate_config(&self) -> Result<(), ConfigError> {
+        self.config.validate(self.family)
+    }
+
+    fn stream_capability(&self) -> Option<StreamCapability> {
+        Some(StreamCapability {
+            native: true,
+            token_level: true,
+            reasoning: true,
+            tool_call_args: true,
+            hitl: self.config.host_approvals,
+        })
+    }
+
+    fn session_codec(&self) -> Option<Arc<dyn SessionCodec>> {
+        Some(Arc::new(StandardSessionCodec::new(self.family.driver_type)))
+    }
+
+    fn session_config_fingerprint(&self) -> Option<Result<String, FingerprintError>> {
+        let domain = format!(
+            "{}/configured-driver/v1;session-codec/v1",
+            self.family.driver_type
+        );
+        Some(canonical_session_config_fingerprint(&domain, &self.config))
+    }
+
+    async fn run(
+        &self,
+        ctx: RunContext,
+        req: Request,
+        sink: &dyn EventSink,
+    ) -> Result<Response, DriverError> {
+        transport::run(self.family, &self.config, ctx, req, sink).await
+    }
+}

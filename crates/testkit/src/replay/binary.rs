@@ -1,0 +1,36 @@
+//! Finding the `fake-cli` binary from tests in other crates, where
+//! `CARGO_BIN_EXE_fake-cli` is not set.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The path of the `fake-cli` binary of this workspace's target directory,
+/// building it first when it is missing (tests of other crates get no
+/// `CARGO_BIN_EXE_*` for it). `AGENT_ADAPTOR_FAKE_CLI` overrides the path.
+pub fn fake_cli_binary() -> std::io::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("AGENT_ADAPTOR_FAKE_CLI") {
+        return Ok(PathBuf::from(p));
+    }
+    // A test binary lives in <target>/<profile>/deps/.
+    let exe = std::env::current_exe()?;
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .ok_or_else(|| std::io::Error::other("cannot locate the target directory"))?;
+    let bin = profile_dir.join(format!("fake-cli{}", std::env::consts::EXE_SUFFIX));
+    if !bin.exists() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "-p", "agent-adaptor-testkit", "--bin", "fake-cli"]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status()?;
+        if !status.success() || !bin.exists() {
+            return Err(std::io::Error::other(format!(
+                "could not build fake-cli (cargo exited with {status})"
+            )));
+        }
+    }
+    Ok(bin)
+}
