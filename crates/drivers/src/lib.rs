@@ -14,4 +14,7 @@
 pub mod claude;
 #[cfg(feature = "codebuddy")]
 pub mod codebuddy;
+#[cfg(feature = "codex")]
+pub mod codex;
+pub mod pump;
 pub mod streamjson;

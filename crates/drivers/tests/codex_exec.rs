@@ -1,0 +1,315 @@
+//! The Codex exec transport: its parser on every recorded capture, the
+//! driver against the fake CLI (conformance, core pipeline, failure paths),
+//! and fuzzing.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+use std::time::Duration;
+
+use agent_adaptor_conformance::fuzz::{FuzzConfig, fuzz_inputs};
+use agent_adaptor_conformance::{Expect, Options, RunCase, record_run, test_driver};
+use agent_adaptor_core::{Agent, Event, FailureReason, Runner};
+use agent_adaptor_driver::{
+    LifecycleChecker, Request, RunEvent, SessionContext, StreamCapability, StreamKind,
+    TranscriptKind,
+};
+use agent_adaptor_drivers::codex::exec::{ExecParsed, ExecParser};
+use agent_adaptor_drivers::codex::{self, wire::ExecUsage};
+use agent_adaptor_drivers::pump::{LineProtocol, Out};
+use agent_adaptor_testkit::fixtures;
+use agent_adaptor_testkit::replay::{OPTS_ENV, fake_cli_binary};
+
+fn parse(
+    rel: &str,
+    payloads: bool,
+    exit: i32,
+    previous: Option<ExecUsage>,
+) -> (Vec<Out>, ExecParsed) {
+    let capture = fixtures::load(rel).unwrap();
+    let mut p = ExecParser::new(payloads, previous);
+    let mut outs = Vec::new();
+    for line in capture.stdout_lines() {
+        outs.extend(p.line(line.as_bytes()));
+    }
+    let (tail, parsed) = p.finish(Some(exit), false);
+    outs.extend(tail);
+    let mut rules = LifecycleChecker::new(StreamCapability {
+        native: true,
+        reasoning: true,
+        ..Default::default()
+    });
+    let mut items = Vec::new();
+    for o in &outs {
+        match o {
+            Out::Stream(s) => rules.check(s).unwrap_or_else(|v| panic!("{rel}: {v}")),
+            Out::Event(RunEvent::Item(i)) => {
+                i.validate().unwrap();
+                items.push(i.clone());
+            }
+            _ => {}
+        }
+    }
+    if payloads {
+        rules.finish(true).unwrap();
+    }
+    assert_eq!(items, parsed.transcript, "{rel}: mirror");
+    (outs, parsed)
+}
+
+#[test]
+fn basic_answer_reasoning_usage_and_checkpoint() {
+    for payloads in [false, true] {
+        let (outs, p) = parse("codex/exec-basic.jsonl", payloads, 0, None);
+        assert_eq!(p.output, "Hello from mock.");
+        let u = p.usage.unwrap();
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.reasoning_tokens),
+            (Some(100), Some(10), Some(3))
+        );
+        assert_eq!(u.cached_input_tokens, Some(20));
+        let cp = p.checkpoint.unwrap();
+        assert_eq!(
+            cp.state.as_ref().unwrap().resume_id,
+            "01a228cc-7767-7ef2-a447-babaa3572b75"
+        );
+        assert_eq!(p.terminal.as_ref().unwrap().event, "turn.completed");
+        // The unknown-model error item is a warning, not a failure.
+        assert!(p.failure.is_none());
+        assert!(
+            outs.iter()
+                .any(|o| matches!(o, Out::Event(RunEvent::Lifecycle(e))
+            if e.metadata.get("kind").map(String::as_str) == Some("warning")))
+        );
+    }
+}
+
+#[test]
+fn a_tool_call_runs_and_its_output_comes_back() {
+    let (outs, p) = parse("codex/exec-tool-bypass.jsonl", true, 0, None);
+    assert_eq!(p.output, "Tool said hi.");
+    let result = p
+        .transcript
+        .iter()
+        .find(|i| i.kind == TranscriptKind::ToolResult)
+        .unwrap();
+    assert_eq!(result.text, "hi-from-tool\n");
+    assert!(!result.is_error);
+    assert!(outs.iter().any(|o| matches!(o, Out::Stream(s)
+        if matches!(&s.kind, StreamKind::ToolCallStart { name, .. } if name == "command_execution"))));
+    assert!(outs.iter().any(
+        |o| matches!(o, Out::Stream(s) if matches!(s.kind, StreamKind::ToolCallResult { .. }))
+    ));
+}
+
+#[test]
+fn resumed_turns_report_their_own_usage() {
+    let previous = ExecUsage {
+        input_tokens: 200,
+        cached_input_tokens: 40,
+        output_tokens: 20,
+        reasoning_output_tokens: 6,
+    };
+    let (_, p) = parse("codex/exec-resume.jsonl", false, 0, Some(previous));
+    let u = p.usage.unwrap();
+    assert_eq!(
+        (u.input_tokens, u.cached_input_tokens, u.output_tokens),
+        (Some(200), Some(40), Some(20))
+    );
+    // The checkpoint carries the cumulative totals for the next turn.
+    let data = &p.checkpoint.unwrap().state.unwrap().data;
+    assert_eq!(data["usage.input_tokens"], "400");
+}
+
+#[test]
+fn failures_are_failures_with_readable_messages() {
+    for (rel, want) in [
+        ("codex/exec-http400.jsonl", "mock http failure"),
+        (
+            "codex/exec-response-failed.jsonl",
+            "stream disconnected before completion: mock sse failure",
+        ),
+    ] {
+        let (_, p) = parse(rel, true, 1, None);
+        let f = p.failure.unwrap();
+        assert_eq!(f.message, want, "{rel}");
+        assert!(p.checkpoint.is_none());
+        assert_eq!(p.terminal.unwrap().event, "turn.failed");
+    }
+}
+
+#[test]
+fn output_schema_answers_are_the_json_text() {
+    let (_, p) = parse("codex/exec-output-schema.jsonl", false, 0, None);
+    assert_eq!(p.output, "{\"answer\": \"ok\"}");
+}
+
+#[test]
+fn a_missing_terminal_is_a_failure() {
+    let capture = fixtures::load("codex/exec-basic.jsonl").unwrap();
+    let lines = capture.stdout_lines();
+    let mut p = ExecParser::new(true, None);
+    for l in &lines[..lines.len() - 1] {
+        p.line(l.as_bytes());
+    }
+    let (_, parsed) = p.finish(Some(0), false);
+    assert_eq!(
+        parsed.failure.unwrap().metadata["reason"],
+        "missing_terminal"
+    );
+    assert!(parsed.checkpoint.is_none());
+}
+
+#[test]
+fn the_parser_survives_mutated_captures() {
+    let names = [
+        "exec-basic",
+        "exec-http400",
+        "exec-resume",
+        "exec-tool-bypass",
+        "exec-response-failed",
+    ];
+    let seeds: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| {
+            fixtures::load(format!("codex/{n}.jsonl"))
+                .unwrap()
+                .stdout_bytes()
+        })
+        .collect();
+    let seeds: Vec<&[u8]> = seeds.iter().map(Vec::as_slice).collect();
+    fuzz_inputs(
+        &seeds,
+        FuzzConfig {
+            cases: 300,
+            ..FuzzConfig::default()
+        },
+        |input| {
+            let mut p = ExecParser::new(true, None);
+            let mut outs = Vec::new();
+            for l in input.split(|b| *b == b'\n') {
+                outs.extend(p.line(l));
+            }
+            let (tail, parsed) = p.finish(Some(0), false);
+            outs.extend(tail);
+            let mut rules = LifecycleChecker::new(StreamCapability::FULL);
+            for o in &outs {
+                if let Out::Stream(s) = o {
+                    rules.check(s).unwrap_or_else(|v| panic!("{v}"));
+                }
+            }
+            rules.finish(true).unwrap();
+            let _ = parsed;
+        },
+    );
+}
+
+fn on_fake(fixture: &str, opts: &str) -> codex::CodexDriver {
+    let mut cfg = codex::Config {
+        command: fake_cli_binary().unwrap(),
+        ..Default::default()
+    };
+    cfg.env.insert(
+        OPTS_ENV.into(),
+        format!("--fixture {} {opts}", fixtures::path(fixture).display()),
+    );
+    codex::driver(cfg)
+}
+
+#[tokio::test]
+async fn conformance_on_every_capture() {
+    for (fixture, expect, opts) in [
+        (
+            "codex/exec-basic.jsonl",
+            Expect::Success,
+            "--wait-stdin-eof",
+        ),
+        (
+            "codex/exec-tool-bypass.jsonl",
+            Expect::Success,
+            "--wait-stdin-eof",
+        ),
+        ("codex/exec-http400.jsonl", Expect::Failure, "--exit-code 1"),
+        (
+            "codex/exec-response-failed.jsonl",
+            Expect::Failure,
+            "--exit-code 1",
+        ),
+    ] {
+        let report = test_driver(
+            || on_fake(fixture, opts),
+            Options::new()
+                .run(RunCase::new("streaming", "hi", true, expect))
+                .run(RunCase::new("batch", "hi", false, expect))
+                .run_timeout(Duration::from_secs(60)),
+        )
+        .await;
+        report.assert_passed();
+    }
+}
+
+#[tokio::test]
+async fn stdin_is_closed_so_codex_never_hangs() {
+    // The fake CLI, like codex, prints nothing until stdin reaches EOF.
+    let agent = Agent::new(on_fake("codex/exec-basic.jsonl", "--wait-stdin-eof"));
+    let result = agent.run("hi").await.unwrap();
+    assert_eq!(result.text, "Hello from mock.");
+    assert!(result.checkpoint().is_some());
+}
+
+#[tokio::test]
+async fn an_http_error_is_a_run_error_with_the_message() {
+    let agent = Agent::new(on_fake("codex/exec-http400.jsonl", "--exit-code 1"));
+    let err = agent.run("hi").await.unwrap_err();
+    let run = err.as_run_error().unwrap();
+    assert_eq!(run.reason, FailureReason::AgentError);
+    assert_eq!(run.message, "mock http failure");
+}
+
+#[tokio::test]
+async fn cancellation_stops_a_hanging_codex() {
+    let agent = Agent::new(on_fake("codex/exec-basic.jsonl", "--hang --ignore-sigterm"));
+    let mut stream = agent.stream("hi");
+    let mut events = Vec::new();
+    while let Some(e) = futures::StreamExt::next(&mut stream).await {
+        // Everything was printed and the CLI hangs: cancel once the turn's
+        // terminal item arrived.
+        if matches!(&e, Event::Notice(n) if n.item.as_ref().is_some_and(|i| i.kind == TranscriptKind::Result))
+        {
+            stream.cancel();
+        }
+        events.push(e);
+    }
+    assert!(matches!(events.last(), Some(Event::RunFinished(_))));
+    let err = stream.result().await.unwrap_err();
+    assert_eq!(err.as_run_error().unwrap().reason, FailureReason::Cancelled);
+}
+
+#[tokio::test]
+async fn resume_passes_the_thread_and_diffs_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = dir.path().join("args.jsonl");
+    let driver = on_fake(
+        "codex/exec-resume.jsonl",
+        &format!("--args-out {}", args.display()),
+    );
+    let mut req = Request::new("run_resume00000000", "again");
+    req.session = Some(SessionContext {
+        state: Some(agent_adaptor_driver::SessionState {
+            resume_id: "01a228cc-9bb7-7952-8aa3-50b74990c4fe".into(),
+            display_id: String::new(),
+            data: [
+                ("usage.input_tokens".to_owned(), "200".to_owned()),
+                ("usage.output_tokens".to_owned(), "20".to_owned()),
+            ]
+            .into(),
+        }),
+        ..Default::default()
+    });
+    let trace = record_run(&driver, req, Duration::from_secs(60)).await;
+    let resp = trace.response().unwrap();
+    assert_eq!(resp.usage.as_ref().unwrap().input_tokens, Some(200));
+    let recorded = std::fs::read_to_string(&args).unwrap();
+    assert!(
+        recorded.contains("resume") && recorded.contains("01a228cc-9bb7-7952-8aa3-50b74990c4fe"),
+        "{recorded}"
+    );
+}
