@@ -14,6 +14,7 @@ use crate::result::{Error, RunResult};
 use crate::run::{Launch, refused, start};
 use crate::sink::ApprovalRouting;
 use crate::stream::RunStream;
+use crate::thread::{ThreadPlan, ThreadStore};
 
 /// Default time a driver gets to return after cancellation before core
 /// drops it (which kills its processes).
@@ -58,6 +59,7 @@ struct AgentInner {
     broker: BrokerConfig,
     cancel_grace: Duration,
     identity: AgentIdentity,
+    thread_store: Option<Arc<dyn ThreadStore>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -93,6 +95,7 @@ impl Agent {
                 broker: s.broker,
                 cancel_grace: s.cancel_grace,
                 identity: s.identity,
+                thread_store: s.thread_store,
             }),
         }
     }
@@ -117,6 +120,33 @@ impl Agent {
 
 impl Runner for Agent {
     fn stream_with(&self, prompt: &str, options: RunOptions) -> RunStream {
+        self.launch(prompt, options, None)
+    }
+}
+
+impl Agent {
+    /// The configured thread store.
+    pub(crate) fn thread_store(&self) -> Option<Arc<dyn ThreadStore>> {
+        self.inner.thread_store.clone()
+    }
+
+    /// The driver.
+    pub(crate) fn driver_arc(&self) -> Arc<dyn Driver> {
+        self.inner.driver.clone()
+    }
+
+    /// A stream refused before admission.
+    pub(crate) fn refuse(&self, e: Error) -> RunStream {
+        refused(new_id("run_").into(), e)
+    }
+
+    /// Admit one run (of the agent, or of a thread when `thread` is set).
+    pub(crate) fn launch(
+        &self,
+        prompt: &str,
+        options: RunOptions,
+        thread: Option<ThreadPlan>,
+    ) -> RunStream {
         let run_id = new_id("run_");
         if let Err(e) = self.validate() {
             return refused(run_id.into(), e);
@@ -140,7 +170,8 @@ impl Runner for Agent {
             },
             broker: self.inner.broker,
             cancel_grace: self.inner.cancel_grace,
-            thread_key: None,
+            thread_key: thread.as_ref().map(|t| t.key.clone()),
+            thread,
         })
     }
 }
@@ -150,6 +181,7 @@ struct Settings {
     broker: BrokerConfig,
     cancel_grace: Duration,
     identity: AgentIdentity,
+    thread_store: Option<Arc<dyn ThreadStore>>,
 }
 
 /// Builds an [`Agent`]: construction-only settings plus the shared options
@@ -166,6 +198,7 @@ impl AgentBuilder {
             broker: BrokerConfig::default(),
             cancel_grace: DEFAULT_CANCEL_GRACE,
             identity: AgentIdentity::default(),
+            thread_store: None,
         }
     }
 
@@ -198,6 +231,12 @@ impl AgentBuilder {
     /// The host's identity for this agent (passed to the driver).
     pub fn identity(mut self, identity: AgentIdentity) -> Self {
         self.settings.identity = identity;
+        self
+    }
+
+    /// Where threads are kept (needed by [`Agent::thread`] runs).
+    pub fn thread_store(mut self, store: Arc<dyn ThreadStore>) -> Self {
+        self.settings.thread_store = Some(store);
         self
     }
 

@@ -14,6 +14,8 @@ pub(crate) enum StopReason {
     DeadlineExceeded,
     /// The approval handler failed or did not resolve.
     ApprovalHandler(String),
+    /// The thread's lease was lost (expired or taken over).
+    LeaseLost(String),
 }
 
 /// Cancellation plus its reason; the first `stop` wins.

@@ -55,6 +55,7 @@ mod run;
 pub mod scripted;
 mod sink;
 pub mod stream;
+pub mod thread;
 mod translate;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_CANCEL_GRACE, Runner};
@@ -70,5 +71,6 @@ pub use event::{
 pub use options::{DEFAULT_APPROVAL_TIMEOUT, RunOptions};
 pub use result::{DecodeError, Error, FailureReason, RunCause, RunError, RunResult};
 pub use stream::{RunHandle, RunStream};
+pub use thread::{MemoryStore, Thread, ThreadError, ThreadStore};
 
 pub use agent_adaptor_driver as driver;

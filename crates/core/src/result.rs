@@ -208,6 +208,9 @@ pub enum RunCause {
     /// The approval handler failed.
     #[error("approval handler failed: {0}")]
     ApprovalHandler(String),
+    /// The thread could not be persisted (lease lost, no checkpoint …).
+    #[error(transparent)]
+    Thread(crate::thread::ThreadError),
 }
 
 /// A run that was admitted and did not succeed.
@@ -248,6 +251,12 @@ pub enum Error {
     /// `stream` was called outside a Tokio runtime.
     #[error("agent-adaptor needs a Tokio runtime: call stream/run from within one")]
     NoRuntime,
+    /// A thread run needs a thread store (`AgentBuilder::thread_store`).
+    #[error("thread runs need a thread store: see AgentBuilder::thread_store")]
+    ThreadStoreRequired,
+    /// A thread could not be used: not found, busy, incompatible …
+    #[error(transparent)]
+    Thread(crate::thread::ThreadError),
     /// The Tokio runtime shut down before the run could finish.
     #[error("the Tokio runtime shut down before the run finished")]
     RuntimeShutdown,

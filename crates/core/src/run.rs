@@ -21,6 +21,7 @@ use crate::event::{Event, EventMeta, RunFinished, RunStarted, notice_kind};
 use crate::result::{Error, FailureReason, RunCause, RunError, RunResult};
 use crate::sink::{ApprovalRouting, CoreSink, SinkState};
 use crate::stream::{Outcome, RunStream};
+use crate::thread::{ActiveThread, ThreadError, ThreadPlan};
 use crate::translate;
 
 /// Everything one run needs, resolved.
@@ -32,6 +33,7 @@ pub(crate) struct Launch {
     pub(crate) broker: BrokerConfig,
     pub(crate) cancel_grace: Duration,
     pub(crate) thread_key: Option<Arc<str>>,
+    pub(crate) thread: Option<ThreadPlan>,
 }
 
 /// A stream that failed before it started: no events, `result` is `err`.
@@ -70,7 +72,7 @@ enum Driven {
 }
 
 async fn execute(
-    launch: Launch,
+    mut launch: Launch,
     sink: CoreSink,
     control: Arc<RunControl>,
     outcome_tx: watch::Sender<Outcome>,
@@ -81,6 +83,23 @@ async fn execute(
         .publish_core(|meta| Event::RunStarted(RunStarted { meta }))
         .await;
 
+    // A thread run takes its lease and resolves its record before the
+    // driver is entered; failing that, the driver is never called.
+    let thread = match launch.thread.take() {
+        None => None,
+        Some(plan) => match plan.begin(&mut launch.request).await {
+            Ok(active) => Some(active),
+            Err(e) => {
+                let mut st = sink.state.lock().await;
+                let outcome = Err(Error::Thread(e));
+                let finished = finished_event(st.publisher.meta(), &outcome, &st);
+                outcome_tx.send_replace(Some(outcome));
+                st.publisher.finish(finished);
+                return;
+            }
+        },
+    };
+
     let deadline = launch.timeout.map(|t| Instant::now() + t);
     let streaming = launch.request.streaming;
     // A child token: the driver observes core's cancellation, but cannot
@@ -90,7 +109,7 @@ async fn execute(
         cancel: control.cancel.child_token(),
         deadline,
     };
-    let driven = drive(
+    let driving = drive(
         &*launch.driver,
         ctx,
         launch.request,
@@ -98,8 +117,17 @@ async fn execute(
         &control,
         deadline,
         launch.cancel_grace,
-    )
-    .await;
+    );
+    let driven = match &thread {
+        None => driving.await,
+        Some(t) => {
+            tokio::select! {
+                biased;
+                d = driving => d,
+                () = t.keep_alive(&control) => unreachable_keep_alive(),
+            }
+        }
+    };
 
     let mut st = sink.state.lock().await;
     let stop = control.reason();
@@ -108,12 +136,47 @@ async fn execute(
     {
         end_of_run_checks(&mut st, resp, streaming).await;
     }
-    let outcome = conclude(&*launch.driver, &mut st, driven, stop, launch.timeout).await;
+    let mut outcome = conclude(&*launch.driver, &mut st, driven, stop, launch.timeout).await;
+    if let Some(t) = thread {
+        outcome = persist(t, outcome).await;
+    }
     let finished = finished_event(st.publisher.meta(), &outcome, &st);
     // The outcome is set before the stream closes: a closed stream means
     // `result()` is ready.
     outcome_tx.send_replace(Some(outcome));
     st.publisher.finish(finished);
+}
+
+/// `keep_alive` never returns: it renews, or stops the run and waits.
+fn unreachable_keep_alive() -> Driven {
+    Driven::Panicked("lease keep-alive returned".into())
+}
+
+/// Save a successful thread run's validated checkpoint; a failed run, or a
+/// success without a valid checkpoint, leaves the previous record active.
+async fn persist(
+    thread: ActiveThread,
+    outcome: Result<RunResult, Error>,
+) -> Result<RunResult, Error> {
+    match outcome {
+        Ok(result) => {
+            let state = result.checkpoint().and_then(|c| c.state.as_ref());
+            match thread.finish(state, true).await {
+                Ok(()) => Ok(result),
+                Err(e) => fail(
+                    FailureReason::Infrastructure,
+                    e.to_string(),
+                    Some(RunCause::Thread(e)),
+                    Some(result),
+                    None,
+                ),
+            }
+        }
+        Err(e) => {
+            let _ = thread.finish(None, false).await;
+            Err(e)
+        }
+    }
 }
 
 async fn drive(
@@ -271,6 +334,17 @@ async fn conclude(
         Some(StopReason::ApprovalHandler(msg)) => {
             let cause = Some(RunCause::ApprovalHandler(msg.clone()));
             return fail(FailureReason::AgentError, msg, cause, result, None);
+        }
+        Some(StopReason::LeaseLost(key)) => {
+            let e = ThreadError::LeaseLost { key };
+            let msg = e.to_string();
+            return fail(
+                FailureReason::Infrastructure,
+                msg,
+                Some(RunCause::Thread(e)),
+                result,
+                None,
+            );
         }
         None => {}
     }

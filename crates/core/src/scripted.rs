@@ -67,6 +67,7 @@ pub struct ScriptedDriver {
     codec: Option<Arc<dyn SessionCodec>>,
     config_fingerprint: Option<String>,
     config_error: Option<String>,
+    requests: Arc<std::sync::Mutex<Vec<Request>>>,
 }
 
 impl std::fmt::Debug for ScriptedDriver {
@@ -90,6 +91,7 @@ impl ScriptedDriver {
             codec: None,
             config_fingerprint: None,
             config_error: None,
+            requests: Default::default(),
         }
     }
 
@@ -133,6 +135,34 @@ impl ScriptedDriver {
             ..Default::default()
         };
         Self::new(steps, Ending::Respond(Box::new(response)))
+    }
+
+    /// A text reply from a driver that supports resume: the response carries
+    /// a valid checkpoint for `session` (standard codec, a fixed config
+    /// fingerprint), so thread runs persist it.
+    pub fn resumable_reply(text: &str, session: &str) -> Self {
+        let mut driver = Self::text_reply(text).with_resume(
+            Arc::new(agent_adaptor_driver::StandardSessionCodec::new("scripted")),
+            "scripted-config-v1",
+        );
+        if let Ending::Respond(resp) = &mut driver.ending {
+            resp.checkpoint = Some(agent_adaptor_driver::Checkpoint::valid(
+                agent_adaptor_driver::SessionState {
+                    resume_id: session.to_owned(),
+                    display_id: session.to_owned(),
+                    data: Default::default(),
+                },
+            ));
+        }
+        driver
+    }
+
+    /// The requests this driver was given, when recording is on.
+    pub fn recorded_requests(&self) -> Vec<Request> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Declare `capability` (or none at all).
@@ -195,9 +225,13 @@ impl Driver for ScriptedDriver {
     async fn run(
         &self,
         ctx: RunContext,
-        _req: Request,
+        req: Request,
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(req);
         let mut decisions = BTreeMap::new();
         for step in self.steps.iter() {
             match step {

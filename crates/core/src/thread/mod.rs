@@ -1,0 +1,400 @@
+//! Threads: durable conversations under a host-owned key (streaming guide
+//! §6, driver contract §9).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agent_adaptor_core::{Agent, Runner, thread::MemoryStore};
+//! use agent_adaptor_core::scripted::ScriptedDriver;
+//! use agent_adaptor_driver::StandardSessionCodec;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let driver = ScriptedDriver::resumable_reply("hello", "session-1");
+//! let agent = Agent::builder(driver)
+//!     .thread_store(Arc::new(MemoryStore::new()))
+//!     .build()
+//!     .unwrap();
+//! let thread = agent.thread("tenant-7/conversation-42");
+//! thread.run("first turn").await.unwrap();
+//! let state = thread.checkpoint().await.unwrap().expect("a healthy turn is resumable");
+//! assert_eq!(state.resume_id, "session-1");
+//! # }
+//! ```
+//!
+//! A thread run resolves the key's record, takes the key's lease (one
+//! writer at a time; a second concurrent run fails fast with `Busy`), hands
+//! the driver the resume state when the record is compatible, and — only
+//! when the run succeeded with a checkpoint that passed core's validation —
+//! atomically archives the old record and saves the new one. A failed run
+//! never replaces the active record.
+
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_adaptor_driver::{
+    Driver, Request, SessionCodec, SessionContext, SessionMode, SessionState,
+    canonical_session_config_fingerprint,
+};
+use chrono::Utc;
+
+use crate::agent::Agent;
+use crate::control::{RunControl, StopReason};
+use crate::options::RunOptions;
+use crate::result::Error;
+use crate::stream::RunStream;
+use crate::{Runner, id};
+pub use store::{
+    FinalizeRequest, Lease, MemoryStore, RecordStatus, StoreError, ThreadRecord, ThreadStore,
+};
+
+/// How long a thread lease lasts without renewal.
+pub const LEASE_TTL: Duration = Duration::from_secs(300);
+/// How often a running thread renews its lease.
+pub const LEASE_RENEW: Duration = Duration::from_secs(120);
+
+/// Why a thread run could not proceed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ThreadError {
+    /// `resume_only` (or a fork) found no record.
+    #[error("thread {key} not found")]
+    NotFound {
+        /// The key.
+        key: String,
+    },
+    /// Another run holds the key.
+    #[error("thread {key} is busy")]
+    Busy {
+        /// The key.
+        key: String,
+    },
+    /// The record cannot be resumed by this agent (driver, config, model,
+    /// workspace or codec changed), or the driver cannot resume at all.
+    #[error("thread incompatible: {reason}")]
+    Incompatible {
+        /// Why.
+        reason: String,
+    },
+    /// The lease expired or was taken over during the run; nothing was saved.
+    #[error("lease on thread {key} was lost")]
+    LeaseLost {
+        /// The key.
+        key: String,
+    },
+    /// A fork targeted a key that already has a record.
+    #[error("thread {key} already exists")]
+    AlreadyExists {
+        /// The key.
+        key: String,
+    },
+    /// The run succeeded without a valid checkpoint; the thread keeps its
+    /// previous state.
+    #[error("the run produced no valid checkpoint; the thread keeps its previous state")]
+    CheckpointMissing,
+    /// The store failed.
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl ThreadError {
+    fn from_store(e: StoreError, key: &str) -> Self {
+        match e {
+            StoreError::Busy { .. } => ThreadError::Busy { key: key.into() },
+            StoreError::LeaseLost { .. } => ThreadError::LeaseLost { key: key.into() },
+            StoreError::AlreadyExists { key } => ThreadError::AlreadyExists { key },
+            other => ThreadError::Store(other),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mode {
+    ContinueOrStart,
+    ContinueOnly,
+    Fork { parent: Arc<str> },
+}
+
+/// A durable conversation under an opaque host key. Same [`Runner`] as an
+/// [`Agent`]; holds no resources between runs.
+#[derive(Debug, Clone)]
+pub struct Thread {
+    agent: Agent,
+    key: Arc<str>,
+    mode: Mode,
+}
+
+impl Thread {
+    pub(crate) fn new(agent: Agent, key: Arc<str>) -> Self {
+        Thread {
+            agent,
+            key,
+            mode: Mode::ContinueOrStart,
+        }
+    }
+
+    /// The host's key, verbatim.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Only continue an existing record: a missing key fails with
+    /// [`ThreadError::NotFound`], an incompatible one with `Incompatible`.
+    pub fn resume_only(mut self) -> Self {
+        self.mode = Mode::ContinueOnly;
+        self
+    }
+
+    /// A new thread under `new_key` that starts from this thread's state.
+    /// This thread is untouched; the fork fails if `new_key` already exists.
+    pub fn fork(&self, new_key: impl Into<String>) -> Thread {
+        Thread {
+            agent: self.agent.clone(),
+            key: new_key.into().into(),
+            mode: Mode::Fork {
+                parent: self.key.clone(),
+            },
+        }
+    }
+
+    /// The active record's resume state, decoded by the driver's codec
+    /// (for audit; runs resolve it themselves).
+    pub async fn checkpoint(&self) -> Result<Option<SessionState>, Error> {
+        let plan = self.plan()?;
+        let record = plan
+            .store
+            .resolve(&self.key, false)
+            .await
+            .map_err(|e| Error::Thread(ThreadError::Store(e)))?;
+        match record {
+            None => Ok(None),
+            Some(r) if r.codec != plan.codec.name() => {
+                Err(Error::Thread(ThreadError::Incompatible {
+                    reason: format!("record written by codec {:?}", r.codec),
+                }))
+            }
+            Some(r) => Ok(plan.codec.from_params(&r.params)),
+        }
+    }
+
+    /// Everything a thread run needs that can be checked before admission:
+    /// a store, and a driver that can resume (codec + config fingerprint).
+    fn plan(&self) -> Result<ThreadPlan, Error> {
+        let store = self
+            .agent
+            .thread_store()
+            .ok_or(Error::ThreadStoreRequired)?;
+        let driver = self.agent.driver();
+        let incompatible = |reason: &str| {
+            Error::Thread(ThreadError::Incompatible {
+                reason: reason.to_owned(),
+            })
+        };
+        if !driver.descriptor().sessions.supports_resume {
+            return Err(incompatible("the driver does not support resume"));
+        }
+        let codec = driver
+            .session_codec()
+            .ok_or_else(|| incompatible("the driver has no session codec"))?;
+        let config = match driver.session_config_fingerprint() {
+            Some(Ok(fp)) if !fp.is_empty() => fp,
+            Some(Err(e)) => return Err(incompatible(&e.to_string())),
+            _ => return Err(incompatible("the driver has no config fingerprint")),
+        };
+        Ok(ThreadPlan {
+            store,
+            key: self.key.clone(),
+            mode: self.mode.clone(),
+            driver_type: driver.descriptor().driver_type,
+            config_fingerprint: config,
+            codec,
+        })
+    }
+}
+
+impl Runner for Thread {
+    fn stream_with(&self, prompt: &str, options: RunOptions) -> RunStream {
+        match self.plan() {
+            Ok(plan) => self.agent.launch(prompt, options, Some(plan)),
+            Err(e) => self.agent.refuse(e),
+        }
+    }
+}
+
+/// A thread run's plan, checked before admission.
+pub(crate) struct ThreadPlan {
+    store: Arc<dyn ThreadStore>,
+    pub(crate) key: Arc<str>,
+    mode: Mode,
+    driver_type: String,
+    config_fingerprint: String,
+    codec: Arc<dyn SessionCodec>,
+}
+
+/// A thread run in progress: the lease is held.
+pub(crate) struct ActiveThread {
+    plan: ThreadPlan,
+    lease: Lease,
+    fingerprint: String,
+    previous: Option<String>,
+}
+
+impl ThreadPlan {
+    /// The compatibility fingerprint: driver, its configuration, the
+    /// model, the workspace and the codec.
+    fn fingerprint(&self, request: &Request) -> String {
+        let value = serde_json::json!({
+            "driver": self.driver_type,
+            "config": self.config_fingerprint,
+            "model": request.model_override,
+            "workspace": request.workspace,
+            "codec": self.codec.name(),
+        });
+        canonical_session_config_fingerprint("agent-adaptor/thread-compat/v1", &value)
+            .unwrap_or_else(|_| self.config_fingerprint.clone())
+    }
+
+    /// Take the lease and resolve the record into the request's session.
+    pub(crate) async fn begin(self, request: &mut Request) -> Result<ActiveThread, ThreadError> {
+        let target = format!("key:{}", self.key);
+        let lease = self
+            .store
+            .acquire_lease(&target, &request.run_id, LEASE_TTL)
+            .await
+            .map_err(|e| ThreadError::from_store(e, &self.key))?;
+        let fingerprint = self.fingerprint(request);
+        let resolved = self.resolve(&fingerprint).await;
+        match resolved {
+            Ok((session, previous)) => {
+                request.session = Some(session);
+                Ok(ActiveThread {
+                    plan: self,
+                    lease,
+                    fingerprint,
+                    previous,
+                })
+            }
+            Err(e) => {
+                let _ = self.store.release_lease(&lease).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn resolve(
+        &self,
+        fingerprint: &str,
+    ) -> Result<(SessionContext, Option<String>), ThreadError> {
+        let (source, include_archived, mode) = match &self.mode {
+            Mode::ContinueOrStart => (self.key.clone(), false, SessionMode::ContinueOrStart),
+            Mode::ContinueOnly => (self.key.clone(), false, SessionMode::ContinueOnly),
+            Mode::Fork { parent } => (parent.clone(), true, SessionMode::Fork),
+        };
+        let record = self
+            .store
+            .resolve(&source, include_archived)
+            .await
+            .map_err(ThreadError::Store)?;
+        let compatible = record
+            .as_ref()
+            .is_some_and(|r| r.fingerprint == fingerprint && r.codec == self.codec.name());
+        let mut session = SessionContext {
+            mode,
+            ..Default::default()
+        };
+        match (&self.mode, record) {
+            (Mode::ContinueOnly | Mode::Fork { .. }, None) => Err(ThreadError::NotFound {
+                key: source.to_string(),
+            }),
+            (Mode::ContinueOnly | Mode::Fork { .. }, Some(_)) if !compatible => {
+                Err(ThreadError::Incompatible {
+                    reason: "the record was written with another driver configuration".into(),
+                })
+            }
+            (Mode::Fork { .. }, Some(r)) => {
+                session.state = self.codec.from_params(&r.params);
+                session.previous_id = r.id;
+                Ok((session, None))
+            }
+            (_, Some(r)) if compatible => {
+                session.state = self.codec.from_params(&r.params);
+                session.previous_id = r.id.clone();
+                Ok((session, Some(r.id)))
+            }
+            // Incompatible under continue-or-start: a fresh provider session;
+            // the old record is archived when the new one is saved.
+            (_, Some(r)) => Ok((session, Some(r.id))),
+            (_, None) => Ok((session, None)),
+        }
+    }
+}
+
+impl ActiveThread {
+    /// Renew the lease until the run ends; on failure stop the run so that
+    /// nothing is persisted.
+    pub(crate) async fn keep_alive(&self, control: &RunControl) {
+        let mut lease = self.lease.clone();
+        loop {
+            tokio::time::sleep(LEASE_RENEW).await;
+            match self.plan.store.renew_lease(&lease, LEASE_TTL).await {
+                Ok(l) => lease = l,
+                Err(_) => {
+                    control.stop(StopReason::LeaseLost(self.plan.key.to_string()));
+                    return std::future::pending().await;
+                }
+            }
+        }
+    }
+
+    /// Persist a successful run's validated checkpoint (atomic); release
+    /// the lease either way.
+    pub(crate) async fn finish(
+        self,
+        checkpoint: Option<&SessionState>,
+        persist: bool,
+    ) -> Result<(), ThreadError> {
+        let outcome = match (persist, checkpoint) {
+            (false, _) => Ok(()),
+            (true, None) => Err(ThreadError::CheckpointMissing),
+            (true, Some(state)) => {
+                let now = Utc::now();
+                let record = ThreadRecord {
+                    id: id::new_id("thr_"),
+                    key: self.plan.key.to_string(),
+                    status: RecordStatus::Active,
+                    driver_type: self.plan.driver_type.clone(),
+                    fingerprint: self.fingerprint.clone(),
+                    codec: self.plan.codec.name().to_owned(),
+                    params: self.plan.codec.to_params(Some(state)),
+                    previous_id: self.previous.clone(),
+                    created_at: now,
+                    updated_at: now,
+                };
+                let request = FinalizeRequest {
+                    lease: self.lease.clone(),
+                    record,
+                    require_key_absent: matches!(self.plan.mode, Mode::Fork { .. }),
+                };
+                self.plan
+                    .store
+                    .finalize(request)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| ThreadError::from_store(e, &self.plan.key))
+            }
+        };
+        let _ = self.plan.store.release_lease(&self.lease).await;
+        outcome
+    }
+}
+
+impl Agent {
+    /// A durable conversation under `key` (needs a thread store).
+    pub fn thread(&self, key: impl Into<String>) -> Thread {
+        Thread::new(self.clone(), key.into().into())
+    }
+
+    fn driver(&self) -> Arc<dyn Driver> {
+        self.driver_arc()
+    }
+}

@@ -1,0 +1,276 @@
+//! The `ThreadStore` contract and the in-memory store.
+//!
+//! A store keeps, per host thread key, the active record (resume state,
+//! compatibility fingerprint) plus archived records, and the leases that
+//! make one writer at a time the rule. It holds no chat history.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use agent_adaptor_driver::{SessionParams, async_trait};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Whether a record is the key's current one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordStatus {
+    /// The key's current record.
+    Active,
+    /// Replaced by a newer record.
+    Archived,
+}
+
+/// One persisted thread state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRecord {
+    /// Unique record id.
+    pub id: String,
+    /// The host's thread key, verbatim.
+    pub key: String,
+    /// Active or archived.
+    pub status: RecordStatus,
+    /// The driver type that produced it.
+    pub driver_type: String,
+    /// The compatibility fingerprint (driver config, model, workspace, codec).
+    pub fingerprint: String,
+    /// The session codec's name.
+    pub codec: String,
+    /// The resume state, in the codec's portable form.
+    pub params: SessionParams,
+    /// The record this one replaced, if any.
+    pub previous_id: Option<String>,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it was last written.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A held lease.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// What is leased (`key:<thread key>`).
+    pub target: String,
+    /// Who holds it.
+    pub owner: String,
+    /// A token that changes on every acquisition.
+    pub token: String,
+    /// When it expires unless renewed.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// An atomic commit of a run's new record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinalizeRequest {
+    /// The lease on the key (validated: owner, token, unexpired).
+    pub lease: Lease,
+    /// The new active record for `record.key`.
+    pub record: ThreadRecord,
+    /// Fail with `AlreadyExists` when the key already has a record (fork).
+    pub require_key_absent: bool,
+}
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Another owner holds an unexpired lease on the target.
+    #[error("thread busy: {target} is leased by another run")]
+    Busy {
+        /// The leased target.
+        target: String,
+    },
+    /// The lease expired or was taken over.
+    #[error("lease lost on {target}")]
+    LeaseLost {
+        /// The target.
+        target: String,
+    },
+    /// The key already has a record (fork onto an occupied key).
+    #[error("thread {key} already exists")]
+    AlreadyExists {
+        /// The key.
+        key: String,
+    },
+    /// The backend failed.
+    #[error("thread store backend: {0}")]
+    Backend(String),
+}
+
+/// Where threads live. Implementations must make `finalize` atomic and
+/// enforce leases themselves (in-process mutexes are not enough for a
+/// store shared by several processes).
+#[async_trait]
+pub trait ThreadStore: Send + Sync {
+    /// The active record of `key` (or its newest archived one, when asked).
+    async fn resolve(
+        &self,
+        key: &str,
+        include_archived: bool,
+    ) -> Result<Option<ThreadRecord>, StoreError>;
+
+    /// Take the lease on `target` for `owner`: fails with `Busy` while
+    /// another owner's lease is unexpired; an expired lease is taken over.
+    async fn acquire_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError>;
+
+    /// Extend a held lease; `LeaseLost` if it expired or changed hands.
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError>;
+
+    /// Release a lease (idempotent; a stale lease is ignored).
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError>;
+
+    /// Atomically: check the lease, archive the key's current record, save
+    /// the new one as active.
+    async fn finalize(&self, request: FinalizeRequest) -> Result<ThreadRecord, StoreError>;
+}
+
+#[derive(Default)]
+struct MemoryInner {
+    records: Vec<ThreadRecord>,
+    leases: HashMap<String, Lease>,
+}
+
+/// A store in process memory: for tests and single-process hosts.
+#[derive(Default)]
+pub struct MemoryStore {
+    inner: Mutex<MemoryInner>,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore").finish_non_exhaustive()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every record, active and archived (for audits and tests).
+    pub fn records(&self) -> Vec<ThreadRecord> {
+        self.lock().records.clone()
+    }
+}
+
+fn expiry(ttl: Duration) -> DateTime<Utc> {
+    Utc::now() + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX)
+}
+
+#[async_trait]
+impl ThreadStore for MemoryStore {
+    async fn resolve(
+        &self,
+        key: &str,
+        include_archived: bool,
+    ) -> Result<Option<ThreadRecord>, StoreError> {
+        let inner = self.lock();
+        let active = inner
+            .records
+            .iter()
+            .rev()
+            .find(|r| r.key == key && r.status == RecordStatus::Active);
+        let found = match active {
+            Some(r) => Some(r),
+            None if include_archived => inner.records.iter().rev().find(|r| r.key == key),
+            None => None,
+        };
+        Ok(found.cloned())
+    }
+
+    async fn acquire_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError> {
+        let mut inner = self.lock();
+        let now = Utc::now();
+        if let Some(held) = inner.leases.get(target)
+            && held.owner != owner
+            && held.expires_at > now
+        {
+            return Err(StoreError::Busy {
+                target: target.to_owned(),
+            });
+        }
+        let lease = Lease {
+            target: target.to_owned(),
+            owner: owner.to_owned(),
+            token: crate::id::new_id("lease_"),
+            expires_at: expiry(ttl),
+        };
+        inner.leases.insert(target.to_owned(), lease.clone());
+        Ok(lease)
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
+        let mut inner = self.lock();
+        let now = Utc::now();
+        match inner.leases.get_mut(&lease.target) {
+            Some(held) if held.token == lease.token && held.expires_at > now => {
+                held.expires_at = expiry(ttl);
+                Ok(held.clone())
+            }
+            _ => Err(StoreError::LeaseLost {
+                target: lease.target.clone(),
+            }),
+        }
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if inner
+            .leases
+            .get(&lease.target)
+            .is_some_and(|held| held.token == lease.token)
+        {
+            inner.leases.remove(&lease.target);
+        }
+        Ok(())
+    }
+
+    async fn finalize(&self, request: FinalizeRequest) -> Result<ThreadRecord, StoreError> {
+        let mut inner = self.lock();
+        let now = Utc::now();
+        let lease_ok = inner
+            .leases
+            .get(&request.lease.target)
+            .is_some_and(|held| held.token == request.lease.token && held.expires_at > now);
+        if !lease_ok {
+            return Err(StoreError::LeaseLost {
+                target: request.lease.target.clone(),
+            });
+        }
+        let key = request.record.key.clone();
+        let exists = inner
+            .records
+            .iter()
+            .any(|r| r.key == key && r.status == RecordStatus::Active);
+        if request.require_key_absent && exists {
+            return Err(StoreError::AlreadyExists { key });
+        }
+        for r in inner.records.iter_mut() {
+            if r.key == key && r.status == RecordStatus::Active {
+                r.status = RecordStatus::Archived;
+                r.updated_at = now;
+            }
+        }
+        let mut record = request.record;
+        record.status = RecordStatus::Active;
+        record.updated_at = now;
+        inner.records.push(record.clone());
+        Ok(record)
+    }
+}
