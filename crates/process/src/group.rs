@@ -1,12 +1,25 @@
-//! Signals to the child's process group, and signal names.
+//! Signals to the child's process group — and to the groups its
+//! descendants escaped into — and signal names.
+//!
+//! CLIs run their tools in new sessions (`setsid`), so a tool process is no
+//! longer in the child's group and `killpg` alone would leave it running.
+//! Every signal therefore also goes to each process group a descendant of the
+//! child lives in, found through `/proc` (Linux). Descendants are remembered
+//! across signals: once the child has died its orphans are re-parented and
+//! can no longer be found from it.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-/// The child's process group (the child is its leader: `pgid == pid`).
-#[derive(Debug, Clone, Copy)]
+/// The child's process group (the child is its leader: `pgid == pid`), plus
+/// the groups its descendants escaped into.
+#[derive(Debug, Clone)]
 pub(crate) struct Group {
     pgid: Option<Pid>,
+    escaped: Arc<Mutex<BTreeSet<i32>>>,
 }
 
 impl Group {
@@ -16,28 +29,92 @@ impl Group {
                 .ok()
                 .filter(|p| *p > 1)
                 .map(Pid::from_raw),
+            escaped: Arc::default(),
         }
+    }
+
+    /// Record the groups of the child's current descendants that are not
+    /// the child's own group (nor ours, nor init's).
+    pub(crate) fn scan(&self) {
+        let Some(leader) = self.pgid else { return };
+        let own = nix::unistd::getpgrp().as_raw();
+        let found = descendant_groups(leader.as_raw());
+        let mut escaped = self.escaped.lock().unwrap_or_else(|p| p.into_inner());
+        escaped.extend(
+            found
+                .into_iter()
+                .filter(|g| *g > 1 && *g != own && *g != leader.as_raw()),
+        );
     }
 
     /// Send `SIGTERM` to every member. Best effort: a group that is already
     /// gone (`ESRCH`) is not an error worth reporting.
-    pub(crate) fn terminate(self) {
+    pub(crate) fn terminate(&self) {
         self.signal(Signal::SIGTERM);
     }
 
     /// Send `SIGKILL` to every member (best effort, synchronous).
-    pub(crate) fn kill(self) {
+    pub(crate) fn kill(&self) {
         self.signal(Signal::SIGKILL);
     }
 
-    fn signal(self, sig: Signal) {
-        if let Some(pgid) = self.pgid
-            && let Err(err) = killpg(pgid, sig)
-            && err != nix::errno::Errno::ESRCH
+    fn signal(&self, sig: Signal) {
+        self.scan();
+        let escaped: Vec<i32> = self
+            .escaped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        for pgid in self
+            .pgid
+            .into_iter()
+            .chain(escaped.into_iter().map(Pid::from_raw))
         {
-            tracing::debug!(pgid = pgid.as_raw(), signal = sig.as_str(), %err, "killpg failed");
+            if let Err(err) = killpg(pgid, sig)
+                && err != nix::errno::Errno::ESRCH
+            {
+                tracing::debug!(pgid = pgid.as_raw(), signal = sig.as_str(), %err, "killpg failed");
+            }
         }
     }
+}
+
+/// The process groups of every descendant of `root` (Linux: from
+/// `/proc/<pid>/stat`; elsewhere none).
+fn descendant_groups(root: i32) -> BTreeSet<i32> {
+    let mut groups = BTreeSet::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return groups;
+    };
+    // (pid, ppid, pgid) of every process.
+    let table: Vec<(i32, i32, i32)> = dir
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // The command name may contain spaces and parentheses: fields
+            // start after the last ')'.
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let mut fields = rest.split(' ');
+            let _state = fields.next()?;
+            let ppid = fields.next()?.parse().ok()?;
+            let pgid = fields.next()?.parse().ok()?;
+            Some((pid, ppid, pgid))
+        })
+        .collect();
+    let mut frontier = vec![root];
+    let mut seen = BTreeSet::from([root]);
+    while let Some(parent) = frontier.pop() {
+        for &(pid, ppid, pgid) in &table {
+            if ppid == parent && seen.insert(pid) {
+                groups.insert(pgid);
+                frontier.push(pid);
+            }
+        }
+    }
+    groups
 }
 
 /// The conventional name of a signal number (`9` → `"SIGKILL"`); unknown

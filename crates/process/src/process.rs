@@ -55,7 +55,13 @@ pub struct Process {
     /// The capture is incomplete or waiting failed: (what, the first error).
     failure: Option<(FailureKind, io::Error)>,
     done: bool,
+    /// When descendants were last looked for (see `Group::scan`).
+    last_scan: Instant,
 }
+
+/// How often a running child's descendants are looked for, so that tools it
+/// started in other process groups can still be stopped after it exits.
+const SCAN_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 #[derive(Debug, Clone, Copy)]
 enum FailureKind {
@@ -114,6 +120,7 @@ impl Process {
             sink_error: None,
             failure: None,
             done: false,
+            last_scan: now,
         })
     }
 
@@ -170,6 +177,10 @@ impl Process {
             if self.stdout.is_none() {
                 return Ok(None);
             }
+            if self.last_scan.elapsed() >= SCAN_EVERY {
+                self.last_scan = Instant::now();
+                self.life.group().scan();
+            }
             self.step(sink).await?;
         }
     }
@@ -196,6 +207,7 @@ impl Process {
     /// stopped and reaped first. A sink refusal is reported in
     /// [`Finished::sink_error`].
     pub async fn finish(mut self, sink: &dyn EventSink) -> Result<Finished, ProcessError> {
+        self.life.group().scan();
         if !self.stdin_taken
             && let Some(stdin) = &self.stdin
         {
@@ -215,6 +227,9 @@ impl Process {
     ///
     /// As for [`finish`](Process::finish).
     pub async fn shutdown(mut self, sink: &dyn EventSink) -> Result<Finished, ProcessError> {
+        // Find the descendants before stdin closes: once the child exits its
+        // orphans cannot be traced back to it.
+        self.life.group().scan();
         if self.life.begin_stop(Instant::now()) == Step::CloseStdin {
             self.close_stdin();
         }

@@ -84,7 +84,7 @@ impl Lifecycle {
     }
 
     pub(crate) fn group(&self) -> Group {
-        self.group
+        self.group.clone()
     }
 
     /// True once the child was reaped (or waiting for it failed).
