@@ -345,3 +345,14 @@ async fn memory_store_leases_expire_and_can_be_taken_over() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_huge_lease_ttl_never_expires_and_never_panics() {
+    let store = MemoryStore::new();
+    let lease = store
+        .acquire_lease("key:k", "a", Duration::MAX)
+        .await
+        .unwrap();
+    assert!(lease.expires_at > chrono::Utc::now() + chrono::Duration::days(365 * 100));
+    store.renew_lease(&lease, Duration::MAX).await.unwrap();
+}

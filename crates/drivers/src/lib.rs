@@ -16,5 +16,10 @@ pub mod claude;
 pub mod codebuddy;
 #[cfg(feature = "codex")]
 pub mod codex;
+#[cfg(feature = "cursor")]
+pub mod cursor;
+#[cfg(feature = "gemini")]
+pub mod gemini;
+pub mod jsonl;
 pub mod pump;
 pub mod streamjson;

@@ -90,6 +90,13 @@ pub async fn write_frame(stdin: &mut Option<StdinController>, frame: &str) {
     }
 }
 
+/// A protocol whose parser and transport are one object: its answers to
+/// control frames depend on (and change) what it parsed, e.g. a JSON-RPC
+/// client that sends its next request when a response arrives.
+pub trait Duplex: LineProtocol + Controller {}
+
+impl<T: LineProtocol + Controller> Duplex for T {}
+
 /// Run `cmd` to the end, delivering everything `proto` makes of its stdout.
 /// On cancellation or any error the CLI and its process group are stopped
 /// (stdin closed, SIGTERM, SIGKILL) before the error is returned.
@@ -99,7 +106,74 @@ pub async fn run(
     ctx: &RunContext,
     sink: &dyn EventSink,
     proto: &mut dyn LineProtocol,
-    mut controller: Option<&mut dyn Controller>,
+    controller: Option<&mut dyn Controller>,
+    setup: &[String],
+) -> Result<Finished, DriverError> {
+    let mut side = Split { proto, controller };
+    drive(driver_name, cmd, ctx, sink, &mut side, setup).await
+}
+
+/// [`run`] for a [`Duplex`] protocol: the same object parses the lines and
+/// answers the control frames.
+pub async fn run_duplex(
+    driver_name: &str,
+    cmd: &Command,
+    ctx: &RunContext,
+    sink: &dyn EventSink,
+    session: &mut dyn Duplex,
+    setup: &[String],
+) -> Result<Finished, DriverError> {
+    let mut side = Joined(session);
+    drive(driver_name, cmd, ctx, sink, &mut side, setup).await
+}
+
+/// The two shapes of a protocol the loop accepts.
+trait Side: Send {
+    fn line(&mut self, raw: &[u8]) -> Vec<Out>;
+    fn terminated(&self) -> bool;
+    fn controller(&mut self) -> Option<&mut dyn Controller>;
+}
+
+struct Split<'p, 'c> {
+    proto: &'p mut dyn LineProtocol,
+    controller: Option<&'c mut dyn Controller>,
+}
+
+impl Side for Split<'_, '_> {
+    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
+        self.proto.line(raw)
+    }
+    fn terminated(&self) -> bool {
+        self.proto.terminated()
+    }
+    fn controller(&mut self) -> Option<&mut dyn Controller> {
+        match &mut self.controller {
+            Some(c) => Some(&mut **c),
+            None => None,
+        }
+    }
+}
+
+struct Joined<'a>(&'a mut dyn Duplex);
+
+impl Side for Joined<'_> {
+    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
+        self.0.line(raw)
+    }
+    fn terminated(&self) -> bool {
+        LineProtocol::terminated(&*self.0)
+    }
+    fn controller(&mut self) -> Option<&mut dyn Controller> {
+        Some(&mut *self.0)
+    }
+}
+
+async fn drive(
+    driver_name: &str,
+    cmd: &Command,
+    ctx: &RunContext,
+    sink: &dyn EventSink,
+    side: &mut dyn Side,
     setup: &[String],
 ) -> Result<Finished, DriverError> {
     let mut proc = Process::spawn(cmd)?;
@@ -114,7 +188,7 @@ pub async fn run(
         for frame in setup {
             write_frame(&mut stdin, frame).await;
         }
-        pump(&mut proc, ctx, sink, proto, &mut controller, &mut stdin).await
+        pump(&mut proc, ctx, sink, side, &mut stdin).await
     }
     .await;
     if let Err(e) = pumped {
@@ -130,8 +204,7 @@ async fn pump(
     proc: &mut Process,
     ctx: &RunContext,
     sink: &dyn EventSink,
-    proto: &mut dyn LineProtocol,
-    controller: &mut Option<&mut dyn Controller>,
+    side: &mut dyn Side,
     stdin: &mut Option<StdinController>,
 ) -> Result<(), DriverError> {
     let mut terminated = false;
@@ -143,7 +216,7 @@ async fn pump(
         };
         let line = match next {
             None => {
-                if let Some(c) = controller.as_mut() {
+                if let Some(c) = side.controller() {
                     let _ =
                         tokio::time::timeout(Duration::from_millis(200), c.interrupt(stdin)).await;
                 }
@@ -158,12 +231,13 @@ async fn pump(
             Some(b) => b.to_vec(),
             None => line.bytes().to_vec()?,
         };
-        for out in proto.line(&bytes) {
-            deliver(out, sink, controller, stdin).await?;
+        for out in side.line(&bytes) {
+            let mut controller = side.controller();
+            deliver(out, sink, &mut controller, stdin).await?;
         }
-        if !terminated && proto.terminated() {
+        if !terminated && side.terminated() {
             terminated = true;
-            match controller.as_mut() {
+            match side.controller() {
                 Some(c) => c.terminated(stdin).await,
                 None => {
                     if let Some(s) = stdin.take() {

@@ -203,8 +203,11 @@ fn the_parser_survives_mutated_captures() {
 }
 
 fn on_fake(fixture: &str, opts: &str) -> codex::CodexDriver {
+    // These are the exec transport's tests: force it (a streaming request
+    // would otherwise go to the app-server, codex_appserver.rs).
     let mut cfg = codex::Config {
         command: fake_cli_binary().unwrap(),
+        transport: codex::Transport::Exec,
         ..Default::default()
     };
     cfg.env.insert(
@@ -311,5 +314,83 @@ async fn resume_passes_the_thread_and_diffs_usage() {
     assert!(
         recorded.contains("resume") && recorded.contains("01a228cc-9bb7-7952-8aa3-50b74990c4fe"),
         "{recorded}"
+    );
+}
+
+#[tokio::test]
+async fn a_non_zero_exit_fails_even_after_turn_completed() {
+    let agent = Agent::new(on_fake("codex/exec-basic.jsonl", "--exit-code 2"));
+    let err = agent.run("hi").await.unwrap_err();
+    let run = err.as_run_error().unwrap();
+    assert_eq!(run.reason, FailureReason::AgentError);
+    assert!(
+        run.result.as_ref().unwrap().checkpoint().is_none(),
+        "no checkpoint after a non-zero exit"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_line_is_a_notice_not_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = dir.path().join("noisy.jsonl");
+    let mut lines: Vec<String> = fixtures::load("codex/exec-basic.jsonl")
+        .unwrap()
+        .stdout_lines()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    lines.insert(1, "WARNING: proceeding".into());
+    lines.insert(2, "{\"type\":\"item.completed\",".into());
+    std::fs::write(&fixture, lines.join("\n") + "\n").unwrap();
+    let trace = record_run(
+        &on_fake(fixture.to_str().unwrap(), ""),
+        Request::new("run_0000000000000003", "hi"),
+        Duration::from_secs(60),
+    )
+    .await;
+    let resp = trace.response().unwrap();
+    assert!(resp.failure.is_none());
+    assert_eq!(resp.output, "Hello from mock.");
+    assert!(resp.checkpoint.is_some());
+    let notices = trace
+        .events()
+        .filter(|e| matches!(e, RunEvent::Lifecycle(n) if n.text.starts_with("codex: ")))
+        .count();
+    assert_eq!(notices, 2, "both bad lines are reported");
+}
+
+#[tokio::test]
+async fn an_output_schema_goes_to_a_file_and_the_answer_is_structured() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = dir.path().join("args.jsonl");
+    let driver = on_fake(
+        "codex/exec-output-schema.jsonl",
+        &format!("--args-out {}", args.display()),
+    );
+    let mut req = Request::new("run_0000000000000004", "JSON please");
+    let schema = r#"{"type":"object","properties":{"answer":{"type":"string"}}}"#;
+    req.output_schema = Some(agent_adaptor_driver::OutputSchema {
+        format: "json_schema".into(),
+        schema_json: schema.into(),
+        name: String::new(),
+        description: String::new(),
+        on_invalid: Default::default(),
+    });
+    let trace = record_run(&driver, req, Duration::from_secs(60)).await;
+    let resp = trace.response().unwrap();
+    let so = resp.structured_output.as_ref().unwrap();
+    assert!(so.valid);
+    assert_eq!(so.value, Some(serde_json::json!({"answer": "ok"})));
+    let recorded: Vec<serde_json::Value> = std::fs::read_to_string(&args)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let argv: Vec<&str> = recorded.iter().filter_map(|r| r["arg"].as_str()).collect();
+    let at = argv.iter().position(|a| *a == "--output-schema").unwrap();
+    let file = argv[at + 1];
+    assert!(
+        !std::path::Path::new(file).exists(),
+        "the schema file is removed after the run"
     );
 }

@@ -11,7 +11,9 @@
 //! [`CODEX`], [`GEMINI`], [`CODEBUDDY`]); each field's doc says where the fact
 //! comes from (`shared/reference/protocols.md` section, or what was observed
 //! running the pinned version). [`CliRecipe::command`] turns a recipe into a
-//! ready [`tokio::process::Command`]:
+//! ready [`tokio::process::Command`] ([`CliRecipe::prepare`] does the same
+//! preparation of the home and returns the environment, for starting the CLI
+//! some other way, such as through a driver under test):
 //!
 //! * the environment is **cleared**; only `PATH` is passed through, and
 //!   `HOME`, the XDG directories and `TMPDIR` point into the given scratch
@@ -392,16 +394,18 @@ impl CliRecipe {
         self.command_with_binary(&self.binary()?, base_url, home, prompt)
     }
 
-    /// [`command`](Self::command) with the binary given explicitly instead of
-    /// looked up (a path ending in `.js`/`.cjs`/`.mjs`, or a script whose `#!`
-    /// line names node, is run with `node` from `PATH`).
-    pub fn command_with_binary(
-        &self,
-        binary: &Path,
-        base_url: &str,
-        home: &Path,
-        prompt: &str,
-    ) -> Result<Command, CliError> {
+    /// Prepares `home` for a run of this CLI against the mock at `base_url`
+    /// (e.g. `http://127.0.0.1:PORT`) and returns the environment to run it
+    /// with: [`COMMON_ENV`] then [`env`](Self::env), templates expanded, in
+    /// that order (a later binding of the same name wins).
+    ///
+    /// Creates the working directory `<home>/work`, the directories
+    /// [`COMMON_ENV`] points at and [`dirs`](Self::dirs), and writes
+    /// [`files`](Self::files). This is what [`command`](Self::command) does
+    /// before building its command; use it to start the CLI some other way
+    /// (a driver under test, for example) with the same isolation: clear the
+    /// environment, pass `PATH`, and run in `<home>/work`.
+    pub fn prepare(&self, base_url: &str, home: &Path) -> Result<Vec<(String, String)>, CliError> {
         let home_str = home.to_string_lossy();
         let base_url = base_url.trim_end_matches('/');
         let fill = |template: &str| substitute(template, base_url, self.model, &home_str);
@@ -422,6 +426,27 @@ impl CliRecipe {
                 source,
             })?;
         }
+        Ok(COMMON_ENV
+            .iter()
+            .chain(self.env)
+            .map(|(key, value)| ((*key).to_owned(), fill(value)))
+            .collect())
+    }
+
+    /// [`command`](Self::command) with the binary given explicitly instead of
+    /// looked up (a path ending in `.js`/`.cjs`/`.mjs`, or a script whose `#!`
+    /// line names node, is run with `node` from `PATH`).
+    pub fn command_with_binary(
+        &self,
+        binary: &Path,
+        base_url: &str,
+        home: &Path,
+        prompt: &str,
+    ) -> Result<Command, CliError> {
+        let env = self.prepare(base_url, home)?;
+        let home_str = home.to_string_lossy();
+        let base_url = base_url.trim_end_matches('/');
+        let fill = |template: &str| substitute(template, base_url, self.model, &home_str);
 
         let mut cmd = if is_node_script(binary) {
             let mut cmd = Command::new("node");
@@ -441,9 +466,7 @@ impl CliRecipe {
         if let Some(path) = std::env::var_os("PATH") {
             cmd.env("PATH", path);
         }
-        for (key, value) in COMMON_ENV.iter().chain(self.env) {
-            cmd.env(key, fill(value));
-        }
+        cmd.envs(env);
         cmd.current_dir(home.join("work"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use agent_adaptor_testkit::clis::{ALL, CLAUDE, CliRecipe, GEMINI, ScratchDir};
+use agent_adaptor_testkit::clis::{ALL, CLAUDE, COMMON_ENV, CliRecipe, GEMINI, ScratchDir};
 
 #[test]
 fn recipes_are_consistent() {
@@ -85,4 +85,29 @@ fn missing_binary_says_how_to_install() {
         .map(|e| e.to_string())
         .unwrap_or_default();
     assert!(err.contains("scripts/install-clis"), "{err}");
+}
+
+#[test]
+fn prepare_creates_the_home_and_expands_the_environment() -> Result<(), Box<dyn std::error::Error>>
+{
+    let home = ScratchDir::new("clis-prepare")?;
+    let env = CLAUDE.prepare("http://127.0.0.1:9/", home.path())?;
+    let get = |k: &str| {
+        env.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
+    let home_str = home.path().to_string_lossy();
+    assert_eq!(get("HOME"), Some(&*home_str));
+    assert_eq!(get("ANTHROPIC_BASE_URL"), Some("http://127.0.0.1:9"));
+    assert_eq!(
+        get("CLAUDE_CONFIG_DIR"),
+        Some(&*format!("{home_str}/.claude"))
+    );
+    // Common bindings first, then the recipe's own.
+    assert_eq!(env[0].0, "HOME");
+    assert_eq!(env.len(), COMMON_ENV.len() + CLAUDE.env.len());
+    assert!(home.path().join("work").is_dir());
+    assert!(home.path().join(".claude").is_dir());
+    Ok(())
 }

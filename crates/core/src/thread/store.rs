@@ -164,8 +164,13 @@ impl MemoryStore {
     }
 }
 
+/// Now plus `ttl`, saturating at the latest representable time (a huge TTL
+/// means "never expires", not a panic).
 fn expiry(ttl: Duration) -> DateTime<Utc> {
-    Utc::now() + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX)
+    chrono::Duration::from_std(ttl)
+        .ok()
+        .and_then(|d| Utc::now().checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
 #[async_trait]

@@ -1,4 +1,4 @@
-//! The `codex exec` command line (pure).
+//! The `codex exec` and `codex app-server` command lines (pure).
 
 use std::path::Path;
 
@@ -31,9 +31,6 @@ pub fn exec_argv(
     if let Some(m) = req.model_override.as_ref().or(cfg.model.as_ref()) {
         a.extend(["-m".into(), m.clone()]);
     }
-    if let Some(e) = &cfg.reasoning_effort {
-        a.extend(["-c".into(), format!("model_reasoning_effort={e}")]);
-    }
     if let Some(s) = &cfg.sandbox {
         a.extend(["-s".into(), s.clone()]);
     }
@@ -48,9 +45,7 @@ pub fn exec_argv(
     for d in &cfg.add_dirs {
         a.extend(["--add-dir".into(), d.to_string_lossy().into_owned()]);
     }
-    for (k, v) in &cfg.overrides {
-        a.extend(["-c".into(), format!("{k}={v}")]);
-    }
+    a.extend(config_overrides(cfg));
     if let Some(path) = schema {
         a.extend([
             "--output-schema".into(),
@@ -62,6 +57,28 @@ pub fn exec_argv(
         a.push(id.to_owned());
     }
     a.push("-".into());
+    a
+}
+
+/// `codex app-server` (stdio). Model, sandbox, approval policy and working
+/// directory travel in `thread/start` / `thread/resume` instead.
+pub fn app_server_argv(cfg: &Config) -> Vec<String> {
+    let mut a: Vec<String> = vec!["app-server".into()];
+    a.extend(config_overrides(cfg));
+    a.extend(cfg.extra_args.iter().cloned());
+    a
+}
+
+/// The `-c key=value` overrides both transports pass: the reasoning effort,
+/// then [`Config::overrides`].
+fn config_overrides(cfg: &Config) -> Vec<String> {
+    let mut a = Vec::new();
+    if let Some(e) = &cfg.reasoning_effort {
+        a.extend(["-c".into(), format!("model_reasoning_effort={e}")]);
+    }
+    for (k, v) in &cfg.overrides {
+        a.extend(["-c".into(), format!("{k}={v}")]);
+    }
     a
 }
 
@@ -107,6 +124,28 @@ mod tests {
         assert!(
             a.windows(2)
                 .any(|w| w == ["--output-schema", "/tmp/s.json"])
+        );
+    }
+
+    #[test]
+    fn app_server_takes_only_config_overrides() {
+        let mut cfg = Config {
+            model: Some("m".into()),
+            sandbox: Some("workspace-write".into()),
+            reasoning_effort: Some("low".into()),
+            ..Default::default()
+        };
+        cfg.overrides.insert("model_provider".into(), "mock".into());
+        let a = app_server_argv(&cfg);
+        assert_eq!(
+            a,
+            [
+                "app-server",
+                "-c",
+                "model_reasoning_effort=low",
+                "-c",
+                "model_provider=mock"
+            ]
         );
     }
 }

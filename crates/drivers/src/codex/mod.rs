@@ -1,130 +1,77 @@
-//! OpenAI Codex (`codex exec --json`).
+//! OpenAI Codex, over two transports that share one turn recorder
+//! ([`record`]):
 //!
-//! exec prints one JSON event per line and has no text deltas: the driver
-//! emits coarse text and reasoning lifecycles from completed items, and
-//! declares its stream capability accordingly. `turn.completed.usage` is
-//! cumulative for the thread; a resumed turn reports its own usage by
-//! difference with the cumulative usage its checkpoint carried.
+//! * **`codex exec --json`** ([`exec`]) when `Request::streaming` is false:
+//!   one JSON event per line and no text deltas, so text and reasoning
+//!   lifecycles are coarse (one content frame per completed item);
+//!   `turn.completed.usage` is cumulative for the thread, and a resumed turn
+//!   reports its own usage by difference with the cumulative usage its
+//!   checkpoint carried. exec cannot ask the host anything.
+//! * **`codex app-server`** ([`appserver`]) when `Request::streaming` is
+//!   true: JSON-RPC over stdio with token-level text and reasoning deltas,
+//!   tool items, per-turn usage and approval requests routed to the host.
+//!
+//! [`Config::transport`] can force one. Both produce every response layer
+//! (output, complete raw streams with the official terminal, transcript,
+//! usage, checkpoint, structured output, failure); the checkpoint's resume id
+//! is the thread id, valid only after a successful terminal with exit 0.
+//! With `Request::output_schema`, exec gets `--output-schema FILE` and the
+//! app-server `turn/start.outputSchema`; the final agent message is the JSON.
 
+pub mod appserver;
 pub mod argv;
+mod config;
 pub mod exec;
+pub mod record;
 pub mod wire;
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, RawStreams, Request,
-    Response, RunContext, SessionCodec, StandardSessionCodec, StreamCapability, async_trait,
-    canonical_session_config_fingerprint,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError,
+    HumanDecisionSupport, RawStreams, Request, Response, RunContext, SessionCodec,
+    StandardSessionCodec, StreamCapability, StructuredOutput, StructuredOutputCapability,
+    StructuredOutputSource, async_trait, canonical_session_config_fingerprint,
 };
-use agent_adaptor_process::{Command, StdinMode};
+use agent_adaptor_process::{Command, Finished, StdinMode};
 use bytes::Bytes;
-use serde::Serialize;
+use serde_json::Value;
 
 use crate::pump;
-use exec::{ExecParser, USAGE_KEYS};
+use appserver::AppServerParser;
+use appserver::protocol::ThreadParams;
+use appserver::transport::{Plan, Session};
+pub use config::{Config, Transport};
+use exec::ExecParser;
+use record::{Parsed, Totals};
 use wire::ExecUsage;
 
-/// Codex driver configuration. Every field is provider-visible and part of
-/// the session config fingerprint.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Config {
-    /// The `codex` binary.
-    pub command: PathBuf,
-    /// `-m`.
-    pub model: Option<String>,
-    /// `-c model_reasoning_effort=…`.
-    pub reasoning_effort: Option<String>,
-    /// `-s read-only|workspace-write|danger-full-access`.
-    pub sandbox: Option<String>,
-    /// `-c approval_policy=never|on-request` (exec cannot ask the host).
-    pub approval_policy: Option<String>,
-    /// Other `-c key=value` overrides (model providers …).
-    pub overrides: BTreeMap<String, String>,
-    /// `--skip-git-repo-check` (default true: hosts run outside git repos).
-    pub skip_git_repo_check: bool,
-    /// `--add-dir` directories.
-    pub add_dirs: Vec<PathBuf>,
-    /// The working directory when the request names none.
-    pub cwd: Option<PathBuf>,
-    /// Extra arguments; flags the driver owns are rejected.
-    pub extra_args: Vec<String>,
-    /// Environment bindings.
-    pub env: BTreeMap<String, String>,
-    /// Inherit the parent environment (default true).
-    pub inherit_env: bool,
-    /// Grace after stdin closes / after SIGTERM, on cancel.
-    #[serde(skip)]
-    pub cancel_grace: Duration,
-}
+/// exec's stream capability: a formal event protocol, whole items only.
+pub const EXEC_CAPABILITY: StreamCapability = StreamCapability {
+    native: true,
+    token_level: false,
+    reasoning: true,
+    tool_call_args: false,
+    hitl: false,
+};
 
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            command: PathBuf::from("codex"),
-            model: None,
-            reasoning_effort: None,
-            sandbox: None,
-            approval_policy: None,
-            overrides: BTreeMap::new(),
-            skip_git_repo_check: true,
-            add_dirs: Vec::new(),
-            cwd: None,
-            extra_args: Vec::new(),
-            env: BTreeMap::new(),
-            inherit_env: true,
-            cancel_grace: Duration::from_millis(500),
-        }
-    }
-}
+/// The app-server's stream capability: token-level text and reasoning
+/// deltas, approval requests. Tool items arrive with their complete
+/// arguments (the protocol has no argument deltas, only output deltas).
+pub const APP_SERVER_CAPABILITY: StreamCapability = StreamCapability {
+    native: true,
+    token_level: true,
+    reasoning: true,
+    tool_call_args: false,
+    hitl: true,
+};
 
-const OWNED: &[&str] = &[
-    "--json",
-    "-m",
-    "--model",
-    "-s",
-    "--sandbox",
-    "--cd",
-    "-C",
-    "--output-schema",
-    "resume",
-    "--skip-git-repo-check",
-];
-
-impl Config {
-    fn validate(&self) -> Result<(), ConfigError> {
-        let err = |reason: String| ConfigError {
-            driver: "codex".into(),
-            reason,
-        };
-        if self.command.as_os_str().is_empty() {
-            return Err(err("command is empty".into()));
-        }
-        if let Some(arg) = self
-            .extra_args
-            .iter()
-            .find(|a| OWNED.contains(&a.split('=').next().unwrap_or(a)))
-        {
-            return Err(err(format!(
-                "extra_args must not contain {arg}: the driver sets it"
-            )));
-        }
-        if let Some(s) = &self.sandbox
-            && !["read-only", "workspace-write", "danger-full-access"].contains(&s.as_str())
-        {
-            return Err(err(format!("unknown sandbox {s:?}")));
-        }
-        if self.approval_policy.as_deref() == Some("untrusted") {
-            return Err(err(
-                "approval_policy \"untrusted\" is rejected by codex exec".into(),
-            ));
-        }
-        Ok(())
-    }
-}
+/// `Request::output_schema` is not JSON.
+#[derive(Debug, thiserror::Error)]
+#[error("the output schema is not valid JSON: {0}")]
+pub struct InvalidOutputSchema(#[source] serde_json::Error);
 
 /// A configured Codex driver.
 #[derive(Debug, Clone)]
@@ -137,11 +84,32 @@ pub fn driver(config: Config) -> CodexDriver {
     CodexDriver { config }
 }
 
+impl CodexDriver {
+    /// The captured configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
 #[async_trait]
 impl Driver for CodexDriver {
     fn descriptor(&self) -> Descriptor {
         let mut d = Descriptor::new("codex", "OpenAI Codex");
         d.sessions.supports_resume = true;
+        d.structured_output = StructuredOutputCapability {
+            json_schema_native: true,
+            json_schema_prompt_validate: false,
+            works_with_run: true,
+            works_with_streaming: true,
+            works_with_hitl: self.config.transport != Transport::Exec,
+            notes: "exec --output-schema / app-server turn/start.outputSchema".into(),
+        };
+        if self.config.transport != Transport::Exec {
+            d.run_policy.permission = HumanDecisionSupport {
+                ask: true,
+                ..Default::default()
+            };
+        }
         d
     }
 
@@ -150,13 +118,11 @@ impl Driver for CodexDriver {
     }
 
     fn stream_capability(&self) -> Option<StreamCapability> {
-        // exec: a formal event protocol, but whole items only.
-        Some(StreamCapability {
-            native: true,
-            token_level: false,
-            reasoning: true,
-            tool_call_args: false,
-            hitl: false,
+        // Describes the transport a streaming request uses.
+        Some(if self.config.uses_app_server(true) {
+            APP_SERVER_CAPABILITY
+        } else {
+            EXEC_CAPABILITY
         })
     }
 
@@ -166,7 +132,7 @@ impl Driver for CodexDriver {
 
     fn session_config_fingerprint(&self) -> Option<Result<String, FingerprintError>> {
         Some(canonical_session_config_fingerprint(
-            "codex/configured-driver/v1;session-codec/v1",
+            "codex/configured-driver/v2;session-codec/v1",
             &self.config,
         ))
     }
@@ -177,11 +143,36 @@ impl Driver for CodexDriver {
         req: Request,
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
+        let schema = match &req.output_schema {
+            Some(s) => Some(
+                serde_json::from_str::<Value>(&s.schema_json)
+                    .map_err(|e| DriverError::Other(Box::new(InvalidOutputSchema(e))))?,
+            ),
+            None => None,
+        };
+        let cwd = req.workspace.clone().or_else(|| self.config.cwd.clone());
+        let (finished, parsed) = if self.config.uses_app_server(req.streaming) {
+            self.run_app_server(&ctx, &req, sink, cwd.as_deref(), schema)
+                .await?
+        } else {
+            self.run_exec(&ctx, &req, sink, cwd.as_deref(), schema.as_ref())
+                .await?
+        };
+        Ok(respond(
+            &self.config,
+            &req,
+            parsed,
+            &finished,
+            cwd.as_deref(),
+        ))
+    }
+}
+
+impl CodexDriver {
+    fn command(&self, args: Vec<String>, cwd: Option<&Path>, stdin: StdinMode) -> Command {
         let cfg = &self.config;
-        let cwd = req.workspace.clone().or_else(|| cfg.cwd.clone());
-        let previous = previous_usage(&req);
         let mut cmd = Command::new(&cfg.command);
-        cmd.args(argv::exec_argv(cfg, &req, cwd.as_deref(), None));
+        cmd.args(args);
         if !cfg.inherit_env {
             cmd.env_clear()
                 .inherit_env(["PATH", "HOME", "USER", "LANG", "TMPDIR"]);
@@ -189,61 +180,188 @@ impl Driver for CodexDriver {
         for (k, v) in &cfg.env {
             cmd.env(k, v);
         }
-        if let Some(dir) = &cwd {
+        if let Some(dir) = cwd {
             cmd.cwd(dir);
         }
-        cmd.stdin(StdinMode::Bytes(Bytes::from(
-            req.prompt.clone().into_bytes(),
-        )))
-        .close_grace(cfg.cancel_grace)
-        .term_grace(cfg.cancel_grace * 2);
-        let mut parser = ExecParser::new(req.streaming, previous);
-        let finished = pump::run("Codex", &cmd, &ctx, sink, &mut parser, None, &[]).await?;
+        cmd.stdin(stdin)
+            .close_grace(cfg.cancel_grace)
+            .term_grace(cfg.cancel_grace * 2);
+        cmd
+    }
+
+    async fn run_exec(
+        &self,
+        ctx: &RunContext,
+        req: &Request,
+        sink: &dyn EventSink,
+        cwd: Option<&Path>,
+        schema: Option<&Value>,
+    ) -> Result<(Finished, Parsed), DriverError> {
+        let schema_file = schema.map(SchemaFile::write).transpose()?;
+        let args = argv::exec_argv(
+            &self.config,
+            req,
+            cwd,
+            schema_file.as_ref().map(|f| f.0.as_path()),
+        );
+        let prompt = StdinMode::Bytes(Bytes::from(req.prompt.clone().into_bytes()));
+        let cmd = self.command(args, cwd, prompt);
+        let mut parser = ExecParser::new(req.streaming, previous_usage(req));
+        let finished = pump::run("Codex", &cmd, ctx, sink, &mut parser, None, &[]).await?;
         let (tail, parsed) = parser.finish(finished.exit.code, finished.exit.signal.is_some());
         for out in tail {
             pump::deliver(out, sink, &mut None, &mut None).await?;
         }
-        let checkpoint = parsed.checkpoint.map(|mut cp| {
-            if let (Some(state), Some(dir)) = (cp.state.as_mut(), cwd.as_ref()) {
-                state
-                    .data
-                    .insert("cwd".into(), dir.to_string_lossy().into_owned());
-            }
-            cp
-        });
-        let mut resp = Response {
-            output: parsed.output,
-            summary: String::new(),
-            raw: RawStreams {
-                stdout: finished.stdout.clone(),
-                stderr: finished.stderr.clone(),
-                terminal: parsed.terminal,
-            },
-            transcript: parsed.transcript,
-            usage: parsed.usage,
-            checkpoint,
-            failure: parsed.failure,
-            provider: "codex".into(),
-            model: req
-                .model_override
-                .clone()
-                .or_else(|| cfg.model.clone())
-                .unwrap_or_default(),
-            ..Default::default()
-        };
-        finished.exit.apply_to(&mut resp);
-        Ok(resp)
+        Ok((finished, parsed))
     }
+
+    async fn run_app_server(
+        &self,
+        ctx: &RunContext,
+        req: &Request,
+        sink: &dyn EventSink,
+        cwd: Option<&Path>,
+        schema: Option<Value>,
+    ) -> Result<(Finished, Parsed), DriverError> {
+        let cfg = &self.config;
+        let resume = resume_id(req);
+        let previous = req
+            .session
+            .as_ref()
+            .and_then(|s| s.state.as_ref())
+            .and_then(|s| Totals::from_state(&s.data));
+        let parser = AppServerParser::new(req.streaming, resume.is_some(), previous);
+        let plan = Plan {
+            thread: ThreadParams {
+                cwd: cwd.map(|d| d.to_string_lossy().into_owned()),
+                approval_policy: cfg.approval_policy.clone(),
+                sandbox: cfg.sandbox.clone(),
+                model: req.model_override.clone().or_else(|| cfg.model.clone()),
+            },
+            resume,
+            prompt: req.prompt.clone(),
+            output_schema: schema,
+        };
+        let (mut session, setup) = Session::new(parser, plan);
+        let cmd = self.command(argv::app_server_argv(cfg), cwd, StdinMode::Pipe);
+        let finished =
+            pump::run_duplex("Codex app-server", &cmd, ctx, sink, &mut session, &setup).await?;
+        let (tail, parsed) = session
+            .parser
+            .finish(finished.exit.code, finished.exit.signal.is_some());
+        for out in tail {
+            pump::deliver(out, sink, &mut None, &mut None).await?;
+        }
+        Ok((finished, parsed))
+    }
+}
+
+/// Every layer of the response, from one parse.
+fn respond(
+    cfg: &Config,
+    req: &Request,
+    parsed: Parsed,
+    finished: &Finished,
+    cwd: Option<&Path>,
+) -> Response {
+    let checkpoint = parsed.checkpoint.map(|mut cp| {
+        if let (Some(state), Some(dir)) = (cp.state.as_mut(), cwd) {
+            state
+                .data
+                .insert("cwd".into(), dir.to_string_lossy().into_owned());
+        }
+        cp
+    });
+    let structured_output = req
+        .output_schema
+        .as_ref()
+        .filter(|_| parsed.failure.is_none())
+        .map(|_| structured(&parsed.last_message));
+    let mut resp = Response {
+        output: parsed.output,
+        summary: String::new(),
+        raw: RawStreams {
+            stdout: finished.stdout.clone(),
+            stderr: finished.stderr.clone(),
+            terminal: parsed.terminal,
+        },
+        transcript: parsed.transcript,
+        usage: parsed.usage,
+        checkpoint,
+        structured_output,
+        failure: parsed.failure,
+        provider: "codex".into(),
+        model: req
+            .model_override
+            .clone()
+            .or_else(|| cfg.model.clone())
+            .unwrap_or_default(),
+        ..Default::default()
+    };
+    finished.exit.apply_to(&mut resp);
+    resp
+}
+
+/// The structured output of a schema run: the final agent message, which
+/// Codex's strict `json_schema` mode makes the JSON. The driver checks that
+/// it parses; validation against the schema is the provider's (strict
+/// mode) and core's.
+fn structured(last_message: &str) -> StructuredOutput {
+    let parsed = serde_json::from_str::<Value>(last_message.trim());
+    StructuredOutput {
+        format: "json_schema".into(),
+        source: StructuredOutputSource::Native,
+        raw_json: last_message.to_owned(),
+        valid: parsed.is_ok(),
+        validation_errors: parsed
+            .as_ref()
+            .err()
+            .map(|e| vec![format!("the final message is not JSON: {e}")])
+            .unwrap_or_default(),
+        value: parsed.ok(),
+        schema_hash: String::new(),
+    }
+}
+
+/// The checkpoint's thread, when the request resumes one.
+fn resume_id(req: &Request) -> Option<String> {
+    req.session
+        .as_ref()
+        .and_then(|s| s.state.as_ref())
+        .map(|s| s.resume_id.clone())
+        .filter(|id| !id.is_empty())
 }
 
 /// The thread's cumulative usage before this turn, from the resumed state.
 fn previous_usage(req: &Request) -> Option<ExecUsage> {
     let data = &req.session.as_ref()?.state.as_ref()?.data;
-    let get = |k: &str| data.get(k).and_then(|v| v.parse::<u64>().ok());
+    let t = Totals::from_state(data)?;
     Some(ExecUsage {
-        input_tokens: get(USAGE_KEYS[0])?,
-        cached_input_tokens: get(USAGE_KEYS[1]).unwrap_or(0),
-        output_tokens: get(USAGE_KEYS[2]).unwrap_or(0),
-        reasoning_output_tokens: get(USAGE_KEYS[3]).unwrap_or(0),
+        input_tokens: t.input,
+        cached_input_tokens: t.cached_input,
+        output_tokens: t.output,
+        reasoning_output_tokens: t.reasoning,
     })
+}
+
+/// exec's `--output-schema` file, removed when dropped.
+struct SchemaFile(PathBuf);
+
+impl SchemaFile {
+    fn write(schema: &Value) -> Result<SchemaFile, DriverError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "agent-adaptor-codex-schema-{}-{}.json",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, schema.to_string())?;
+        Ok(SchemaFile(path))
+    }
+}
+
+impl Drop for SchemaFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }

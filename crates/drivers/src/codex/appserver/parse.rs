@@ -1,0 +1,537 @@
+//! The app-server parser (sans-IO): one stdout line → live payloads,
+//! transcript items and control frames, through the shared
+//! [`Recorder`](super::super::record). The transport tells it what only the
+//! client knows (the thread the handshake opened, the turn it started, the
+//! decisions it sent, a rejected request).
+//!
+//! Mapping:
+//!
+//! | notification | becomes |
+//! |---|---|
+//! | `turn/started` | `step.started` (the turn) |
+//! | `item/agentMessage/delta` | `text.start` / `text.content` (token level) |
+//! | `item/completed` agentMessage | `text.end`, an assistant transcript item |
+//! | `item/reasoning/summaryTextDelta`, `item/reasoning/textDelta` | reasoning lifecycle |
+//! | `item/started` / `item/completed` commandExecution, fileChange, mcpToolCall, webSearch | `tool_call.start` (complete args) / `tool_call.end` + `tool_call.result` |
+//! | `thread/tokenUsage/updated` | this turn's usage (`total` now − `total` before the turn) |
+//! | `error` | a stream-error notice (its message explains the failure), or a warning when Codex retries |
+//! | `warning`, `configWarning`, `deprecationNotice` | warning notices |
+//! | a server approval request / `serverRequest/resolved` | `hitl.requested` / `hitl.resolved` |
+//! | `turn/completed` | the only terminal: `completed` → `run.finished`, else `run.error` |
+//! | anything else, and unknown item types | a custom payload `codex.<method>` / `codex.item.<type>` with the raw JSON |
+//!
+//! Status, rate-limit and output-delta notifications (`thread/status/changed`,
+//! `account/rateLimits/updated`, `item/commandExecution/outputDelta`,
+//! `item/fileChange/outputDelta`, `item/reasoning/summaryPartAdded`) carry
+//! nothing the payloads or layers use; they stay in the raw capture. So do
+//! notifications about other threads, which become custom payloads and never
+//! touch this turn's state.
+
+use std::collections::HashMap;
+
+use agent_adaptor_driver::{
+    DecisionRequest, DecisionResult, FailureCode, HitlRequested, HitlResolved,
+    HumanDecisionFailure, RunFailure, StreamKind, StreamPayload,
+};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::super::record::{Parsed, Recorder, ToolOutcome, Totals};
+use super::protocol::{
+    DeltaNotification, ErrorNotification, Incoming, ItemNotification, ThreadItem,
+    TokenUsageNotification, TurnNotification, decision_request,
+};
+use crate::pump::{ControlFrame, LineProtocol, Out};
+
+/// The failure code of a resume the server rejected (an unknown thread id).
+pub const RESUME_REJECTED: &str = "resume_rejected";
+
+/// Notifications with nothing for the payloads or layers.
+const QUIET: [&str; 5] = [
+    "thread/status/changed",
+    "account/rateLimits/updated",
+    "item/commandExecution/outputDelta",
+    "item/fileChange/outputDelta",
+    "item/reasoning/summaryPartAdded",
+];
+
+/// The parser of one app-server run.
+#[derive(Debug)]
+pub struct AppServerParser {
+    rec: Recorder,
+    resuming: bool,
+    /// The thread's cumulative usage the checkpoint carried.
+    checkpoint_total: Option<Totals>,
+    /// The latest cumulative usage reported for another turn (on resume,
+    /// Codex replays the previous turn's).
+    before_total: Option<Totals>,
+    /// The latest cumulative usage reported during this turn.
+    turn_total: Option<Totals>,
+    /// The sum of per-response usage during this turn.
+    turn_sum: Totals,
+    /// Approval requests asked (by JSON-RPC id), and how they were answered.
+    approvals: HashMap<String, (DecisionRequest, Option<DecisionResult>)>,
+    /// Set when a host rejection was answered with `cancel`, which ends the
+    /// turn as `interrupted`.
+    cancelled_by: Option<HumanDecisionFailure>,
+}
+
+impl AppServerParser {
+    /// A parser. `payloads` turns live payloads on; `resuming` says the run
+    /// resumes a thread whose cumulative usage was `checkpoint_total`.
+    pub fn new(payloads: bool, resuming: bool, checkpoint_total: Option<Totals>) -> Self {
+        AppServerParser {
+            rec: Recorder::new(payloads),
+            resuming,
+            checkpoint_total,
+            before_total: None,
+            turn_total: None,
+            turn_sum: Totals::default(),
+            approvals: HashMap::new(),
+            cancelled_by: None,
+        }
+    }
+
+    /// The thread id, once known.
+    pub fn thread_id(&self) -> Option<&str> {
+        self.rec.thread_id()
+    }
+
+    /// The turn id, once known.
+    pub fn turn_id(&self) -> Option<&str> {
+        self.rec.turn_id()
+    }
+
+    /// The handshake opened `thread_id` (the `thread/start` or
+    /// `thread/resume` result).
+    pub fn thread_opened(&mut self, thread_id: &str) -> Vec<Out> {
+        let mut out = Vec::new();
+        self.rec.thread(&mut out, thread_id);
+        out
+    }
+
+    /// `turn/start` was accepted with `turn_id`.
+    pub fn turn_accepted(&mut self, turn_id: &str) {
+        if self.rec.turn_id().is_none() {
+            self.rec.set_turn(turn_id);
+        }
+    }
+
+    /// The server rejected `thread/resume`: a typed failure.
+    pub fn resume_rejected(&mut self, message: &str) -> Vec<Out> {
+        let mut f = RunFailure::new(
+            FailureCode::Other(RESUME_REJECTED.into()),
+            format!("codex rejected the resume: {message}"),
+        );
+        f.metadata.insert("reason".into(), RESUME_REJECTED.into());
+        let mut out = Vec::new();
+        self.rec.fail(&mut out, None, f);
+        out
+    }
+
+    /// The server rejected one of the client's requests (`method`).
+    pub fn request_failed(&mut self, method: &str, message: &str) -> Vec<Out> {
+        let mut f = RunFailure::new(
+            FailureCode::AgentError,
+            format!("codex rejected {method}: {message}"),
+        );
+        f.metadata.insert("reason".into(), "request_failed".into());
+        f.metadata.insert("method".into(), method.into());
+        let mut out = Vec::new();
+        self.rec.fail(&mut out, None, f);
+        out
+    }
+
+    /// The transport answered approval request `id` with `decision`, after
+    /// the host's `result`.
+    pub fn approval_answered(&mut self, id: &Value, result: DecisionResult, decision: &Value) {
+        let Some((request, answered)) = self.approvals.get_mut(&id.to_string()) else {
+            return;
+        };
+        *answered = Some(result);
+        if decision.as_str() == Some("cancel")
+            && matches!(result, DecisionResult::Rejected | DecisionResult::TimedOut)
+        {
+            self.cancelled_by = Some(HumanDecisionFailure {
+                kind: request.kind,
+                source: request.source.clone(),
+                decision: result,
+                request: request.clone(),
+                attempts: 1,
+            });
+        }
+    }
+
+    fn hitl_id(id: &Value) -> String {
+        format!("codex-request-{}", id.to_string().trim_matches('"'))
+    }
+
+    fn server_request(&mut self, id: Value, method: String, params: Value, out: &mut Vec<Out>) {
+        if let Some(mut d) = decision_request(&method, &params) {
+            d.request_id = Self::hitl_id(&id);
+            self.rec.payload(
+                out,
+                StreamPayload::from(StreamKind::HitlRequested(Box::new(HitlRequested {
+                    request: d.clone(),
+                }))),
+            );
+            self.approvals.insert(id.to_string(), (d, None));
+        }
+        out.push(Out::Control(ControlFrame::Request { id, method, params }));
+    }
+
+    fn params<T: DeserializeOwned>(params: &Value) -> Option<T> {
+        serde_json::from_value(params.clone()).ok()
+    }
+
+    /// A notification about another thread than this run's.
+    fn foreign(&self, params: &Value) -> bool {
+        let theirs = params.get("threadId").and_then(Value::as_str).or_else(|| {
+            params
+                .get("thread")
+                .and_then(|t| t.get("id"))
+                .and_then(Value::as_str)
+        });
+        matches!((theirs, self.rec.thread_id()), (Some(a), Some(b)) if a != b)
+    }
+
+    /// A notification about another turn than this run's.
+    fn other_turn(&self, turn_id: &str) -> bool {
+        matches!(self.rec.turn_id(), Some(ours) if ours != turn_id) || self.rec.turn_id().is_none()
+    }
+
+    fn notification(&mut self, method: &str, params: &Value, raw: &[u8], out: &mut Vec<Out>) {
+        if self.foreign(params) {
+            self.rec.custom(out, format!("codex.{method}"), raw);
+            return;
+        }
+        match method {
+            "thread/started" => {
+                if let Some(id) = params
+                    .get("thread")
+                    .and_then(|t| t.get("id"))
+                    .and_then(Value::as_str)
+                {
+                    self.rec.thread(out, id);
+                }
+            }
+            "turn/started" => {
+                if let Some(n) = Self::params::<TurnNotification>(params) {
+                    self.turn_accepted(&n.turn.id);
+                }
+                self.rec.step_started(out);
+            }
+            "item/started" => match Self::params::<ItemNotification>(params).map(|n| n.item) {
+                Some(
+                    ThreadItem::UserMessage { .. }
+                    | ThreadItem::AgentMessage { .. }
+                    | ThreadItem::Reasoning { .. },
+                ) => {}
+                Some(item) => match (item.tool(), item_id(&item)) {
+                    (Some((name, args)), Some(id)) => self.rec.tool_started(out, id, &name, args),
+                    _ => self.unknown_item(params, raw, out),
+                },
+                None => self.malformed(method, raw, out),
+            },
+            "item/completed" => match Self::params::<ItemNotification>(params).map(|n| n.item) {
+                Some(item) => self.completed(item, params, raw, out),
+                None => self.malformed(method, raw, out),
+            },
+            "item/agentMessage/delta" => match Self::params::<DeltaNotification>(params) {
+                Some(d) => self.rec.text_delta(out, &d.item_id, &d.delta),
+                None => self.malformed(method, raw, out),
+            },
+            "item/reasoning/summaryTextDelta" | "item/reasoning/textDelta" => {
+                match Self::params::<DeltaNotification>(params) {
+                    Some(d) => self.rec.reasoning_delta(out, &d.item_id, &d.delta),
+                    None => self.malformed(method, raw, out),
+                }
+            }
+            "thread/tokenUsage/updated" => match Self::params::<TokenUsageNotification>(params) {
+                Some(u) => self.usage(&u),
+                None => self.malformed(method, raw, out),
+            },
+            "turn/completed" => match Self::params::<TurnNotification>(params) {
+                Some(n) if self.rec.turn_id().is_some_and(|t| t != n.turn.id) => {
+                    self.rec.custom(out, format!("codex.{method}"), raw);
+                }
+                Some(n) => self.turn_completed(n, raw, out),
+                None => self.malformed(method, raw, out),
+            },
+            "error" => match Self::params::<ErrorNotification>(params) {
+                Some(e) if e.will_retry => Recorder::warning(out, e.error.message),
+                Some(e) => self.rec.stream_error(out, e.error.message),
+                None => self.malformed(method, raw, out),
+            },
+            "warning" | "configWarning" | "deprecationNotice" | "guardianWarning" => {
+                let text = ["message", "summary"]
+                    .iter()
+                    .find_map(|k| params.get(*k).and_then(Value::as_str))
+                    .unwrap_or(method);
+                Recorder::warning(out, text.to_owned());
+            }
+            "serverRequest/resolved" => {
+                let id = params.get("requestId").cloned().unwrap_or(Value::Null);
+                if let Some((_, answered)) = self.approvals.get(&id.to_string()) {
+                    let result = answered.unwrap_or(DecisionResult::Aborted);
+                    self.rec.payload(
+                        out,
+                        StreamPayload::from(StreamKind::HitlResolved(Box::new(HitlResolved {
+                            request_id: Self::hitl_id(&id),
+                            result,
+                            choice: String::new(),
+                            resolved_at: None,
+                            attempt: 0,
+                        }))),
+                    );
+                } else {
+                    self.rec.custom(out, format!("codex.{method}"), raw);
+                }
+            }
+            m if QUIET.contains(&m) => {}
+            _ => self.rec.custom(out, format!("codex.{method}"), raw),
+        }
+    }
+
+    fn completed(&mut self, item: ThreadItem, params: &Value, raw: &[u8], out: &mut Vec<Out>) {
+        match item {
+            ThreadItem::UserMessage { .. } => {}
+            ThreadItem::AgentMessage { id, text } => self.rec.text_done(out, &id, &text),
+            ThreadItem::Reasoning {
+                id,
+                summary,
+                content,
+            } => {
+                let parts = if summary.is_empty() { content } else { summary };
+                self.rec.reasoning_done(out, &id, &parts.join("\n"));
+            }
+            ThreadItem::Other => self.unknown_item(params, raw, out),
+            tool => {
+                let (Some((name, args)), Some(id)) = (tool.tool(), item_id(&tool)) else {
+                    return;
+                };
+                let id = id.to_owned();
+                let outcome = outcome(name, args, tool);
+                self.rec.tool_done(out, &id, outcome);
+            }
+        }
+    }
+
+    fn unknown_item(&mut self, params: &Value, raw: &[u8], out: &mut Vec<Out>) {
+        let kind = params
+            .get("item")
+            .and_then(|i| i.get("type"))
+            .and_then(Value::as_str)
+            .map_or_else(
+                || "codex.item.unknown".into(),
+                |t| format!("codex.item.{t}"),
+            );
+        self.rec.custom(out, kind, raw);
+    }
+
+    fn malformed(&mut self, method: &str, raw: &[u8], out: &mut Vec<Out>) {
+        Recorder::notice(out, format!("codex: malformed {method} notification"), raw);
+    }
+
+    fn usage(&mut self, u: &TokenUsageNotification) {
+        let total = Totals::from(u.token_usage.total);
+        if self.other_turn(&u.turn_id) {
+            self.before_total = Some(total);
+        } else {
+            self.turn_total = Some(total);
+            let last = Totals::from(u.token_usage.last);
+            self.turn_sum = Totals {
+                input: self.turn_sum.input + last.input,
+                cached_input: self.turn_sum.cached_input + last.cached_input,
+                output: self.turn_sum.output + last.output,
+                reasoning: self.turn_sum.reasoning + last.reasoning,
+            };
+        }
+    }
+
+    /// This turn's usage: the cumulative total now minus the total before
+    /// the turn (the replayed one, else the checkpoint's, else zero for a
+    /// new thread); on a resume with no known baseline, the sum of the
+    /// per-response usage.
+    fn turn_usage(&self) -> (Option<Totals>, Option<Totals>) {
+        let Some(total) = self.turn_total else {
+            return (None, None);
+        };
+        let baseline = self
+            .before_total
+            .or(self.checkpoint_total)
+            .or((!self.resuming).then_some(Totals::default()));
+        let turn = match baseline {
+            Some(b) => total.minus(b),
+            None => self.turn_sum,
+        };
+        (Some(turn), Some(total))
+    }
+
+    fn turn_completed(&mut self, n: TurnNotification, raw: &[u8], out: &mut Vec<Out>) {
+        let (turn, cumulative) = self.turn_usage();
+        self.rec.set_usage(turn, cumulative);
+        let status = n.turn.status.as_str();
+        if status == "completed" {
+            self.rec.succeed(out, "turn/completed", raw);
+            return;
+        }
+        let provider = n.turn.error.as_ref().map(|e| e.message.as_str());
+        let mut failure = match (status, self.cancelled_by.take()) {
+            ("interrupted", Some(decision)) => {
+                let code = if decision.decision == DecisionResult::TimedOut {
+                    FailureCode::DecisionTimeout
+                } else {
+                    FailureCode::DecisionRejected
+                };
+                let mut f = RunFailure::new(
+                    code,
+                    format!(
+                        "the host {} {}; the turn was cancelled",
+                        if decision.decision == DecisionResult::TimedOut {
+                            "did not answer"
+                        } else {
+                            "rejected"
+                        },
+                        decision.request.prompt
+                    ),
+                );
+                f.human_decision = Some(Box::new(decision));
+                f
+            }
+            ("interrupted", None) => RunFailure::new(
+                FailureCode::AgentError,
+                self.rec
+                    .failure_message(provider, "the turn was interrupted"),
+            ),
+            ("failed", _) => RunFailure::new(
+                FailureCode::AgentError,
+                self.rec.failure_message(provider, "the turn failed"),
+            ),
+            (other, _) => RunFailure::new(
+                FailureCode::AgentError,
+                format!("turn/completed with status {other:?}"),
+            ),
+        };
+        failure.metadata.insert("status".into(), status.into());
+        if let Some(info) = n.turn.error.and_then(|e| e.codex_error_info) {
+            failure.metadata.insert(
+                "codex_error_info".into(),
+                info.as_str()
+                    .map_or_else(|| info.to_string(), str::to_owned),
+            );
+        }
+        self.rec.fail(out, Some(("turn/completed", raw)), failure);
+    }
+
+    /// End of stdout: end the run if the server never completed the turn,
+    /// form every layer.
+    pub fn finish(&mut self, exit_code: Option<i32>, signaled: bool) -> (Vec<Out>, Parsed) {
+        self.rec.finish(exit_code, signaled, "turn/completed")
+    }
+}
+
+fn item_id(item: &ThreadItem) -> Option<&str> {
+    match item {
+        ThreadItem::CommandExecution { id, .. }
+        | ThreadItem::FileChange { id, .. }
+        | ThreadItem::McpToolCall { id, .. }
+        | ThreadItem::WebSearch { id, .. } => Some(id),
+        _ => None,
+    }
+}
+
+/// How a completed tool item ended.
+fn outcome(name: String, args: Value, item: ThreadItem) -> ToolOutcome {
+    let (text, is_error, result) = match item {
+        ThreadItem::CommandExecution {
+            status,
+            aggregated_output,
+            exit_code,
+            ..
+        } => {
+            let output = aggregated_output.unwrap_or_default();
+            let text = if output.is_empty() && status != "completed" {
+                status.clone()
+            } else {
+                output.clone()
+            };
+            (
+                text,
+                status != "completed" || exit_code.is_some_and(|c| c != 0),
+                json!({"exit_code": exit_code, "status": status, "output": output}),
+            )
+        }
+        ThreadItem::FileChange { status, .. } => (
+            status.clone(),
+            status != "completed",
+            json!({ "status": status }),
+        ),
+        ThreadItem::McpToolCall {
+            result,
+            error,
+            status,
+            ..
+        } => (
+            result
+                .as_ref()
+                .map(Value::to_string)
+                .or_else(|| error.as_ref().map(Value::to_string))
+                .unwrap_or_default(),
+            error.is_some() || status == "failed",
+            json!({"result": result, "error": error, "status": status}),
+        ),
+        ThreadItem::WebSearch { action, .. } => (String::new(), false, json!({ "action": action })),
+        _ => (String::new(), false, Value::Null),
+    };
+    ToolOutcome {
+        name,
+        args,
+        text,
+        is_error,
+        result,
+    }
+}
+
+impl LineProtocol for AppServerParser {
+    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
+        let mut out = Vec::new();
+        let raw = raw.trim_ascii();
+        if raw.is_empty() {
+            return out;
+        }
+        let incoming = match serde_json::from_slice::<Value>(raw) {
+            Ok(v) => Incoming::classify(v),
+            Err(e) => {
+                let what = if raw.first() == Some(&b'{') {
+                    format!("codex: malformed protocol line ({e})")
+                } else {
+                    "codex: non-JSON stdout line".to_owned()
+                };
+                Recorder::notice(&mut out, what, raw);
+                return out;
+            }
+        };
+        match incoming {
+            None => Recorder::notice(&mut out, "codex: not a JSON-RPC message".into(), raw),
+            Some(Incoming::Response { id, result }) => {
+                out.push(Out::Control(ControlFrame::Response { id, result }));
+            }
+            // A request is always handed on: it must be answered, even late.
+            Some(Incoming::Request { id, method, params }) => {
+                self.server_request(id, method, params, &mut out);
+            }
+            Some(Incoming::Notification { .. }) if self.rec.terminated() => {
+                Recorder::notice(&mut out, "codex: line after the terminal event".into(), raw);
+            }
+            Some(Incoming::Notification { method, params }) => {
+                self.notification(&method, &params, raw, &mut out);
+            }
+        }
+        out
+    }
+
+    fn terminated(&self) -> bool {
+        self.rec.terminated()
+    }
+}

@@ -1,0 +1,260 @@
+//! The client side of one app-server run, as a [`Duplex`](crate::pump::Duplex)
+//! for the shared pump: the handshake (`initialize` → `initialized` →
+//! `thread/start` | `thread/resume` → `turn/start`, each request sent when
+//! the previous one is answered), the approvals (routed to the core's
+//! decision sink, answered only with an offered decision), an error answer to
+//! every other server request (never left pending: Codex would wait), and
+//! `turn/interrupt` on cancellation.
+
+use std::collections::HashMap;
+
+use agent_adaptor_driver::{
+    DecisionError, DecisionResponse, DecisionResult, DriverError, EventSink, async_trait,
+};
+use agent_adaptor_process::StdinController;
+use serde_json::{Value, json};
+
+use super::parse::AppServerParser;
+use super::protocol::{
+    Client, METHOD_NOT_FOUND, ThreadParams, choose_decision, decision_request, error_frame,
+    error_message, initialized, offered_decisions, result_frame,
+};
+use crate::pump::{self, ControlFrame, Controller, LineProtocol, Out, write_frame};
+
+/// JSON-RPC "internal error": the answer when no offered decision is safe.
+const NO_SAFE_DECISION: i64 = -32603;
+
+/// What a pending client request was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    Initialize,
+    Thread,
+    TurnStart,
+    Interrupt,
+}
+
+/// What the run asks of the server.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// Overrides for `thread/start` / `thread/resume`.
+    pub thread: ThreadParams,
+    /// The thread to resume, if any.
+    pub resume: Option<String>,
+    /// The prompt.
+    pub prompt: String,
+    /// The output schema for `turn/start`.
+    pub output_schema: Option<Value>,
+}
+
+/// The parser plus the client state machine.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) parser: AppServerParser,
+    client: Client,
+    pending: HashMap<i64, Pending>,
+    plan: Plan,
+}
+
+impl Session {
+    /// A session and the frames to send first (`initialize`).
+    pub(crate) fn new(parser: AppServerParser, plan: Plan) -> (Self, Vec<String>) {
+        let mut client = Client::new();
+        let (id, frame) = client.initialize();
+        let session = Session {
+            parser,
+            client,
+            pending: HashMap::from([(id, Pending::Initialize)]),
+            plan,
+        };
+        (session, vec![frame])
+    }
+
+    async fn send(
+        &mut self,
+        stdin: &mut Option<StdinController>,
+        what: Pending,
+        (id, frame): (i64, String),
+    ) {
+        self.pending.insert(id, what);
+        write_frame(stdin, &frame).await;
+    }
+
+    async fn deliver(
+        outs: Vec<Out>,
+        sink: &dyn EventSink,
+        stdin: &mut Option<StdinController>,
+    ) -> Result<(), DriverError> {
+        for out in outs {
+            pump::deliver(out, sink, &mut None, stdin).await?;
+        }
+        Ok(())
+    }
+
+    async fn response(
+        &mut self,
+        id: &Value,
+        result: Result<Value, Value>,
+        stdin: &mut Option<StdinController>,
+        sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        let Some(what) = id.as_i64().and_then(|i| self.pending.remove(&i)) else {
+            return Ok(());
+        };
+        let resume = self.plan.resume.clone();
+        let outs = match (what, result) {
+            (Pending::Interrupt, _) => Vec::new(),
+            (Pending::Initialize, Ok(_)) => {
+                write_frame(stdin, &initialized()).await;
+                let request = match &resume {
+                    Some(thread) => self.client.thread_resume(thread, &self.plan.thread),
+                    None => self.client.thread_start(&self.plan.thread),
+                };
+                self.send(stdin, Pending::Thread, request).await;
+                Vec::new()
+            }
+            (Pending::Thread, Ok(result)) => {
+                let thread = result
+                    .get("thread")
+                    .and_then(|t| t.get("id"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                match &resume {
+                    _ if thread.is_empty() => self
+                        .parser
+                        .request_failed(thread_method(&resume), "the result names no thread"),
+                    Some(wanted) if *wanted != thread => self
+                        .parser
+                        .resume_rejected(&format!("asked for thread {wanted}, got {thread}")),
+                    _ => {
+                        let outs = self.parser.thread_opened(&thread);
+                        let request = self.client.turn_start(
+                            &thread,
+                            &self.plan.prompt,
+                            self.plan.output_schema.as_ref(),
+                        );
+                        self.send(stdin, Pending::TurnStart, request).await;
+                        outs
+                    }
+                }
+            }
+            (Pending::TurnStart, Ok(result)) => {
+                if let Some(turn) = result
+                    .get("turn")
+                    .and_then(|t| t.get("id"))
+                    .and_then(Value::as_str)
+                {
+                    self.parser.turn_accepted(turn);
+                }
+                Vec::new()
+            }
+            (Pending::Thread, Err(e)) if resume.is_some() => {
+                self.parser.resume_rejected(&error_message(&e))
+            }
+            (what, Err(e)) => {
+                let method = match what {
+                    Pending::Initialize => "initialize",
+                    Pending::Thread => thread_method(&resume),
+                    _ => "turn/start",
+                };
+                self.parser.request_failed(method, &error_message(&e))
+            }
+        };
+        Self::deliver(outs, sink, stdin).await
+    }
+
+    async fn server_request(
+        &mut self,
+        id: Value,
+        method: String,
+        params: Value,
+        stdin: &mut Option<StdinController>,
+        sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        // After the terminal nobody is asked: the turn is over.
+        let request =
+            decision_request(&method, &params).filter(|_| !LineProtocol::terminated(&self.parser));
+        let Some(request) = request else {
+            let message = format!("{method} is not supported by agent-adaptor");
+            write_frame(stdin, &error_frame(&id, METHOD_NOT_FOUND, &message)).await;
+            return Ok(());
+        };
+        let answer = match sink.decisions() {
+            Some(decisions) => decisions
+                .request_decision(request)
+                .await
+                .map_err(|e| match e {
+                    DecisionError::Cancelled => DriverError::Cancelled,
+                    other => DriverError::Decision(other),
+                })?,
+            // Nobody can answer: decline, as a client without a handler would.
+            None => DecisionResponse {
+                request_id: String::new(),
+                result: DecisionResult::Rejected,
+                choice: String::new(),
+                answer: Default::default(),
+                text: "no host decision channel".into(),
+            },
+        };
+        let frame = match choose_decision(&offered_decisions(&params), answer.result) {
+            Some(decision) => {
+                self.parser.approval_answered(&id, answer.result, &decision);
+                result_frame(&id, json!({ "decision": decision }))
+            }
+            None => error_frame(
+                &id,
+                NO_SAFE_DECISION,
+                "agent-adaptor: no offered decision matches the host's answer",
+            ),
+        };
+        write_frame(stdin, &frame).await;
+        Ok(())
+    }
+}
+
+fn thread_method(resume: &Option<String>) -> &'static str {
+    if resume.is_some() {
+        "thread/resume"
+    } else {
+        "thread/start"
+    }
+}
+
+impl LineProtocol for Session {
+    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
+        self.parser.line(raw)
+    }
+
+    fn terminated(&self) -> bool {
+        LineProtocol::terminated(&self.parser)
+    }
+}
+
+#[async_trait]
+impl Controller for Session {
+    async fn control(
+        &mut self,
+        frame: ControlFrame,
+        stdin: &mut Option<StdinController>,
+        sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        match frame {
+            ControlFrame::Response { id, result } => self.response(&id, result, stdin, sink).await,
+            ControlFrame::Request { id, method, params } => {
+                self.server_request(id, method, params, stdin, sink).await
+            }
+            ControlFrame::Cancel { .. } => Ok(()),
+        }
+    }
+
+    async fn interrupt(&mut self, stdin: &mut Option<StdinController>) {
+        let ids = (
+            self.parser.thread_id().map(str::to_owned),
+            self.parser.turn_id().map(str::to_owned),
+        );
+        if let (Some(thread), Some(turn)) = ids {
+            let request = self.client.turn_interrupt(&thread, &turn);
+            self.send(stdin, Pending::Interrupt, request).await;
+        }
+    }
+}

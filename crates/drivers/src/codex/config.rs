@@ -1,0 +1,183 @@
+//! The Codex driver's configuration and its validation.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agent_adaptor_driver::ConfigError;
+use serde::Serialize;
+
+/// Which Codex transport a run uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// `codex app-server` when `Request::streaming` is set, `codex exec
+    /// --json` otherwise (spec §3: the request chooses).
+    #[default]
+    Auto,
+    /// Always `codex exec --json` (no deltas, no host approvals).
+    Exec,
+    /// Always `codex app-server` (token-level deltas, host approvals).
+    AppServer,
+}
+
+/// Codex driver configuration. Every field except the cancel grace is
+/// provider-visible and part of the session config fingerprint.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    /// The `codex` binary.
+    pub command: PathBuf,
+    /// Which transport runs use.
+    pub transport: Transport,
+    /// The model (exec `-m`; app-server `thread/start.model`).
+    pub model: Option<String>,
+    /// `-c model_reasoning_effort=…`.
+    pub reasoning_effort: Option<String>,
+    /// `read-only`, `workspace-write` or `danger-full-access` (exec `-s`;
+    /// app-server `thread/start.sandbox`).
+    pub sandbox: Option<String>,
+    /// `never`, `on-request` or (app-server only) `untrusted` (exec
+    /// `-c approval_policy=…`; app-server `thread/start.approvalPolicy`).
+    /// Only the app-server can ask the host: with exec, a command that needs
+    /// approval is declined by Codex itself.
+    pub approval_policy: Option<String>,
+    /// Other `-c key=value` overrides (model providers …), both transports.
+    pub overrides: BTreeMap<String, String>,
+    /// exec's `--skip-git-repo-check` (default true: hosts run outside git
+    /// repos); the app-server does not check.
+    pub skip_git_repo_check: bool,
+    /// exec's `--add-dir` directories.
+    pub add_dirs: Vec<PathBuf>,
+    /// The working directory when the request names none.
+    pub cwd: Option<PathBuf>,
+    /// Extra arguments, appended for both transports (they must suit the
+    /// transport that runs); flags the driver owns are rejected.
+    pub extra_args: Vec<String>,
+    /// Environment bindings.
+    pub env: BTreeMap<String, String>,
+    /// Inherit the parent environment (default true).
+    pub inherit_env: bool,
+    /// Grace after stdin closes / after SIGTERM, on cancel.
+    #[serde(skip)]
+    pub cancel_grace: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            command: PathBuf::from("codex"),
+            transport: Transport::Auto,
+            model: None,
+            reasoning_effort: None,
+            sandbox: None,
+            approval_policy: None,
+            overrides: BTreeMap::new(),
+            skip_git_repo_check: true,
+            add_dirs: Vec::new(),
+            cwd: None,
+            extra_args: Vec::new(),
+            env: BTreeMap::new(),
+            inherit_env: true,
+            cancel_grace: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Flags the driver sets itself.
+const OWNED: &[&str] = &[
+    "--json",
+    "-m",
+    "--model",
+    "-s",
+    "--sandbox",
+    "--cd",
+    "-C",
+    "--output-schema",
+    "resume",
+    "--skip-git-repo-check",
+    "app-server",
+    "--listen",
+];
+
+impl Config {
+    /// Reject what no transport can run.
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        let err = |reason: String| ConfigError {
+            driver: "codex".into(),
+            reason,
+        };
+        if self.command.as_os_str().is_empty() {
+            return Err(err("command is empty".into()));
+        }
+        if let Some(arg) = self
+            .extra_args
+            .iter()
+            .find(|a| OWNED.contains(&a.split('=').next().unwrap_or(a)))
+        {
+            return Err(err(format!(
+                "extra_args must not contain {arg}: the driver sets it"
+            )));
+        }
+        if let Some(s) = &self.sandbox
+            && !["read-only", "workspace-write", "danger-full-access"].contains(&s.as_str())
+        {
+            return Err(err(format!("unknown sandbox {s:?}")));
+        }
+        match self.approval_policy.as_deref() {
+            None | Some("never" | "on-request") => {}
+            Some("untrusted") if self.transport == Transport::AppServer => {}
+            Some("untrusted") => {
+                return Err(err(
+                    "approval_policy \"untrusted\" is rejected by codex exec; \
+                     use transport AppServer"
+                        .into(),
+                ));
+            }
+            Some(other) => return Err(err(format!("unknown approval_policy {other:?}"))),
+        }
+        Ok(())
+    }
+
+    /// Whether a run with `streaming` uses the app-server.
+    pub(crate) fn uses_app_server(&self, streaming: bool) -> bool {
+        match self.transport {
+            Transport::Auto => streaming,
+            Transport::Exec => false,
+            Transport::AppServer => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untrusted_needs_the_app_server() {
+        let mut cfg = Config {
+            approval_policy: Some("untrusted".into()),
+            ..Default::default()
+        };
+        assert!(cfg.validate().is_err());
+        cfg.transport = Transport::AppServer;
+        assert!(cfg.validate().is_ok());
+        cfg.approval_policy = Some("sometimes".into());
+        assert!(cfg.validate().is_err());
+    }
+
+    #[test]
+    fn the_request_picks_the_transport_unless_forced() {
+        let auto = Config::default();
+        assert!(auto.uses_app_server(true) && !auto.uses_app_server(false));
+        let exec = Config {
+            transport: Transport::Exec,
+            ..Default::default()
+        };
+        assert!(!exec.uses_app_server(true));
+        let server = Config {
+            transport: Transport::AppServer,
+            ..Default::default()
+        };
+        assert!(server.uses_app_server(false));
+    }
+}

@@ -1,0 +1,596 @@
+//! What both Codex transports share: the turn recorder. The exec and
+//! app-server parsers read their own wire formats and report *facts* to it
+//! (the thread, a text delta, a completed tool item, the usage, the
+//! terminal); the recorder turns them into live payloads, transcript items
+//! and, at the end, every layer of the response — one implementation of the
+//! lifecycle, checkpoint and failure rules for both transports.
+
+use std::collections::{BTreeMap, HashSet};
+
+use agent_adaptor_driver::{
+    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SessionState,
+    StreamPayload, TerminalPayload, TranscriptItem, TranscriptKind, Usage,
+};
+use serde_json::{Value, json};
+
+use crate::pump::Out;
+
+/// Data keys under which a checkpoint carries the thread's cumulative usage,
+/// so the next (resumed) turn can report its own usage by difference.
+pub const USAGE_KEYS: [&str; 4] = [
+    "usage.input_tokens",
+    "usage.cached_input_tokens",
+    "usage.output_tokens",
+    "usage.reasoning_output_tokens",
+];
+
+/// Token counts as Codex reports them (a thread's cumulative totals, or one
+/// model response's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Input tokens.
+    pub input: u64,
+    /// Of the input, served from the prompt cache.
+    pub cached_input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Of the output, reasoning tokens.
+    pub reasoning: u64,
+}
+
+impl Totals {
+    /// `self - earlier`, field by field, never below zero.
+    pub fn minus(self, earlier: Totals) -> Totals {
+        Totals {
+            input: self.input.saturating_sub(earlier.input),
+            cached_input: self.cached_input.saturating_sub(earlier.cached_input),
+            output: self.output.saturating_sub(earlier.output),
+            reasoning: self.reasoning.saturating_sub(earlier.reasoning),
+        }
+    }
+
+    /// The SPI's usage.
+    pub fn usage(self) -> Usage {
+        Usage {
+            input_tokens: Some(self.input),
+            cached_input_tokens: Some(self.cached_input),
+            output_tokens: Some(self.output),
+            reasoning_tokens: Some(self.reasoning),
+            ..Default::default()
+        }
+    }
+
+    /// The totals a checkpoint carried ([`USAGE_KEYS`]); `None` without them.
+    pub fn from_state(data: &BTreeMap<String, String>) -> Option<Totals> {
+        let get = |k: &str| data.get(k).and_then(|v| v.parse::<u64>().ok());
+        Some(Totals {
+            input: get(USAGE_KEYS[0])?,
+            cached_input: get(USAGE_KEYS[1]).unwrap_or(0),
+            output: get(USAGE_KEYS[2]).unwrap_or(0),
+            reasoning: get(USAGE_KEYS[3]).unwrap_or(0),
+        })
+    }
+
+    fn store(self, data: &mut BTreeMap<String, String>) {
+        let values = [self.input, self.cached_input, self.output, self.reasoning];
+        for (k, v) in USAGE_KEYS.iter().zip(values) {
+            data.insert((*k).to_owned(), v.to_string());
+        }
+    }
+}
+
+/// Every layer one parse formed (either transport).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    /// Completed agent messages, joined with a blank line.
+    pub output: String,
+    /// The last agent message (the answer; the JSON with an output schema).
+    pub last_message: String,
+    /// The official terminal event, exactly.
+    pub terminal: Option<TerminalPayload>,
+    /// Every transcript item, in emission order.
+    pub transcript: Vec<TranscriptItem>,
+    /// This turn's usage.
+    pub usage: Option<Usage>,
+    /// Valid after a successful terminal with a thread id and exit 0.
+    pub checkpoint: Option<Checkpoint>,
+    /// The failure, when the turn failed or never ended.
+    pub failure: Option<RunFailure>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Family {
+    Text,
+    Reasoning,
+    Tool,
+}
+
+/// The shared state machine of one Codex turn (see the module docs).
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    payloads: bool,
+    started: bool,
+    terminated: bool,
+    succeeded: bool,
+    step_open: bool,
+    thread_id: Option<String>,
+    turn_id: Option<String>,
+    /// Open lifecycles: (family, provider item id) → lifecycle id.
+    open: Vec<((Family, String), String)>,
+    used_ids: HashSet<String>,
+    counter: u64,
+    messages: Vec<String>,
+    items: Vec<TranscriptItem>,
+    terminal: Option<(String, String)>,
+    failure: Option<RunFailure>,
+    stream_error: Option<String>,
+    /// The thread's cumulative usage after the turn, for the checkpoint.
+    cumulative: Option<Totals>,
+    usage: Option<Usage>,
+}
+
+impl Recorder {
+    /// A recorder; `payloads` turns live payloads on (`Request::streaming`).
+    pub(crate) fn new(payloads: bool) -> Self {
+        Recorder {
+            payloads,
+            started: false,
+            terminated: false,
+            succeeded: false,
+            step_open: false,
+            thread_id: None,
+            turn_id: None,
+            open: Vec::new(),
+            used_ids: HashSet::new(),
+            counter: 0,
+            messages: Vec::new(),
+            items: Vec::new(),
+            terminal: None,
+            failure: None,
+            stream_error: None,
+            cumulative: None,
+            usage: None,
+        }
+    }
+
+    pub(crate) fn terminated(&self) -> bool {
+        self.terminated
+    }
+
+    pub(crate) fn thread_id(&self) -> Option<&str> {
+        self.thread_id.as_deref()
+    }
+
+    pub(crate) fn turn_id(&self) -> Option<&str> {
+        self.turn_id.as_deref()
+    }
+
+    pub(crate) fn set_turn(&mut self, turn_id: &str) {
+        if !turn_id.is_empty() {
+            self.turn_id = Some(turn_id.to_owned());
+        }
+    }
+
+    /// The thread is known: the `init` transcript item (once).
+    pub(crate) fn thread(&mut self, out: &mut Vec<Out>, thread_id: &str) {
+        if thread_id.is_empty() || self.thread_id.is_some() {
+            return;
+        }
+        self.thread_id = Some(thread_id.to_owned());
+        self.ensure_started(out);
+        let mut item = TranscriptItem::new(TranscriptKind::Init, "");
+        item.session_id = Some(thread_id.to_owned());
+        self.item(out, item);
+    }
+
+    fn ensure_started(&mut self, out: &mut Vec<Out>) {
+        if self.payloads && !self.started {
+            self.started = true;
+            let source = ProviderCoords {
+                thread_id: self.thread_id.clone(),
+                turn_id: self.turn_id.clone(),
+                ..Default::default()
+            };
+            out.push(Out::Stream(
+                StreamPayload::run_started().with_source(source),
+            ));
+        }
+    }
+
+    fn emit(&mut self, out: &mut Vec<Out>, p: StreamPayload) {
+        // Nothing follows the terminal frame (a late line is a notice).
+        if self.payloads && !self.terminated {
+            self.ensure_started(out);
+            out.push(Out::Stream(p));
+        }
+    }
+
+    fn item(&mut self, out: &mut Vec<Out>, item: TranscriptItem) {
+        self.items.push(item.clone());
+        out.push(Out::Event(RunEvent::Item(item)));
+    }
+
+    /// An operational notice about a line (never a payload).
+    pub(crate) fn notice(out: &mut Vec<Out>, text: String, raw: &[u8]) {
+        let mut ev = OperationalEvent::text(text);
+        let preview = String::from_utf8_lossy(&raw[..raw.len().min(2048)]).into_owned();
+        ev.data = Some(json!({ "line": preview }));
+        out.push(Out::Event(RunEvent::Lifecycle(ev)));
+    }
+
+    /// A provider warning (non-fatal): an operational notice.
+    pub(crate) fn warning(out: &mut Vec<Out>, message: String) {
+        let mut ev = OperationalEvent::text(message);
+        ev.metadata.insert("kind".into(), "warning".into());
+        out.push(Out::Event(RunEvent::Lifecycle(ev)));
+    }
+
+    /// A fatal stream error; its message explains a failure that follows.
+    pub(crate) fn stream_error(&mut self, out: &mut Vec<Out>, message: String) {
+        let mut ev = OperationalEvent::text(readable(&message).unwrap_or(message.clone()));
+        ev.metadata.insert("kind".into(), "stream_error".into());
+        out.push(Out::Event(RunEvent::Lifecycle(ev)));
+        self.stream_error = Some(message);
+    }
+
+    /// Something the protocol said that has no normalized meaning: a custom
+    /// payload with its raw JSON (a notice without payloads).
+    pub(crate) fn custom(&mut self, out: &mut Vec<Out>, kind: String, raw: &[u8]) {
+        if self.payloads {
+            let value: Value = serde_json::from_slice(raw).unwrap_or(Value::Null);
+            self.emit(
+                out,
+                StreamPayload::custom(kind, String::new()).with_raw(value),
+            );
+        } else {
+            Self::notice(out, format!("codex: {kind}"), raw);
+        }
+    }
+
+    /// An audit payload (HITL broadcasts); nothing without payloads.
+    pub(crate) fn payload(&mut self, out: &mut Vec<Out>, p: StreamPayload) {
+        self.emit(out, p);
+    }
+
+    /// The turn began: a step.
+    pub(crate) fn step_started(&mut self, out: &mut Vec<Out>) {
+        if !self.step_open {
+            self.step_open = true;
+            self.emit(out, StreamPayload::step_started("turn"));
+        }
+    }
+
+    /// A lifecycle id for a provider item: the item id when unused in this
+    /// run, else made unique (exec restarts its ids in every process).
+    fn fresh_id(&mut self, item_id: &str, what: &str) -> String {
+        let id = if item_id.is_empty() {
+            self.counter += 1;
+            format!("{what}-{}", self.counter)
+        } else if self.used_ids.contains(item_id) {
+            self.counter += 1;
+            format!("{item_id}#{}", self.counter)
+        } else {
+            item_id.to_owned()
+        };
+        self.used_ids.insert(id.clone());
+        id
+    }
+
+    fn open_id(&self, family: Family, item_id: &str) -> Option<String> {
+        self.open
+            .iter()
+            .find(|((f, i), _)| *f == family && i == item_id)
+            .map(|(_, id)| id.clone())
+    }
+
+    fn take_open(&mut self, family: Family, item_id: &str) -> Option<String> {
+        let pos = self
+            .open
+            .iter()
+            .position(|((f, i), _)| *f == family && i == item_id)?;
+        Some(self.open.remove(pos).1)
+    }
+
+    fn open_lifecycle(&mut self, out: &mut Vec<Out>, family: Family, item_id: &str) -> String {
+        if let Some(id) = self.open_id(family, item_id) {
+            return id;
+        }
+        let what = match family {
+            Family::Text => "message",
+            Family::Reasoning => "reasoning",
+            Family::Tool => "tool",
+        };
+        let id = self.fresh_id(item_id, what);
+        self.open.push(((family, item_id.to_owned()), id.clone()));
+        match family {
+            Family::Text => self.emit(out, StreamPayload::text_start(&id)),
+            Family::Reasoning => self.emit(out, StreamPayload::reasoning_start(&id)),
+            Family::Tool => {}
+        }
+        id
+    }
+
+    /// A piece of assistant text (token level).
+    pub(crate) fn text_delta(&mut self, out: &mut Vec<Out>, item_id: &str, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        let id = self.open_lifecycle(out, Family::Text, item_id);
+        self.emit(out, StreamPayload::text_content(id, delta));
+    }
+
+    /// A completed assistant message: closes its lifecycle (or plays it
+    /// whole when no delta came), and records it.
+    pub(crate) fn text_done(&mut self, out: &mut Vec<Out>, item_id: &str, text: &str) {
+        let id = match self.take_open(Family::Text, item_id) {
+            Some(id) => Some(id),
+            None if !text.is_empty() => {
+                let id = self.open_lifecycle(out, Family::Text, item_id);
+                self.emit(out, StreamPayload::text_content(&id, text));
+                self.take_open(Family::Text, item_id)
+            }
+            None => None,
+        };
+        if let Some(id) = id {
+            self.emit(out, StreamPayload::text_end(id));
+        }
+        if !text.is_empty() {
+            self.messages.push(text.to_owned());
+            self.item(out, TranscriptItem::assistant(text));
+        }
+    }
+
+    /// A piece of reasoning.
+    pub(crate) fn reasoning_delta(&mut self, out: &mut Vec<Out>, item_id: &str, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        let id = self.open_lifecycle(out, Family::Reasoning, item_id);
+        self.emit(out, StreamPayload::reasoning_content(id, delta));
+    }
+
+    /// Completed reasoning (see [`text_done`](Self::text_done)).
+    pub(crate) fn reasoning_done(&mut self, out: &mut Vec<Out>, item_id: &str, text: &str) {
+        let id = match self.take_open(Family::Reasoning, item_id) {
+            Some(id) => Some(id),
+            None if !text.is_empty() => {
+                let id = self.open_lifecycle(out, Family::Reasoning, item_id);
+                self.emit(out, StreamPayload::reasoning_content(&id, text));
+                self.take_open(Family::Reasoning, item_id)
+            }
+            None => None,
+        };
+        if let Some(id) = id {
+            self.emit(out, StreamPayload::reasoning_end(id));
+        }
+        if !text.is_empty() {
+            self.item(out, TranscriptItem::thinking(text));
+        }
+    }
+
+    /// A tool call began, with its complete arguments.
+    pub(crate) fn tool_started(
+        &mut self,
+        out: &mut Vec<Out>,
+        item_id: &str,
+        name: &str,
+        args: Value,
+    ) {
+        if self.open_id(Family::Tool, item_id).is_some() {
+            return;
+        }
+        let id = self.open_lifecycle(out, Family::Tool, item_id);
+        self.emit(
+            out,
+            StreamPayload::tool_call_start(&id, name, Some(args.clone())),
+        );
+        self.item(out, TranscriptItem::tool_call(id, name, Some(args)));
+    }
+
+    /// A tool call completed (started first if its start was never seen).
+    pub(crate) fn tool_done(&mut self, out: &mut Vec<Out>, item_id: &str, tool: ToolOutcome) {
+        if self.open_id(Family::Tool, item_id).is_none() {
+            self.tool_started(out, item_id, &tool.name, tool.args);
+        }
+        let Some(id) = self.take_open(Family::Tool, item_id) else {
+            return;
+        };
+        self.emit(out, StreamPayload::tool_call_end(&id, None));
+        self.emit(out, StreamPayload::tool_call_result(&id, Some(tool.result)));
+        self.item(
+            out,
+            TranscriptItem::tool_result(id, tool.text, tool.is_error),
+        );
+    }
+
+    /// Close every open lifecycle (before a terminal frame).
+    fn close_all(&mut self, out: &mut Vec<Out>) {
+        for ((family, _), id) in std::mem::take(&mut self.open) {
+            let p = match family {
+                Family::Text => StreamPayload::text_end(id),
+                Family::Reasoning => StreamPayload::reasoning_end(id),
+                Family::Tool => StreamPayload::tool_call_end(id, None),
+            };
+            self.emit(out, p);
+        }
+        if self.step_open {
+            self.step_open = false;
+            self.emit(out, StreamPayload::step_finished("turn"));
+        }
+    }
+
+    /// The turn's usage, and the thread's cumulative totals after it.
+    pub(crate) fn set_usage(&mut self, turn: Option<Totals>, cumulative: Option<Totals>) {
+        self.usage = turn.map(Totals::usage);
+        self.cumulative = cumulative;
+    }
+
+    /// The successful terminal event (`event` is its name, `line` the exact
+    /// JSON line).
+    pub(crate) fn succeed(&mut self, out: &mut Vec<Out>, event: &str, line: &[u8]) {
+        self.ensure_started(out);
+        self.close_all(out);
+        let mut item = TranscriptItem::new(TranscriptKind::Result, "");
+        item.subtype = Some(event.to_owned());
+        item.usage.clone_from(&self.usage);
+        item.session_id.clone_from(&self.thread_id);
+        self.item(out, item);
+        self.emit(out, StreamPayload::run_finished(self.usage.clone()));
+        self.terminal = Some((event.to_owned(), String::from_utf8_lossy(line).into_owned()));
+        self.succeeded = true;
+        self.terminated = true;
+    }
+
+    /// A failure terminal: the provider's terminal event when there was one.
+    pub(crate) fn fail(
+        &mut self,
+        out: &mut Vec<Out>,
+        terminal: Option<(&str, &[u8])>,
+        failure: RunFailure,
+    ) {
+        self.ensure_started(out);
+        self.close_all(out);
+        let mut item = TranscriptItem::new(TranscriptKind::Failure, failure.message.clone());
+        item.metadata
+            .insert("code".into(), failure.code.as_str().into());
+        self.item(out, item);
+        self.emit(out, StreamPayload::run_error(failure.clone()));
+        self.failure = Some(failure);
+        self.terminal =
+            terminal.map(|(e, l)| (e.to_owned(), String::from_utf8_lossy(l).into_owned()));
+        self.terminated = true;
+    }
+
+    /// The failure message of a failed turn: the provider's, made readable,
+    /// else the last stream error, else `fallback`.
+    pub(crate) fn failure_message(&self, provider: Option<&str>, fallback: &str) -> String {
+        provider
+            .and_then(readable)
+            .or_else(|| self.stream_error.as_deref().and_then(readable))
+            .unwrap_or_else(|| fallback.to_owned())
+    }
+
+    /// End of stdout: end the run if the CLI never did, form every layer.
+    /// `terminal_name` names the terminal event in the missing-terminal
+    /// message.
+    pub(crate) fn finish(
+        &mut self,
+        exit_code: Option<i32>,
+        signaled: bool,
+        terminal_name: &str,
+    ) -> (Vec<Out>, Parsed) {
+        let mut out = Vec::new();
+        if !self.terminated {
+            let why = self
+                .stream_error
+                .as_deref()
+                .and_then(readable)
+                .unwrap_or_else(|| {
+                    format!("codex ended without {terminal_name} (exit code {exit_code:?})")
+                });
+            let mut f = RunFailure::new(FailureCode::AgentError, why);
+            f.metadata
+                .insert("reason".into(), "missing_terminal".into());
+            self.fail(&mut out, None, f);
+        }
+        let clean = self.failure.is_none() && exit_code == Some(0) && !signaled;
+        let checkpoint = self
+            .thread_id
+            .as_ref()
+            .filter(|t| clean && self.succeeded && !t.is_empty())
+            .map(|t| {
+                let mut state = SessionState {
+                    resume_id: t.clone(),
+                    display_id: t.clone(),
+                    data: Default::default(),
+                };
+                if let Some(totals) = self.cumulative {
+                    totals.store(&mut state.data);
+                }
+                Checkpoint::valid(state)
+            });
+        let parsed = Parsed {
+            output: self.messages.join("\n\n"),
+            last_message: self.messages.last().cloned().unwrap_or_default(),
+            terminal: self
+                .terminal
+                .as_ref()
+                .and_then(|(event, json)| TerminalPayload::new(event.clone(), json).ok()),
+            transcript: self.items.clone(),
+            usage: self.usage.clone(),
+            checkpoint,
+            failure: self.failure.clone(),
+        };
+        (out, parsed)
+    }
+}
+
+/// How a tool call ended, for [`Recorder::tool_done`].
+#[derive(Debug, Clone)]
+pub(crate) struct ToolOutcome {
+    /// The tool name (used when the start was never seen).
+    pub name: String,
+    /// The complete arguments (likewise).
+    pub args: Value,
+    /// The transcript text of the result.
+    pub text: String,
+    /// Whether it failed (or was declined).
+    pub is_error: bool,
+    /// The structured result of the live payload.
+    pub result: Value,
+}
+
+/// An error message made readable: a JSON error document becomes its inner
+/// `error.message`; empty stays `None`.
+pub(crate) fn readable(message: &str) -> Option<String> {
+    let m = message.trim();
+    if m.is_empty() {
+        return None;
+    }
+    if let Ok(v) = serde_json::from_str::<Value>(m)
+        && let Some(inner) = v
+            .get("error")
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+    {
+        return Some(inner.to_owned());
+    }
+    Some(m.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readable_unwraps_provider_error_documents() {
+        assert_eq!(
+            readable(r#"{"error":{"message":"mock http error 400: Bad Request"}}"#).as_deref(),
+            Some("mock http error 400: Bad Request")
+        );
+        assert_eq!(readable("  plain  ").as_deref(), Some("plain"));
+        assert_eq!(readable(" "), None);
+    }
+
+    #[test]
+    fn totals_diff_and_round_trip_through_state() {
+        let a = Totals {
+            input: 200,
+            cached_input: 40,
+            output: 20,
+            reasoning: 6,
+        };
+        let b = Totals {
+            input: 100,
+            cached_input: 20,
+            output: 10,
+            reasoning: 3,
+        };
+        assert_eq!(a.minus(b), b);
+        assert_eq!(b.minus(a), Totals::default());
+        let mut data = BTreeMap::new();
+        a.store(&mut data);
+        assert_eq!(Totals::from_state(&data), Some(a));
+        assert_eq!(Totals::from_state(&BTreeMap::new()), None);
+    }
+}

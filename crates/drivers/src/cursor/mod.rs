@@ -1,0 +1,260 @@
+//! Cursor Agent (`agent -p --output-format stream-json`, legacy binary name
+//! `cursor-agent`; the prompt on stdin).
+//!
+//! stream-json is NDJSON with one line per *complete* assistant message
+//! (the text between two tool calls) and `tool_call` `started`/`completed`
+//! pairs; the terminal line is `result`, whose top-level `session_id` is the
+//! resume identifier (`--resume <id>`). Cursor cannot be pointed at a local
+//! model server, so this driver is proven against protocol-accurate fixtures
+//! replayed by the testkit's fake CLI (`tests/fixtures/cursor/README.md`
+//! names the source of every shape).
+//!
+//! Its stream capability is all false: text arrives whole (no token-level
+//! deltas), reasoning only in undocumented `thinking` lines, no incremental
+//! tool arguments and no approval requests — print mode either runs a tool
+//! (`--force`, or the allow rules of `~/.cursor/cli-config.json`) or refuses
+//! it. The lifecycles it emits are coarse. `--stream-partial-output` is not
+//! supported (its line forms are only known from a forum thread; guessing
+//! which copies are deltas would duplicate text), so the flag is rejected.
+
+pub mod argv;
+pub mod parse;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_adaptor_driver::{
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, RawStreams, Request,
+    Response, RunContext, SessionCodec, StandardSessionCodec, StreamCapability, async_trait,
+    canonical_session_config_fingerprint,
+};
+use serde::Serialize;
+
+use crate::jsonl::{self, Exit, OneShot};
+use crate::pump::{self, LineProtocol};
+use parse::CursorParser;
+
+/// Cursor Agent driver configuration. Every field but the cancel grace is
+/// provider-visible and part of the session config fingerprint
+/// (environment values included: hashed, never logged).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    /// The program: `agent` (older installs: `cursor-agent`).
+    pub command: PathBuf,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--mode agent|plan|ask`.
+    pub mode: Option<String>,
+    /// `--force`: run every tool without asking (print mode cannot ask the
+    /// host; without it only what `cli-config.json` allows runs).
+    pub force: bool,
+    /// `--trust` (default true): trust the workspace without the interactive
+    /// prompt headless mode cannot show.
+    pub trust_workspace: bool,
+    /// The working directory when the request names none.
+    pub cwd: Option<PathBuf>,
+    /// Extra arguments, appended last; flags the driver owns are rejected.
+    pub extra_args: Vec<String>,
+    /// Environment bindings (`CURSOR_API_KEY` …).
+    pub env: BTreeMap<String, String>,
+    /// Inherit the parent environment (default true; bindings win).
+    pub inherit_env: bool,
+    /// On cancel: the wait after stdin closed before SIGTERM, and twice
+    /// that before SIGKILL.
+    #[serde(skip)]
+    pub cancel_grace: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            command: PathBuf::from("agent"),
+            model: None,
+            mode: None,
+            force: false,
+            trust_workspace: true,
+            cwd: None,
+            extra_args: Vec::new(),
+            env: BTreeMap::new(),
+            inherit_env: true,
+            cancel_grace: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Flags the driver sets, or that change the protocol it parses.
+const OWNED: &[&str] = &[
+    "-p",
+    "--print",
+    "--output-format",
+    "--stream-partial-output",
+    "--force",
+    "--yolo",
+    "--trust",
+    "--model",
+    "-m",
+    "--mode",
+    "--resume",
+];
+
+impl Config {
+    fn validate(&self) -> Result<(), ConfigError> {
+        jsonl::validate_common("cursor", &self.command, &self.env, &self.extra_args, OWNED)?;
+        if let Some(m) = &self.mode
+            && !["agent", "plan", "ask"].contains(&m.as_str())
+        {
+            return Err(ConfigError {
+                driver: "cursor".into(),
+                reason: format!("unknown mode {m:?} (agent, plan or ask)"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A configured Cursor Agent driver.
+#[derive(Debug, Clone)]
+pub struct CursorDriver {
+    config: Config,
+}
+
+/// A Cursor Agent driver (the configuration is captured).
+pub fn driver(config: Config) -> CursorDriver {
+    CursorDriver { config }
+}
+
+#[async_trait]
+impl Driver for CursorDriver {
+    fn descriptor(&self) -> Descriptor {
+        let mut d = Descriptor::new("cursor", "Cursor Agent");
+        d.sessions.supports_resume = true;
+        d
+    }
+
+    fn validate_config(&self) -> Result<(), ConfigError> {
+        self.config.validate()
+    }
+
+    fn stream_capability(&self) -> Option<StreamCapability> {
+        // Coarse lifecycles only (see the module docs).
+        Some(StreamCapability::default())
+    }
+
+    fn session_codec(&self) -> Option<Arc<dyn SessionCodec>> {
+        Some(Arc::new(StandardSessionCodec::new("cursor")))
+    }
+
+    fn session_config_fingerprint(&self) -> Option<Result<String, FingerprintError>> {
+        Some(canonical_session_config_fingerprint(
+            "cursor/configured-driver/v1;session-codec/v1",
+            &self.config,
+        ))
+    }
+
+    async fn run(
+        &self,
+        ctx: RunContext,
+        req: Request,
+        sink: &dyn EventSink,
+    ) -> Result<Response, DriverError> {
+        let cfg = &self.config;
+        let cwd = req.workspace.clone().or_else(|| cfg.cwd.clone());
+        let args = argv::argv(cfg, &req);
+        let cmd = jsonl::one_shot_command(OneShot {
+            program: &cfg.command,
+            args: &args,
+            env: &cfg.env,
+            inherit_env: cfg.inherit_env,
+            cwd: cwd.as_deref(),
+            prompt: &req.prompt,
+            cancel_grace: cfg.cancel_grace,
+        });
+        let mut parser = CursorParser::new(req.streaming);
+        let finished = pump::run("Cursor Agent", &cmd, &ctx, sink, &mut parser, None, &[]).await?;
+        let exit = Exit::of(&finished, parser.terminated());
+        let (tail, parsed) = parser.finish(&exit);
+        for out in tail {
+            pump::deliver(out, sink, &mut None, &mut None).await?;
+        }
+        let mut resp = Response {
+            output: parsed.output,
+            raw: RawStreams {
+                stdout: finished.stdout.clone(),
+                stderr: finished.stderr.clone(),
+                terminal: parsed.terminal,
+            },
+            transcript: parsed.transcript,
+            usage: parsed.usage,
+            checkpoint: jsonl::with_cwd(parsed.checkpoint, cwd.as_deref()),
+            failure: parsed.failure,
+            provider: "cursor".into(),
+            model: parsed
+                .model
+                .or_else(|| req.model_override.clone())
+                .or_else(|| cfg.model.clone())
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+        finished.exit.apply_to(&mut resp);
+        Ok(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_is_validated_and_fingerprinted() {
+        assert!(driver(Config::default()).validate_config().is_ok());
+        for bad in [
+            Config {
+                extra_args: vec!["--stream-partial-output".into()],
+                ..Default::default()
+            },
+            Config {
+                extra_args: vec!["--output-format=json".into()],
+                ..Default::default()
+            },
+            Config {
+                mode: Some("yolo".into()),
+                ..Default::default()
+            },
+            Config {
+                command: "".into(),
+                ..Default::default()
+            },
+        ] {
+            assert!(driver(bad).validate_config().is_err());
+        }
+        let fp = |cfg: Config| driver(cfg).session_config_fingerprint().unwrap().unwrap();
+        let base = fp(Config::default());
+        assert_eq!(base, fp(Config::default()));
+        for changed in [
+            Config {
+                force: true,
+                ..Default::default()
+            },
+            Config {
+                model: Some("gpt-5".into()),
+                ..Default::default()
+            },
+            Config {
+                trust_workspace: false,
+                ..Default::default()
+            },
+            Config {
+                env: [("CURSOR_API_KEY".to_owned(), "k".to_owned())].into(),
+                ..Default::default()
+            },
+        ] {
+            assert_ne!(fp(changed), base);
+        }
+        let d = driver(Config::default());
+        assert_eq!(d.stream_capability(), Some(StreamCapability::default()));
+        assert!(d.descriptor().sessions.supports_resume);
+    }
+}

@@ -1,0 +1,460 @@
+//! The `agent --output-format stream-json` parser: stdout lines → coarse live
+//! payloads (one text lifecycle per complete `assistant` message, tool
+//! lifecycles from `tool_call` started/completed), transcript items, and at
+//! the end every layer of the response — all from one parse.
+//!
+//! * `user` is the replayed prompt: never mirrored as the driver's output.
+//! * `thinking` deltas (third-party parsers report them) are gathered into
+//!   one thinking transcript item; no reasoning payloads are emitted, since
+//!   the driver does not declare a reasoning lifecycle.
+//! * `result` is the terminal line; `subtype:"success"` without `is_error`
+//!   finishes the run, anything else fails it with the result text. Its
+//!   top-level `session_id` is the resume identifier: a checkpoint after a
+//!   successful result and a clean exit. On failure Cursor may exit non-zero
+//!   with no `result` at all (error on stderr): a missing terminal.
+
+use std::collections::HashSet;
+
+use agent_adaptor_driver::{
+    Checkpoint, FailureCode, ProviderCoords, RunFailure, SessionState, StreamPayload,
+    TerminalPayload, TranscriptItem, TranscriptKind, Usage,
+};
+use serde_json::Value;
+
+use super::wire::{Line, Message, ResultUsage};
+use crate::jsonl::{Emitter, Exit, missing_terminal};
+use crate::pump::{LineProtocol, Out};
+
+/// Every layer the parse formed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CursorParsed {
+    /// The final text: `result.result` of a successful run, else the
+    /// assistant messages concatenated.
+    pub output: String,
+    /// The `result` line, exactly.
+    pub terminal: Option<TerminalPayload>,
+    /// Every transcript item, in emission order.
+    pub transcript: Vec<TranscriptItem>,
+    /// `result.usage`, when the CLI reported it.
+    pub usage: Option<Usage>,
+    /// Valid after a successful `result` with a session id and a clean exit.
+    pub checkpoint: Option<Checkpoint>,
+    /// The failure, when the run failed or never ended.
+    pub failure: Option<RunFailure>,
+    /// The model `system/init` named.
+    pub model: Option<String>,
+}
+
+#[derive(Debug)]
+struct Terminal {
+    success: bool,
+    session_id: Option<String>,
+    text: Option<String>,
+    usage: Option<Usage>,
+    line: String,
+}
+
+/// The parser of one Cursor Agent run.
+#[derive(Debug)]
+pub struct CursorParser {
+    em: Emitter,
+    terminated: bool,
+    model: Option<String>,
+    messages: Vec<String>,
+    thinking: String,
+    open_tools: Vec<String>,
+    tools: HashSet<String>,
+    results: HashSet<String>,
+    terminal: Option<Terminal>,
+    failure: Option<RunFailure>,
+}
+
+impl CursorParser {
+    /// A parser; `payloads` turns live payloads on (the request streams).
+    pub fn new(payloads: bool) -> Self {
+        CursorParser {
+            em: Emitter::new("cursor", payloads),
+            terminated: false,
+            model: None,
+            messages: Vec::new(),
+            thinking: String::new(),
+            open_tools: Vec::new(),
+            tools: HashSet::new(),
+            results: HashSet::new(),
+            terminal: None,
+            failure: None,
+        }
+    }
+
+    fn init(&mut self, line: Line, out: &mut Vec<Out>) {
+        let Line::System {
+            session_id,
+            model,
+            cwd,
+            api_key_source,
+            permission_mode,
+            ..
+        } = line
+        else {
+            return;
+        };
+        if model.is_some() {
+            self.model.clone_from(&model);
+        }
+        let source = ProviderCoords {
+            thread_id: session_id.clone(),
+            ..Default::default()
+        };
+        self.em.start(out, source);
+        let mut item = TranscriptItem::new(TranscriptKind::Init, "");
+        item.session_id = session_id;
+        item.model = model;
+        for (key, value) in [
+            ("cwd", cwd),
+            ("api_key_source", api_key_source),
+            ("permission_mode", permission_mode),
+        ] {
+            if let Some(v) = value {
+                item.metadata.insert(key.into(), v);
+            }
+        }
+        self.em.item(out, item);
+    }
+
+    fn flush_thinking(&mut self, out: &mut Vec<Out>) {
+        if !self.thinking.is_empty() {
+            let text = std::mem::take(&mut self.thinking);
+            self.em.item(out, TranscriptItem::thinking(text));
+        }
+    }
+
+    fn assistant(&mut self, message: Message, out: &mut Vec<Out>) {
+        let mut text = String::new();
+        for block in message.content {
+            match block.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    text.push_str(block.get("text").and_then(Value::as_str).unwrap_or(""));
+                }
+                other => {
+                    let kind = format!("assistant.{}", other.unwrap_or("unknown"));
+                    self.em.unknown(out, &kind, block);
+                }
+            }
+        }
+        if text.is_empty() {
+            return;
+        }
+        let id = format!("message-{}", self.messages.len() + 1);
+        self.em.stream(out, StreamPayload::text_start(&id));
+        self.em
+            .stream(out, StreamPayload::text_content(&id, text.clone()));
+        self.em.stream(out, StreamPayload::text_end(&id));
+        self.em.item(out, TranscriptItem::assistant(text.clone()));
+        self.messages.push(text);
+    }
+
+    fn tool_started(&mut self, id: &str, call: &Value, out: &mut Vec<Out>) {
+        if !self.tools.insert(id.to_owned()) {
+            return;
+        }
+        let (name, args) = describe(call);
+        self.open_tools.push(id.to_owned());
+        self.em.stream(
+            out,
+            StreamPayload::tool_call_start(id, &name, Some(args.clone())),
+        );
+        self.em
+            .item(out, TranscriptItem::tool_call(id, name, Some(args)));
+    }
+
+    fn tool_completed(&mut self, id: &str, call: &Value, out: &mut Vec<Out>) {
+        self.tool_started(id, call, out);
+        let result = call
+            .as_object()
+            .and_then(|o| o.values().next())
+            .and_then(|inner| inner.get("result"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let (text, is_error) = outcome(&result);
+        if let Some(pos) = self.open_tools.iter().position(|t| t == id) {
+            self.open_tools.remove(pos);
+            self.em.stream(out, StreamPayload::tool_call_end(id, None));
+            if self.results.insert(id.to_owned()) {
+                self.em.stream(
+                    out,
+                    StreamPayload::tool_call_result(id, Some(result.clone())),
+                );
+            }
+        }
+        let mut item = TranscriptItem::tool_result(id, text, is_error);
+        item.data = Some(result);
+        self.em.item(out, item);
+    }
+
+    fn close_all(&mut self, out: &mut Vec<Out>) {
+        self.flush_thinking(out);
+        for id in std::mem::take(&mut self.open_tools) {
+            self.em.stream(out, StreamPayload::tool_call_end(id, None));
+        }
+    }
+
+    fn result(&mut self, line: Line, raw: &[u8], out: &mut Vec<Out>) {
+        let Line::Result {
+            subtype,
+            is_error,
+            result,
+            session_id,
+            usage,
+        } = line
+        else {
+            return;
+        };
+        self.close_all(out);
+        let usage = usage.map(usage_of);
+        let success = subtype == "success" && !is_error;
+        let mut item = TranscriptItem::new(TranscriptKind::Result, "");
+        item.subtype = Some(subtype.clone());
+        item.session_id.clone_from(&session_id);
+        item.usage.clone_from(&usage);
+        item.is_error = !success;
+        self.em.item(out, item);
+        if success {
+            self.em
+                .stream(out, StreamPayload::run_finished(usage.clone()));
+        } else {
+            let message = result
+                .as_deref()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map_or_else(|| format!("cursor reported {subtype:?}"), str::to_owned);
+            let mut f = RunFailure::new(FailureCode::AgentError, message);
+            f.metadata.insert("subtype".into(), subtype);
+            self.em.fail(out, &f);
+            self.failure = Some(f);
+        }
+        self.terminated = true;
+        self.terminal = Some(Terminal {
+            success,
+            session_id,
+            text: result,
+            usage,
+            line: String::from_utf8_lossy(raw).into_owned(),
+        });
+    }
+
+    /// End of stdout: end the run if the CLI never printed its `result`,
+    /// and form every layer.
+    pub fn finish(&mut self, exit: &Exit) -> (Vec<Out>, CursorParsed) {
+        let mut out = Vec::new();
+        if !self.terminated {
+            self.close_all(&mut out);
+            let f = missing_terminal("cursor", "result", exit);
+            self.em.fail(&mut out, &f);
+            self.failure = Some(f);
+            self.terminated = true;
+        }
+        let t = self.terminal.as_ref();
+        let succeeded = t.is_some_and(|t| t.success);
+        let checkpoint = t
+            .and_then(|t| t.session_id.as_ref())
+            .filter(|id| succeeded && self.failure.is_none() && exit.clean() && !id.is_empty())
+            .map(|id| {
+                Checkpoint::valid(SessionState {
+                    resume_id: id.clone(),
+                    display_id: id.clone(),
+                    data: Default::default(),
+                })
+            });
+        let output = t
+            .filter(|t| t.success)
+            .and_then(|t| t.text.clone())
+            .filter(|text| !text.is_empty())
+            .unwrap_or_else(|| self.messages.concat());
+        let parsed = CursorParsed {
+            output,
+            terminal: t.and_then(|t| TerminalPayload::new("result", &t.line).ok()),
+            transcript: self.em.transcript().to_vec(),
+            usage: t.and_then(|t| t.usage.clone()),
+            checkpoint,
+            failure: self.failure.clone(),
+            model: self.model.clone(),
+        };
+        (out, parsed)
+    }
+}
+
+impl LineProtocol for CursorParser {
+    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
+        let mut out = Vec::new();
+        let raw = raw.trim_ascii();
+        if raw.is_empty() {
+            return out;
+        }
+        let line = match serde_json::from_slice::<Line>(raw) {
+            Ok(l) => l,
+            Err(e) => {
+                self.em.not_protocol(&mut out, raw, &e);
+                return out;
+            }
+        };
+        if self.terminated {
+            self.em.notice(&mut out, "line after the result line", raw);
+            return out;
+        }
+        match line {
+            Line::System { ref subtype, .. } if subtype == "init" => self.init(line, &mut out),
+            Line::System { subtype, .. } => {
+                self.unknown(&format!("system.{subtype}"), raw, &mut out)
+            }
+            // The replayed prompt (see the module docs).
+            Line::User {} => {}
+            Line::Assistant { message } => {
+                self.flush_thinking(&mut out);
+                self.assistant(message, &mut out);
+            }
+            Line::Thinking { subtype, text } => match subtype.as_str() {
+                "delta" => self.thinking.push_str(&text),
+                "completed" => self.flush_thinking(&mut out),
+                other => self.unknown(&format!("thinking.{other}"), raw, &mut out),
+            },
+            Line::ToolCall {
+                subtype,
+                call_id,
+                tool_call,
+            } => {
+                self.flush_thinking(&mut out);
+                if call_id.is_empty() {
+                    self.em.notice(&mut out, "tool_call without a call_id", raw);
+                    return out;
+                }
+                match subtype.as_str() {
+                    "started" => self.tool_started(&call_id, &tool_call, &mut out),
+                    "completed" => self.tool_completed(&call_id, &tool_call, &mut out),
+                    other => self.unknown(&format!("tool_call.{other}"), raw, &mut out),
+                }
+            }
+            line @ Line::Result { .. } => self.result(line, raw, &mut out),
+            Line::Unknown => {
+                let value: Value = serde_json::from_slice(raw).unwrap_or(Value::Null);
+                let kind = value
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown")
+                    .to_owned();
+                self.em.unknown(&mut out, &kind, value);
+            }
+        }
+        out
+    }
+
+    fn terminated(&self) -> bool {
+        self.terminated
+    }
+}
+
+impl CursorParser {
+    fn unknown(&mut self, kind: &str, raw: &[u8], out: &mut Vec<Out>) {
+        let value = serde_json::from_slice(raw).unwrap_or(Value::Null);
+        self.em.unknown(out, kind, value);
+    }
+}
+
+fn usage_of(u: ResultUsage) -> Usage {
+    Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cached_input_tokens: u.cache_read_tokens,
+        cache_creation_input_tokens: u.cache_write_tokens,
+        ..Default::default()
+    }
+}
+
+/// A tool call's name and arguments. `{"readToolCall": {"args": …}}` is
+/// `read`; `{"function": {"name", "arguments"}}` is its `name`;
+/// `{"mcpToolCall": {"args": {"providerIdentifier", "toolName"|"name"}}}` is
+/// `mcp:<provider>/<tool>`. An unknown `<kind>ToolCall` keeps its kind.
+pub fn describe(call: &Value) -> (String, Value) {
+    let Some((key, inner)) = call.as_object().and_then(|o| o.iter().next()) else {
+        return ("unknown".into(), Value::Null);
+    };
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    match key.as_str() {
+        "function" => (
+            text(inner, "name").unwrap_or_else(|| "function".into()),
+            inner.get("arguments").cloned().unwrap_or(Value::Null),
+        ),
+        "mcpToolCall" => {
+            let args = inner.get("args").cloned().unwrap_or(Value::Null);
+            let provider = text(&args, "providerIdentifier").unwrap_or_else(|| "mcp".into());
+            let tool = text(&args, "toolName")
+                .or_else(|| text(&args, "name"))
+                .unwrap_or_else(|| "unknown".into());
+            (format!("mcp:{provider}/{tool}"), args)
+        }
+        other => (
+            other.strip_suffix("ToolCall").unwrap_or(other).to_owned(),
+            inner.get("args").cloned().unwrap_or(Value::Null),
+        ),
+    }
+}
+
+/// A tool result's text and whether it failed: `{"success": …}` or
+/// `{"failure"|"error"|"rejected": …}` wrappers, or a flat outcome.
+pub fn outcome(result: &Value) -> (String, bool) {
+    if let Some(o) = result.as_object() {
+        if let Some(ok) = o.get("success") {
+            return (text_of(ok), false);
+        }
+        for key in ["failure", "error", "rejected"] {
+            if let Some(bad) = o.get(key) {
+                return (text_of(bad), true);
+            }
+        }
+    }
+    // A flat shell outcome fails with a non-zero exit code.
+    let failed = result
+        .get("exitCode")
+        .and_then(Value::as_i64)
+        .is_some_and(|c| c != 0);
+    (text_of(result), failed)
+}
+
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Object(o) => {
+            if let Some(content) = o.get("content") {
+                return match content {
+                    Value::String(s) => s.clone(),
+                    Value::Array(items) => items
+                        .iter()
+                        .map(|i| match i.get("text") {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(inner) => text_of(inner),
+                            None => text_of(i),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    other => text_of(other),
+                };
+            }
+            let field = |k: &str| o.get(k).and_then(Value::as_str);
+            if o.contains_key("stdout") || o.contains_key("stderr") {
+                let parts: Vec<&str> = [field("stdout"), field("stderr")]
+                    .into_iter()
+                    .flatten()
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                return parts.join("\n");
+            }
+            for k in ["text", "message", "error", "reason"] {
+                if let Some(s) = field(k).filter(|s| !s.is_empty()) {
+                    return s.to_owned();
+                }
+            }
+            v.to_string()
+        }
+        other => other.to_string(),
+    }
+}

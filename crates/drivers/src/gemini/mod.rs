@@ -1,0 +1,317 @@
+//! Gemini CLI (`gemini -p "" --output-format stream-json`, the prompt on
+//! stdin).
+//!
+//! stream-json is a formal NDJSON protocol with token-level assistant text
+//! (`message` deltas) and whole tool calls (`tool_use` with complete
+//! arguments, `tool_result`); it has no reasoning events and no approval
+//! requests. Headless Gemini asks nobody: without
+//! [`ApprovalMode::Yolo`] (or `auto_edit`) it only offers the model its
+//! read-only tools. The terminal line is `result{status, stats}`; the resume
+//! identifier is `init.session_id` (`--resume <id>`).
+//!
+//! What was checked against Gemini CLI 0.61.0 (offline, against the testkit
+//! mock): the prompt on stdin works (see [`argv`]); the exit code 55 that
+//! protocols.md §0 put down to an open stdin is the untrusted-folder exit
+//! (`--skip-trust` avoids it; an open stdin is read with a 500 ms "piped
+//! input" timer); API errors end with `result{status:"error"}` and an exit
+//! code derived from the HTTP status (400 → 144); a bad `--resume` id exits
+//! 42 with nothing on stdout.
+
+pub mod argv;
+pub mod parse;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_adaptor_driver::{
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, RawStreams, Request,
+    Response, RunContext, SessionCodec, StandardSessionCodec, StreamCapability, async_trait,
+    canonical_session_config_fingerprint,
+};
+use serde::Serialize;
+
+use crate::jsonl::{self, Exit, OneShot};
+use crate::pump::{self, LineProtocol};
+use parse::GeminiParser;
+
+/// The most prompt bytes Gemini CLI reads from stdin (it truncates the rest).
+pub const MAX_PROMPT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Which tools Gemini may run without asking (`--approval-mode`). Headless
+/// Gemini cannot ask the host, so anything not approved by the mode is not
+/// offered to the model at all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// No flag: only read-only tools (`read_file`, `glob`, `grep_search` …).
+    #[default]
+    Default,
+    /// `--approval-mode auto_edit`: edit tools too.
+    AutoEdit,
+    /// `--yolo`: every tool, shell included, auto-approved.
+    Yolo,
+    /// `--approval-mode plan`: read-only planning.
+    Plan,
+}
+
+/// Gemini CLI driver configuration. Every field but the cancel grace is
+/// provider-visible and part of the session config fingerprint
+/// (environment values included: hashed, never logged).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    /// The `gemini` program (or its `bundle/gemini.js`, which is executable).
+    pub command: PathBuf,
+    /// `-m`. Pass one: without it Gemini routes through the `auto` model,
+    /// which makes extra calls first.
+    pub model: Option<String>,
+    /// `--yolo` / `--approval-mode`.
+    pub approval_mode: ApprovalMode,
+    /// `--skip-trust` (default true): headless Gemini refuses to run in a
+    /// folder the user has not trusted (exit 55).
+    pub skip_trust: bool,
+    /// `--include-directories`.
+    pub include_directories: Vec<PathBuf>,
+    /// The working directory when the request names none (sessions are kept
+    /// per directory: a resume must run in the same one).
+    pub cwd: Option<PathBuf>,
+    /// Extra arguments, appended last; flags the driver owns are rejected.
+    pub extra_args: Vec<String>,
+    /// Environment bindings (`GEMINI_API_KEY`, `GOOGLE_GEMINI_BASE_URL` …).
+    pub env: BTreeMap<String, String>,
+    /// Inherit the parent environment (default true; bindings win).
+    pub inherit_env: bool,
+    /// On cancel: the wait after stdin closed before SIGTERM, and twice
+    /// that before SIGKILL.
+    #[serde(skip)]
+    pub cancel_grace: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            command: PathBuf::from("gemini"),
+            model: None,
+            approval_mode: ApprovalMode::Default,
+            skip_trust: true,
+            include_directories: Vec::new(),
+            cwd: None,
+            extra_args: Vec::new(),
+            env: BTreeMap::new(),
+            inherit_env: true,
+            cancel_grace: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Flags the driver sets (or must not be combined with its transport).
+const OWNED: &[&str] = &[
+    "-p",
+    "--prompt",
+    "-i",
+    "--prompt-interactive",
+    "-o",
+    "--output-format",
+    "-m",
+    "--model",
+    "-y",
+    "--yolo",
+    "--approval-mode",
+    "-r",
+    "--resume",
+    "--session-id",
+    "--session-file",
+    "--skip-trust",
+    "--include-directories",
+    "--acp",
+    "--experimental-acp",
+    "--list-sessions",
+    "--delete-session",
+];
+
+impl Config {
+    fn validate(&self) -> Result<(), ConfigError> {
+        jsonl::validate_common("gemini", &self.command, &self.env, &self.extra_args, OWNED)?;
+        if self.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+            return Err(ConfigError {
+                driver: "gemini".into(),
+                reason: "model is empty".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A prompt larger than Gemini CLI reads from stdin ([`MAX_PROMPT_BYTES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the prompt is {len} bytes; Gemini CLI reads at most {MAX_PROMPT_BYTES} from stdin")]
+pub struct PromptTooLarge {
+    /// The prompt's length in bytes.
+    pub len: usize,
+}
+
+/// A configured Gemini CLI driver.
+#[derive(Debug, Clone)]
+pub struct GeminiDriver {
+    config: Config,
+}
+
+/// A Gemini CLI driver (the configuration is captured).
+pub fn driver(config: Config) -> GeminiDriver {
+    GeminiDriver { config }
+}
+
+#[async_trait]
+impl Driver for GeminiDriver {
+    fn descriptor(&self) -> Descriptor {
+        let mut d = Descriptor::new("gemini", "Gemini CLI");
+        d.sessions.supports_resume = true;
+        d
+    }
+
+    fn validate_config(&self) -> Result<(), ConfigError> {
+        self.config.validate()
+    }
+
+    fn stream_capability(&self) -> Option<StreamCapability> {
+        Some(StreamCapability {
+            native: true,
+            token_level: true,
+            reasoning: false,
+            tool_call_args: false,
+            hitl: false,
+        })
+    }
+
+    fn session_codec(&self) -> Option<Arc<dyn SessionCodec>> {
+        Some(Arc::new(StandardSessionCodec::new("gemini")))
+    }
+
+    fn session_config_fingerprint(&self) -> Option<Result<String, FingerprintError>> {
+        Some(canonical_session_config_fingerprint(
+            "gemini/configured-driver/v1;session-codec/v1",
+            &self.config,
+        ))
+    }
+
+    async fn run(
+        &self,
+        ctx: RunContext,
+        req: Request,
+        sink: &dyn EventSink,
+    ) -> Result<Response, DriverError> {
+        let cfg = &self.config;
+        if req.prompt.len() > MAX_PROMPT_BYTES {
+            return Err(DriverError::Other(Box::new(PromptTooLarge {
+                len: req.prompt.len(),
+            })));
+        }
+        let cwd = req.workspace.clone().or_else(|| cfg.cwd.clone());
+        let args = argv::argv(cfg, &req);
+        let cmd = jsonl::one_shot_command(OneShot {
+            program: &cfg.command,
+            args: &args,
+            env: &cfg.env,
+            inherit_env: cfg.inherit_env,
+            cwd: cwd.as_deref(),
+            prompt: &req.prompt,
+            cancel_grace: cfg.cancel_grace,
+        });
+        let mut parser = GeminiParser::new(req.streaming);
+        let finished = pump::run("Gemini CLI", &cmd, &ctx, sink, &mut parser, None, &[]).await?;
+        let exit = Exit::of(&finished, parser.terminated());
+        let (tail, parsed) = parser.finish(&exit);
+        for out in tail {
+            pump::deliver(out, sink, &mut None, &mut None).await?;
+        }
+        let mut resp = Response {
+            output: parsed.output,
+            raw: RawStreams {
+                stdout: finished.stdout.clone(),
+                stderr: finished.stderr.clone(),
+                terminal: parsed.terminal,
+            },
+            transcript: parsed.transcript,
+            usage: parsed.usage,
+            checkpoint: jsonl::with_cwd(parsed.checkpoint, cwd.as_deref()),
+            failure: parsed.failure,
+            provider: "gemini".into(),
+            model: parsed
+                .model
+                .or_else(|| req.model_override.clone())
+                .or_else(|| cfg.model.clone())
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+        finished.exit.apply_to(&mut resp);
+        Ok(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_is_validated_and_fingerprinted() {
+        let ok = driver(Config::default());
+        assert!(ok.validate_config().is_ok());
+        for bad in [
+            Config {
+                extra_args: vec!["--yolo".into()],
+                ..Default::default()
+            },
+            Config {
+                extra_args: vec!["--output-format=json".into()],
+                ..Default::default()
+            },
+            Config {
+                model: Some(" ".into()),
+                ..Default::default()
+            },
+            Config {
+                command: "".into(),
+                ..Default::default()
+            },
+            Config {
+                env: [("A=B".to_owned(), "x".to_owned())].into(),
+                ..Default::default()
+            },
+        ] {
+            assert!(driver(bad).validate_config().is_err());
+        }
+        let fp = |cfg: Config| driver(cfg).session_config_fingerprint().unwrap().unwrap();
+        let base = fp(Config::default());
+        assert_eq!(base, fp(Config::default()));
+        for changed in [
+            Config {
+                model: Some("m".into()),
+                ..Default::default()
+            },
+            Config {
+                approval_mode: ApprovalMode::Yolo,
+                ..Default::default()
+            },
+            Config {
+                skip_trust: false,
+                ..Default::default()
+            },
+            Config {
+                env: [("GEMINI_API_KEY".to_owned(), "k".to_owned())].into(),
+                ..Default::default()
+            },
+        ] {
+            assert_ne!(fp(changed), base);
+        }
+        // The cancel grace is not provider-visible.
+        assert_eq!(
+            fp(Config {
+                cancel_grace: Duration::from_secs(9),
+                ..Default::default()
+            }),
+            base
+        );
+    }
+}

@@ -1,0 +1,466 @@
+//! The `gemini --output-format stream-json` parser: stdout lines → live
+//! payloads (token-level text from `message` deltas, tool lifecycles),
+//! transcript items, and at the end every layer of the response — all from
+//! one parse.
+//!
+//! * Assistant text arrives as `message{role:"assistant",delta:true}`
+//!   chunks. Chunks up to the next tool event (or the end) form one message:
+//!   one text lifecycle live, one assistant transcript item when it closes.
+//! * The replayed `message{role:"user"}` is the host's own prompt; a driver
+//!   never passes it off as output, so it is not mirrored.
+//! * `result` is the terminal line: `status:"success"` finishes the run,
+//!   anything else fails it with the error's message (or the message of the
+//!   last `error` event, which is how an invalid model stream is reported).
+//! * The resume identifier is `init.session_id` (the `result` line carries
+//!   none); it becomes a checkpoint only after a successful `result` and a
+//!   clean exit.
+
+use std::collections::HashSet;
+
+use agent_adaptor_driver::{
+    Checkpoint, FailureCode, ProviderCoords, RunFailure, SessionState, StreamPayload,
+    TerminalPayload, TranscriptItem, TranscriptKind, Usage,
+};
+use serde_json::{Value, json};
+
+use super::wire::{ErrorBody, Event, Stats};
+use crate::jsonl::{Emitter, Exit, missing_terminal};
+use crate::pump::{LineProtocol, Out};
+
+/// Every layer the parse formed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GeminiParsed {
+    /// The final answer: the text of the last assistant message (what
+    /// `gemini -o json` reports as `response`).
+    pub output: String,
+    /// The `result` line, exactly.
+    pub terminal: Option<TerminalPayload>,
+    /// Every transcript item, in emission order.
+    pub transcript: Vec<TranscriptItem>,
+    /// `result.stats` of this invocation.
+    pub usage: Option<Usage>,
+    /// Valid after a successful `result`, a session id and a clean exit.
+    pub checkpoint: Option<Checkpoint>,
+    /// The failure, when the run failed or never ended.
+    pub failure: Option<RunFailure>,
+    /// The model `init` named.
+    pub model: Option<String>,
+}
+
+#[derive(Debug)]
+struct Segment {
+    id: String,
+    text: String,
+}
+
+#[derive(Debug)]
+struct Terminal {
+    success: bool,
+    usage: Option<Usage>,
+    line: String,
+}
+
+/// The parser of one Gemini CLI run.
+#[derive(Debug)]
+pub struct GeminiParser {
+    em: Emitter,
+    terminated: bool,
+    session_id: Option<String>,
+    model: Option<String>,
+    segment: Option<Segment>,
+    segments: u64,
+    last_text: String,
+    open_tools: Vec<String>,
+    tools: HashSet<String>,
+    results: HashSet<String>,
+    last_error: Option<String>,
+    terminal: Option<Terminal>,
+    failure: Option<RunFailure>,
+}
+
+impl GeminiParser {
+    /// A parser; `payloads` turns live payloads on (the request streams).
+    pub fn new(payloads: bool) -> Self {
+        GeminiParser {
+            em: Emitter::new("gemini", payloads),
+            terminated: false,
+            session_id: None,
+            model: None,
+            segment: None,
+            segments: 0,
+            last_text: String::new(),
+            open_tools: Vec::new(),
+            tools: HashSet::new(),
+            results: HashSet::new(),
+            last_error: None,
+            terminal: None,
+            failure: None,
+        }
+    }
+
+    fn init(&mut self, session_id: String, model: Option<String>, out: &mut Vec<Out>) {
+        if !session_id.is_empty() {
+            self.session_id = Some(session_id.clone());
+        }
+        if model.is_some() {
+            self.model.clone_from(&model);
+        }
+        let source = ProviderCoords {
+            thread_id: self.session_id.clone(),
+            ..Default::default()
+        };
+        self.em.start(out, source);
+        let mut item = TranscriptItem::new(TranscriptKind::Init, "");
+        item.session_id = self.session_id.clone();
+        item.model = model;
+        self.em.item(out, item);
+    }
+
+    fn text(&mut self, chunk: String, out: &mut Vec<Out>) {
+        if chunk.is_empty() {
+            return;
+        }
+        if self.segment.is_none() {
+            self.segments += 1;
+            let id = format!("message-{}", self.segments);
+            self.em.stream(out, StreamPayload::text_start(&id));
+            self.segment = Some(Segment {
+                id,
+                text: String::new(),
+            });
+        }
+        let Some(segment) = self.segment.as_mut() else {
+            return;
+        };
+        segment.text.push_str(&chunk);
+        let id = segment.id.clone();
+        self.em.stream(out, StreamPayload::text_content(id, chunk));
+    }
+
+    fn close_text(&mut self, out: &mut Vec<Out>) {
+        if let Some(s) = self.segment.take() {
+            self.em.stream(out, StreamPayload::text_end(&s.id));
+            self.em.item(out, TranscriptItem::assistant(s.text.clone()));
+            self.last_text = s.text;
+        }
+    }
+
+    fn tool_use(&mut self, name: String, id: String, args: Value, raw: &[u8], out: &mut Vec<Out>) {
+        if id.is_empty() || name.is_empty() {
+            return self
+                .em
+                .notice(out, "tool_use without a tool_id or tool_name", raw);
+        }
+        if !self.tools.insert(id.clone()) {
+            return self.em.notice(out, "a repeated tool_use", raw);
+        }
+        self.open_tools.push(id.clone());
+        self.em.stream(
+            out,
+            StreamPayload::tool_call_start(&id, &name, Some(args.clone())),
+        );
+        self.em
+            .item(out, TranscriptItem::tool_call(id, name, Some(args)));
+    }
+
+    fn tool_result(
+        &mut self,
+        id: String,
+        status: String,
+        output: Option<String>,
+        error: Option<ErrorBody>,
+        raw: &[u8],
+        out: &mut Vec<Out>,
+    ) {
+        if id.is_empty() {
+            return self.em.notice(out, "tool_result without a tool_id", raw);
+        }
+        let is_error = status != "success" || error.is_some();
+        let text = match (&error, &output) {
+            (Some(e), _) if is_error && !e.message.is_empty() => e.message.clone(),
+            (_, Some(o)) => o.clone(),
+            _ => String::new(),
+        };
+        let result = json!({
+            "status": status,
+            "output": output,
+            "error": error.as_ref().map(|e| json!({"type": e.kind, "message": e.message})),
+        });
+        if let Some(pos) = self.open_tools.iter().position(|t| *t == id) {
+            self.open_tools.remove(pos);
+            self.em.stream(out, StreamPayload::tool_call_end(&id, None));
+            if self.results.insert(id.clone()) {
+                self.em.stream(
+                    out,
+                    StreamPayload::tool_call_result(&id, Some(result.clone())),
+                );
+            }
+        }
+        let mut item = TranscriptItem::tool_result(id, text, is_error);
+        item.data = Some(result);
+        self.em.item(out, item);
+    }
+
+    fn close_all(&mut self, out: &mut Vec<Out>) {
+        self.close_text(out);
+        for id in std::mem::take(&mut self.open_tools) {
+            self.em.stream(out, StreamPayload::tool_call_end(id, None));
+        }
+    }
+
+    fn result(
+        &mut self,
+        status: String,
+        error: Option<ErrorBody>,
+        stats: Option<Stats>,
+        raw: &[u8],
+        out: &mut Vec<Out>,
+    ) {
+        self.close_all(out);
+        let usage = stats.map(|s| Usage {
+            input_tokens: Some(s.input_tokens),
+            output_tokens: Some(s.output_tokens),
+            cached_input_tokens: Some(s.cached),
+            total_tokens: Some(s.total_tokens),
+            ..Default::default()
+        });
+        let success = status == "success";
+        let mut item = TranscriptItem::new(TranscriptKind::Result, "");
+        item.subtype = Some(status.clone());
+        item.session_id.clone_from(&self.session_id);
+        item.usage.clone_from(&usage);
+        item.is_error = !success;
+        self.em.item(out, item);
+        if success {
+            self.em
+                .stream(out, StreamPayload::run_finished(usage.clone()));
+        } else {
+            let failure = failure_of(&status, error.as_ref(), self.last_error.as_deref());
+            self.em.fail(out, &failure);
+            self.failure = Some(failure);
+        }
+        self.terminated = true;
+        self.terminal = Some(Terminal {
+            success,
+            usage,
+            line: String::from_utf8_lossy(raw).into_owned(),
+        });
+    }
+
+    /// End of stdout: end the run if the CLI never printed its `result`,
+    /// and form every layer.
+    pub fn finish(&mut self, exit: &Exit) -> (Vec<Out>, GeminiParsed) {
+        let mut out = Vec::new();
+        if !self.terminated {
+            self.close_all(&mut out);
+            let mut f = missing_terminal("gemini", "result", exit);
+            if let Some(e) = &self.last_error {
+                f.metadata.insert("last_error".into(), e.clone());
+            }
+            self.em.fail(&mut out, &f);
+            self.failure = Some(f);
+            self.terminated = true;
+        }
+        let succeeded = self.terminal.as_ref().is_some_and(|t| t.success);
+        let checkpoint = self
+            .session_id
+            .as_ref()
+            .filter(|_| succeeded && self.failure.is_none() && exit.clean())
+            .map(|id| {
+                Checkpoint::valid(SessionState {
+                    resume_id: id.clone(),
+                    display_id: id.clone(),
+                    data: Default::default(),
+                })
+            });
+        let parsed = GeminiParsed {
+            output: self.last_text.clone(),
+            terminal: self
+                .terminal
+                .as_ref()
+                .and_then(|t| TerminalPayload::new("result", &t.line).ok()),
+            transcript: self.em.transcript().to_vec(),
+            usage: self.terminal.as_ref().and_then(|t| t.usage.clone()),
+            checkpoint,
+            failure: self.failure.clone(),
+            model: self.model.clone(),
+        };
+        (out, parsed)
+    }
+}
+
+impl LineProtocol for GeminiParser {
+    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
+        let mut out = Vec::new();
+        let raw = raw.trim_ascii();
+        if raw.is_empty() {
+            return out;
+        }
+        let event = match serde_json::from_slice::<Event>(raw) {
+            Ok(e) => e,
+            Err(e) => {
+                self.em.not_protocol(&mut out, raw, &e);
+                return out;
+            }
+        };
+        if self.terminated {
+            self.em.notice(&mut out, "line after the result line", raw);
+            return out;
+        }
+        match event {
+            Event::Init { session_id, model } => self.init(session_id, model, &mut out),
+            Event::Message {
+                role,
+                content,
+                delta,
+            } => match role.as_str() {
+                "assistant" if delta => self.text(content, &mut out),
+                "assistant" => {
+                    // A whole message: a message of its own.
+                    self.close_text(&mut out);
+                    self.text(content, &mut out);
+                    self.close_text(&mut out);
+                }
+                // The replayed prompt (see the module docs).
+                "user" => {}
+                other => self.unknown(&format!("message.{other}"), raw, &mut out),
+            },
+            Event::ToolUse {
+                tool_name,
+                tool_id,
+                parameters,
+            } => {
+                self.close_text(&mut out);
+                self.tool_use(tool_name, tool_id, parameters, raw, &mut out);
+            }
+            Event::ToolResult {
+                tool_id,
+                status,
+                output,
+                error,
+            } => {
+                self.close_text(&mut out);
+                self.tool_result(tool_id, status, output, error, raw, &mut out);
+            }
+            Event::Error { severity, message } => {
+                let text = readable(&message).unwrap_or_else(|| "an empty error event".into());
+                self.em.warning(&mut out, &text, &severity);
+                if severity != "warning" {
+                    self.last_error = Some(text);
+                }
+            }
+            Event::Result {
+                status,
+                error,
+                stats,
+            } => self.result(status, error, stats, raw, &mut out),
+            Event::Unknown => {
+                let kind = type_of(raw);
+                self.unknown(&kind, raw, &mut out);
+            }
+        }
+        out
+    }
+
+    fn terminated(&self) -> bool {
+        self.terminated
+    }
+}
+
+impl GeminiParser {
+    fn unknown(&mut self, kind: &str, raw: &[u8], out: &mut Vec<Out>) {
+        let value = serde_json::from_slice(raw).unwrap_or(Value::Null);
+        self.em.unknown(out, kind, value);
+    }
+}
+
+/// The `type` of a JSON line, or `unknown`.
+fn type_of(raw: &[u8]) -> String {
+    serde_json::from_slice::<Value>(raw)
+        .ok()
+        .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The failure a non-success `result` reports.
+fn failure_of(status: &str, error: Option<&ErrorBody>, last_error: Option<&str>) -> RunFailure {
+    let message = error
+        .and_then(|e| readable(&e.message))
+        .or_else(|| last_error.map(str::to_owned))
+        .unwrap_or_else(|| format!("gemini reported status {status:?}"));
+    let mut f = RunFailure::new(FailureCode::AgentError, message);
+    f.metadata.insert("status".into(), status.to_owned());
+    if let Some(e) = error {
+        if !e.kind.is_empty() {
+            f.metadata.insert("error_type".into(), e.kind.clone());
+        }
+        if !e.message.is_empty() && e.message != f.message {
+            f.metadata
+                .insert("provider_message".into(), e.message.clone());
+        }
+    }
+    f
+}
+
+/// Gemini's error text made readable: `[API Error: …]` is unwrapped, and a
+/// provider JSON error document inside becomes its `error.message`. Empty
+/// stays `None`.
+pub fn readable(message: &str) -> Option<String> {
+    let m = message.trim();
+    let inner = match m.strip_prefix("[API Error: ") {
+        Some(rest) => rest,
+        None => m,
+    };
+    if let Some(pos) = inner.find('{') {
+        let mut values = serde_json::Deserializer::from_str(&inner[pos..]).into_iter::<Value>();
+        if let Some(Ok(v)) = values.next()
+            && let Some(text) = v
+                .get("error")
+                .and_then(|e| e.get("message"))
+                .and_then(Value::as_str)
+                .filter(|t| !t.trim().is_empty())
+        {
+            return Some(text.trim().to_owned());
+        }
+    }
+    let text = if inner.len() < m.len() {
+        // `[API Error: <text>]` and maybe advice on the following lines.
+        let first = inner.lines().next().unwrap_or_default();
+        first.strip_suffix(']').unwrap_or(first).trim()
+    } else {
+        m
+    };
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::readable;
+
+    #[test]
+    fn api_errors_read_as_the_provider_message() {
+        for (raw, want) in [
+            (
+                r#"[API Error: {"error":{"code":400,"message":"mock http error 400: Bad Request","status":"INVALID_ARGUMENT"}}]"#,
+                "mock http error 400: Bad Request",
+            ),
+            (
+                r#"[API Error: got status: INTERNAL. {"error":{"code":500,"message":"mock sse failure","status":"INTERNAL"}}]"#,
+                "mock sse failure",
+            ),
+            (
+                "[API Error: Quota exceeded for mock]\nPlease wait and try again later.",
+                "Quota exceeded for mock",
+            ),
+            (
+                "[API Error: mock http error 503: Service Unavailable]",
+                "mock http error 503: Service Unavailable",
+            ),
+            ("Operation cancelled.", "Operation cancelled."),
+        ] {
+            assert_eq!(readable(raw).as_deref(), Some(want), "{raw}");
+        }
+        assert_eq!(readable("  "), None);
+        assert_eq!(readable("[API Error: ]"), None);
+    }
+}

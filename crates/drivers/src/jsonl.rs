@@ -1,0 +1,337 @@
+//! What the one-shot JSONL CLI drivers (Gemini CLI, Cursor Agent) share: the
+//! run-lifecycle and transcript bookkeeping of their parsers ([`Emitter`]),
+//! how a run that never printed its terminal line fails
+//! ([`missing_terminal`]), what the process told about its end ([`Exit`]),
+//! and the command they are started with ([`one_shot_command`]).
+//!
+//! Protocol semantics stay in each driver's parser; nothing here looks
+//! inside a provider's JSON.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use agent_adaptor_driver::{
+    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RawBytes, RunEvent, RunFailure,
+    StreamPayload, TranscriptItem, TranscriptKind,
+};
+use agent_adaptor_process::{Command, Finished, StdinMode};
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use crate::pump::Out;
+
+/// Longest stdout line kept in a notice (the whole line is in the raw capture).
+const NOTICE_PREVIEW_BYTES: usize = 2048;
+/// How much of the end of stderr a failed run keeps in its failure metadata.
+pub const STDERR_TAIL_BYTES: usize = 2048;
+
+/// The bookkeeping every JSONL parser does around its protocol: `run.started`
+/// exactly once and first, live payloads only when the request streams, the
+/// transcript kept item by item as it is emitted (the mirror the response
+/// returns), and the shapes of notices and custom payloads.
+#[derive(Debug, Clone)]
+pub struct Emitter {
+    driver: &'static str,
+    payloads: bool,
+    started: bool,
+    items: Vec<TranscriptItem>,
+}
+
+impl Emitter {
+    /// An emitter for `driver` (the prefix of notices and custom kinds);
+    /// `payloads` turns live payloads on.
+    pub fn new(driver: &'static str, payloads: bool) -> Self {
+        Emitter {
+            driver,
+            payloads,
+            started: false,
+            items: Vec::new(),
+        }
+    }
+
+    /// True when live payloads are emitted.
+    pub fn payloads(&self) -> bool {
+        self.payloads
+    }
+
+    /// Emit `run.started` with the provider's coordinates, unless it was
+    /// emitted already (or payloads are off).
+    pub fn start(&mut self, out: &mut Vec<Out>, source: ProviderCoords) {
+        if self.payloads && !self.started {
+            self.started = true;
+            out.push(Out::Stream(
+                StreamPayload::run_started().with_source(source),
+            ));
+        }
+    }
+
+    /// Emit a live payload (after `run.started`), when payloads are on.
+    pub fn stream(&mut self, out: &mut Vec<Out>, payload: StreamPayload) {
+        if self.payloads {
+            self.start(out, ProviderCoords::default());
+            out.push(Out::Stream(payload));
+        }
+    }
+
+    /// Emit a transcript item and keep it for the response.
+    pub fn item(&mut self, out: &mut Vec<Out>, item: TranscriptItem) {
+        self.items.push(item.clone());
+        out.push(Out::Event(RunEvent::Item(item)));
+    }
+
+    /// The transcript so far, in emission order.
+    pub fn transcript(&self) -> &[TranscriptItem] {
+        &self.items
+    }
+
+    /// An operational notice `"<driver>: <what>"` about one stdout line, with
+    /// a bounded preview of the line.
+    pub fn notice(&self, out: &mut Vec<Out>, what: &str, raw: &[u8]) {
+        let mut ev = OperationalEvent::text(format!("{}: {what}", self.driver));
+        ev.metadata.insert("bytes".into(), raw.len().to_string());
+        let preview = String::from_utf8_lossy(&raw[..raw.len().min(NOTICE_PREVIEW_BYTES)]);
+        ev.data = Some(json!({ "line": preview }));
+        out.push(Out::Event(RunEvent::Lifecycle(ev)));
+    }
+
+    /// A stdout line that is not a protocol frame: a notice saying whether it
+    /// looked like JSON (malformed) or was plain text.
+    pub fn not_protocol(&self, out: &mut Vec<Out>, raw: &[u8], error: &serde_json::Error) {
+        let what = if raw.first() == Some(&b'{') {
+            format!("malformed protocol line ({error})")
+        } else {
+            "non-JSON stdout line".to_owned()
+        };
+        self.notice(out, &what, raw);
+    }
+
+    /// An event the parser does not know, kept whole: a custom payload
+    /// `"<driver>.<kind>"` carrying the raw JSON when payloads are on, else a
+    /// notice carrying it.
+    pub fn unknown(&mut self, out: &mut Vec<Out>, kind: &str, raw: Value) {
+        let name = format!("{}.{kind}", self.driver);
+        if self.payloads {
+            self.stream(
+                out,
+                StreamPayload::custom(name, String::new()).with_raw(raw),
+            );
+        } else {
+            let mut ev = OperationalEvent::text(format!("{}: unknown event {kind:?}", self.driver));
+            ev.metadata.insert("kind".into(), name);
+            ev.data = Some(raw);
+            out.push(Out::Event(RunEvent::Lifecycle(ev)));
+        }
+    }
+
+    /// A warning or error the provider reported without ending the run.
+    pub fn warning(&self, out: &mut Vec<Out>, message: &str, severity: &str) {
+        let mut ev = OperationalEvent::text(format!("{}: {message}", self.driver));
+        ev.metadata.insert("kind".into(), "warning".into());
+        ev.metadata.insert("severity".into(), severity.to_owned());
+        out.push(Out::Event(RunEvent::Lifecycle(ev)));
+    }
+
+    /// End the run as failed: a failure transcript item, then `run.error`.
+    pub fn fail(&mut self, out: &mut Vec<Out>, failure: &RunFailure) {
+        let mut item = TranscriptItem::new(TranscriptKind::Failure, failure.message.clone());
+        item.metadata
+            .insert("code".into(), failure.code.as_str().to_owned());
+        self.item(out, item);
+        self.stream(out, StreamPayload::run_error(failure.clone()));
+    }
+}
+
+/// How the CLI process ended, as the parser needs to know it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Exit {
+    /// The exit code, when the process exited.
+    pub code: Option<i32>,
+    /// True when a signal ended it.
+    pub signaled: bool,
+    /// The end of its stderr (at most [`STDERR_TAIL_BYTES`], lossy UTF-8),
+    /// kept in the failure of a run that ended without its terminal line.
+    pub stderr_tail: Option<String>,
+}
+
+impl Exit {
+    /// The facts of a finished process. The end of stderr is read only when
+    /// the protocol never `terminated` (only that failure reports it).
+    pub fn of(finished: &Finished, terminated: bool) -> Self {
+        Exit {
+            code: finished.exit.code,
+            signaled: finished.exit.signal.is_some(),
+            stderr_tail: if terminated {
+                None
+            } else {
+                stderr_tail(&finished.stderr, STDERR_TAIL_BYTES)
+            },
+        }
+    }
+
+    /// A clean exit: code 0, no signal.
+    pub fn clean(&self) -> bool {
+        self.code == Some(0) && !self.signaled
+    }
+}
+
+/// The failure of a run whose stdout ended without the terminal line
+/// `terminal` (metadata `reason = missing_terminal`, the exit code, and the
+/// end of stderr).
+pub fn missing_terminal(driver: &str, terminal: &str, exit: &Exit) -> RunFailure {
+    let code = exit
+        .code
+        .map_or_else(|| "no exit code".to_owned(), |c| format!("exit code {c}"));
+    let mut f = RunFailure::new(
+        FailureCode::AgentError,
+        format!("{driver} ended without a {terminal} line ({code})"),
+    );
+    f.metadata
+        .insert("reason".into(), "missing_terminal".into());
+    if let Some(c) = exit.code {
+        f.metadata.insert("exit_code".into(), c.to_string());
+    }
+    if exit.signaled {
+        f.metadata.insert("signaled".into(), "true".into());
+    }
+    if let Some(tail) = &exit.stderr_tail {
+        f.metadata.insert("stderr_tail".into(), tail.clone());
+    }
+    f
+}
+
+/// The last `max` bytes of `stderr` as text (lossy), trimmed; `None` when
+/// stderr is empty or unreadable.
+pub fn stderr_tail(stderr: &RawBytes, max: usize) -> Option<String> {
+    let mut reader = stderr.open().ok()?;
+    let mut tail: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = reader.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 2 * max {
+            tail.drain(..tail.len() - max);
+        }
+    }
+    if tail.len() > max {
+        tail.drain(..tail.len() - max);
+    }
+    let text = String::from_utf8_lossy(&tail).trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}
+
+/// Record the working directory in a checkpoint's state (both CLIs keep
+/// their sessions per project directory, so a resume must run there again).
+pub fn with_cwd(checkpoint: Option<Checkpoint>, cwd: Option<&Path>) -> Option<Checkpoint> {
+    checkpoint.map(|mut cp| {
+        if let (Some(state), Some(dir)) = (cp.state.as_mut(), cwd) {
+            state
+                .data
+                .insert("cwd".into(), dir.to_string_lossy().into_owned());
+        }
+        cp
+    })
+}
+
+/// What a one-shot CLI run is started with.
+#[derive(Debug, Clone, Copy)]
+pub struct OneShot<'a> {
+    /// The program.
+    pub program: &'a Path,
+    /// Its arguments.
+    pub args: &'a [String],
+    /// Environment bindings (they win over inherited variables).
+    pub env: &'a BTreeMap<String, String>,
+    /// Inherit the parent environment; otherwise only `PATH`, `HOME`,
+    /// `USER`, `LANG` and `TMPDIR` are passed before `env`.
+    pub inherit_env: bool,
+    /// The working directory.
+    pub cwd: Option<&'a Path>,
+    /// Written to stdin, which is then closed (never left open).
+    pub prompt: &'a str,
+    /// On cancel: the wait after stdin closed, and twice that after SIGTERM.
+    pub cancel_grace: Duration,
+}
+
+/// The command of a one-shot CLI run.
+pub fn one_shot_command(spec: OneShot<'_>) -> Command {
+    let mut cmd = Command::new(spec.program);
+    cmd.args(spec.args);
+    if !spec.inherit_env {
+        cmd.env_clear()
+            .inherit_env(["PATH", "HOME", "USER", "LANG", "TMPDIR"]);
+    }
+    for (k, v) in spec.env {
+        cmd.env(k, v);
+    }
+    if let Some(dir) = spec.cwd {
+        cmd.cwd(dir);
+    }
+    cmd.stdin(StdinMode::Bytes(Bytes::from(spec.prompt.to_owned())))
+        .close_grace(spec.cancel_grace)
+        .term_grace(spec.cancel_grace * 2);
+    cmd
+}
+
+/// Validation shared by the drivers' configurations: a program, valid
+/// environment names, and no flag the driver owns among the extra arguments.
+pub fn validate_common(
+    driver: &str,
+    program: &Path,
+    env: &BTreeMap<String, String>,
+    extra_args: &[String],
+    owned: &[&str],
+) -> Result<(), agent_adaptor_driver::ConfigError> {
+    let err = |reason: String| agent_adaptor_driver::ConfigError {
+        driver: driver.to_owned(),
+        reason,
+    };
+    if program.as_os_str().is_empty() {
+        return Err(err("command is empty".into()));
+    }
+    for name in env.keys() {
+        if name.is_empty() || name.contains('=') || name.contains('\0') {
+            return Err(err(format!("invalid environment variable name {name:?}")));
+        }
+    }
+    for arg in extra_args {
+        let flag = arg.split('=').next().unwrap_or(arg);
+        if owned.contains(&flag) {
+            return Err(err(format!(
+                "extra_args must not contain {flag}: the driver sets it"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_tail_keeps_the_end() {
+        let raw = RawBytes::from_bytes(Bytes::from(format!("{}END\n", "x".repeat(10_000))));
+        let tail = stderr_tail(&raw, 16).unwrap_or_default();
+        assert_eq!(tail.len(), 15);
+        assert!(tail.ends_with("END"));
+        assert_eq!(stderr_tail(&RawBytes::default(), 16), None);
+    }
+
+    #[test]
+    fn unknown_events_are_kept_whole() {
+        let mut e = Emitter::new("x", false);
+        let mut out = Vec::new();
+        e.unknown(&mut out, "new", json!({"type": "new", "a": 1}));
+        assert!(matches!(&out[0], Out::Event(RunEvent::Lifecycle(ev))
+            if ev.data == Some(json!({"type": "new", "a": 1}))));
+        let mut e = Emitter::new("x", true);
+        let mut out = Vec::new();
+        e.unknown(&mut out, "new", json!({"type": "new"}));
+        assert_eq!(out.len(), 2, "run.started, then the custom payload");
+    }
+}

@@ -1,0 +1,580 @@
+//! The Cursor Agent driver. The CLI cannot run offline, so it is proven on
+//! hand-written, protocol-accurate fixtures (`tests/fixtures/cursor/`, whose
+//! README names the source of every shape): the parser on each of them,
+//! fuzzing, and the driver against the fake CLI replaying them — the
+//! conformance suite and the contract's paths through core (success, error
+//! result, non-zero exit without a result, malformed lines, missing
+//! checkpoint, cancellation).
+#![cfg(feature = "cursor")]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+mod jsonl_common;
+
+use std::time::{Duration, Instant};
+
+use agent_adaptor_conformance::{Expect, Options, RunCase, record_run, test_driver};
+use agent_adaptor_core::{Agent, Event, FailureReason};
+use agent_adaptor_driver::{
+    Request, SessionContext, SessionState, StreamCapability, StreamKind, TranscriptKind,
+};
+use agent_adaptor_drivers::cursor::parse::{CursorParsed, CursorParser};
+use agent_adaptor_drivers::cursor::{self, Config};
+use agent_adaptor_drivers::jsonl::Exit;
+use agent_adaptor_drivers::pump::Out;
+use agent_adaptor_testkit::replay::{ArgsRecord, OPTS_ENV, fake_cli_binary};
+use jsonl_common::{drain, feed, fixture, judge, lines, notices, payloads};
+
+/// All false: coarse lifecycles only.
+const CAP: StreamCapability = StreamCapability {
+    native: false,
+    token_level: false,
+    reasoning: false,
+    tool_call_args: false,
+    hitl: false,
+};
+
+/// Every fixture, with the exit code it is replayed with.
+const FIXTURES: [(&str, i32); 6] = [
+    ("own/cursor/success.jsonl", 0),
+    ("own/cursor/tool-call.jsonl", 0),
+    ("own/cursor/error-result.jsonl", 1),
+    ("own/cursor/exit-without-result.jsonl", 1),
+    ("own/cursor/malformed-line.jsonl", 0),
+    ("own/cursor/third-party-shapes.jsonl", 0),
+];
+
+fn exit(code: i32) -> Exit {
+    Exit {
+        code: Some(code),
+        ..Default::default()
+    }
+}
+
+fn parse_lines(
+    what: &str,
+    lines: &[String],
+    streaming: bool,
+    code: i32,
+) -> (Vec<Out>, CursorParsed) {
+    let (outs, parsed) = feed(&mut CursorParser::new(streaming), lines, |p| {
+        p.finish(&exit(code))
+    });
+    judge(what, &outs, CAP, streaming, &parsed.transcript);
+    (outs, parsed)
+}
+
+fn parse(name: &str, streaming: bool, code: i32) -> (Vec<Out>, CursorParsed) {
+    parse_lines(name, &lines(name), streaming, code)
+}
+
+fn items(p: &CursorParsed, kind: TranscriptKind) -> Vec<&agent_adaptor_driver::TranscriptItem> {
+    p.transcript.iter().filter(|i| i.kind == kind).collect()
+}
+
+#[test]
+fn every_fixture_parses_within_the_contract() {
+    for (name, code) in FIXTURES {
+        for streaming in [true, false] {
+            let (outs, p) = parse(name, streaming, code);
+            // Coarse: one content frame per text lifecycle.
+            let deltas = jsonl_common::text_deltas(&outs);
+            let ids: std::collections::HashSet<_> = deltas.iter().map(|(id, _)| id).collect();
+            assert_eq!(ids.len(), deltas.len(), "{name}: one delta per message");
+            let result_line = lines(name)
+                .into_iter()
+                .find(|l| l.contains(r#""type":"result""#));
+            assert_eq!(
+                p.terminal.as_ref().map(|t| t.json.get().to_owned()),
+                result_line,
+                "{name}: the exact terminal JSON"
+            );
+            let cp_ok = p.checkpoint.as_ref().is_some_and(|c| c.valid);
+            assert_eq!(cp_ok, p.failure.is_none(), "{name}");
+        }
+    }
+}
+
+#[test]
+fn success_text_and_checkpoint_from_the_result() {
+    let (outs, p) = parse("own/cursor/success.jsonl", true, 0);
+    assert_eq!(p.output, "Hello from Cursor.");
+    assert_eq!(
+        p.checkpoint
+            .as_ref()
+            .unwrap()
+            .state
+            .as_ref()
+            .unwrap()
+            .resume_id,
+        "5f2c9a1e-3b7d-4e08-9c61-2d4b8f0a7e13"
+    );
+    assert_eq!(p.model.as_deref(), Some("Claude 4.5 Sonnet"));
+    assert!(p.usage.is_none(), "the docs' result carries no usage");
+    let init = items(&p, TranscriptKind::Init)[0];
+    assert_eq!(init.metadata["cwd"], "/repo");
+    assert_eq!(init.metadata["api_key_source"], "env");
+    // The replayed prompt is not the driver's output.
+    assert!(!p.transcript.iter().any(|i| i.text.contains("Say hello")));
+    assert!(matches!(
+        payloads(&outs).last().map(|s| &s.kind),
+        Some(StreamKind::RunFinished { .. })
+    ));
+}
+
+#[test]
+fn tool_calls_between_messages() {
+    let (outs, p) = parse("own/cursor/tool-call.jsonl", true, 0);
+    let calls = items(&p, TranscriptKind::ToolCall);
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].tool_name.as_deref(), Some("read"));
+    assert_eq!(calls[0].input.as_ref().unwrap()["path"], "sales.csv");
+    assert_eq!(calls[1].tool_name.as_deref(), Some("write"));
+    let results = items(&p, TranscriptKind::ToolResult);
+    assert_eq!(results[0].text, "region,total\nnorth,120\nsouth,80\n");
+    assert!(!results[0].is_error && !results[1].is_error);
+    let texts: Vec<&str> = items(&p, TranscriptKind::Assistant)
+        .iter()
+        .map(|i| i.text.as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "I'll read sales.csv first.",
+            "Wrote summary.txt: total 200."
+        ]
+    );
+    // Output is the official result: every message concatenated.
+    assert_eq!(
+        p.output,
+        "I'll read sales.csv first.Wrote summary.txt: total 200."
+    );
+    let kinds: Vec<&str> = payloads(&outs).iter().map(|s| s.kind.name()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "run.started",
+            "text.start",
+            "text.content",
+            "text.end",
+            "tool_call.start",
+            "tool_call.end",
+            "tool_call.result",
+            "tool_call.start",
+            "tool_call.end",
+            "tool_call.result",
+            "text.start",
+            "text.content",
+            "text.end",
+            "run.finished",
+        ]
+    );
+}
+
+#[test]
+fn third_party_shapes_are_understood_or_kept() {
+    let (outs, p) = parse("own/cursor/third-party-shapes.jsonl", true, 0);
+    let thinking = items(&p, TranscriptKind::Thinking);
+    assert_eq!(thinking.len(), 1);
+    assert_eq!(
+        thinking[0].text,
+        "The flaky test is probably in the network module."
+    );
+    let names: Vec<&str> = items(&p, TranscriptKind::ToolCall)
+        .iter()
+        .filter_map(|i| i.tool_name.as_deref())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "grep",
+            "shell",
+            "mcp:github/search_issues",
+            "todo_write",
+            "semSearch"
+        ]
+    );
+    let results = items(&p, TranscriptKind::ToolResult);
+    assert!(results[1].is_error, "a shell failure");
+    assert_eq!(
+        results[1].text,
+        "test net::retry ... FAILED\nerror: test failed"
+    );
+    assert_eq!(results[2].text, "#812 net::retry is flaky on CI");
+    assert_eq!(results[3].text, "ok");
+    // The unknown line type is a custom payload with its raw JSON.
+    assert!(payloads(&outs).iter().any(|s| {
+        matches!(&s.kind,
+        StreamKind::Custom { name, .. } if name == "cursor.connection")
+            && s.raw
+                .as_ref()
+                .is_some_and(|r| r["subtype"] == "reconnecting")
+    }));
+    // No reasoning frames: the capability says none.
+    assert!(
+        !payloads(&outs)
+            .iter()
+            .any(|s| s.kind.name().starts_with("reasoning"))
+    );
+    let u = p.usage.unwrap();
+    assert_eq!(
+        (
+            u.input_tokens,
+            u.output_tokens,
+            u.cached_input_tokens,
+            u.cache_creation_input_tokens
+        ),
+        (Some(5120), Some(310), Some(4096), Some(512))
+    );
+}
+
+#[test]
+fn an_error_result_fails_with_its_text() {
+    let (_, p) = parse("own/cursor/error-result.jsonl", true, 1);
+    let f = p.failure.unwrap();
+    assert_eq!(
+        f.message,
+        "You've hit your usage limit for this model. Switch models or try again later."
+    );
+    assert_eq!(f.metadata["subtype"], "error");
+    assert!(p.checkpoint.is_none());
+    assert!(p.output.is_empty(), "the error text is not the output");
+    // Even with exit 0, an error result is a failure.
+    let (_, p) = parse("own/cursor/error-result.jsonl", false, 0);
+    assert!(p.failure.is_some() && p.checkpoint.is_none());
+}
+
+#[test]
+fn a_non_zero_exit_without_a_result_is_a_missing_terminal() {
+    let (outs, p) = parse("own/cursor/exit-without-result.jsonl", true, 1);
+    let f = p.failure.unwrap();
+    assert_eq!(f.metadata["reason"], "missing_terminal");
+    assert!(f.message.contains("exit code 1"), "{}", f.message);
+    assert!(p.terminal.is_none() && p.checkpoint.is_none());
+    assert_eq!(p.output, "Running the test suite now.");
+    assert!(matches!(
+        payloads(&outs).last().map(|s| &s.kind),
+        Some(StreamKind::RunError { .. })
+    ));
+}
+
+#[test]
+fn malformed_lines_are_notices() {
+    let (outs, p) = parse("own/cursor/malformed-line.jsonl", true, 0);
+    let n = notices(&outs);
+    assert!(
+        n.contains(&"cursor: non-JSON stdout line".to_owned()),
+        "{n:?}"
+    );
+    assert!(
+        n.iter()
+            .any(|t| t.starts_with("cursor: malformed protocol line")),
+        "{n:?}"
+    );
+    assert_eq!(p.output, "Still here after the noise.");
+    assert!(p.failure.is_none() && p.checkpoint.is_some());
+}
+
+#[test]
+fn a_checkpoint_needs_the_results_session_id_and_a_clean_exit() {
+    // The session id of init alone is not enough: the result must carry it.
+    let l: Vec<String> = lines("own/cursor/success.jsonl")
+        .into_iter()
+        .map(|l| {
+            if l.contains(r#""type":"result""#) {
+                l.replace(
+                    r#","session_id":"5f2c9a1e-3b7d-4e08-9c61-2d4b8f0a7e13""#,
+                    "",
+                )
+            } else {
+                l
+            }
+        })
+        .collect();
+    let (_, p) = parse_lines("no session in result", &l, true, 0);
+    assert!(p.failure.is_none());
+    assert!(p.checkpoint.is_none(), "missing checkpoint");
+    // A successful result with a non-zero exit.
+    let (_, p) = parse("own/cursor/success.jsonl", true, 2);
+    assert!(p.checkpoint.is_none());
+}
+
+#[test]
+fn the_parser_survives_mutated_fixtures() {
+    let seeds: Vec<&str> = FIXTURES.iter().map(|(n, _)| *n).collect();
+    jsonl_common::fuzz(
+        &seeds,
+        CAP,
+        || CursorParser::new(true),
+        |p| p.finish(&exit(0)),
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The driver against the fake CLI.
+
+fn config(fixture_name: &str, opts: &[&str]) -> Config {
+    let mut fake: Vec<String> = vec![
+        "--fixture".into(),
+        fixture(fixture_name).display().to_string(),
+    ];
+    fake.extend(opts.iter().map(|s| (*s).to_owned()));
+    let mut cfg = Config {
+        command: fake_cli_binary().unwrap(),
+        ..Default::default()
+    };
+    cfg.env
+        .insert(OPTS_ENV.into(), serde_json::to_string(&fake).unwrap());
+    cfg
+}
+
+fn on_fake(fixture_name: &str, opts: &[&str]) -> cursor::CursorDriver {
+    cursor::driver(config(fixture_name, opts))
+}
+
+#[tokio::test]
+async fn conformance_on_every_fixture() {
+    for (name, code) in FIXTURES {
+        let expect = if code == 0 {
+            Expect::Success
+        } else {
+            Expect::Failure
+        };
+        let code = code.to_string();
+        let mut opts = vec!["--wait-stdin-eof", "--exit-code", &code];
+        if name.ends_with("exit-without-result.jsonl") {
+            opts.extend(["--stderr", "Error: connection to api2.cursor.sh lost"]);
+        }
+        let state = SessionState {
+            resume_id: "session-1".into(),
+            display_id: "session-1".into(),
+            data: [("cwd".to_owned(), "/repo".to_owned())].into(),
+        };
+        let report = test_driver(
+            || on_fake(name, &opts),
+            Options::new()
+                .session_state(state)
+                .session_keys(["cwd"])
+                .guard_keys(["cwd"])
+                .run(RunCase::new("streaming", "hi", true, expect))
+                .run(RunCase::new("batch", "hi", false, expect))
+                .run_timeout(jsonl_common::RUN_TIMEOUT),
+        )
+        .await;
+        report.assert_passed();
+    }
+}
+
+#[tokio::test]
+async fn success_through_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let (args, stdin) = (dir.path().join("args"), dir.path().join("stdin"));
+    let agent = Agent::new(on_fake(
+        "own/cursor/tool-call.jsonl",
+        &[
+            "--wait-stdin-eof",
+            "--args-out",
+            &args.display().to_string(),
+            "--record-stdin",
+            &stdin.display().to_string(),
+        ],
+    ));
+    let run = drain(&agent, "Summarize sales.csv into summary.txt.", |_, _| {}).await;
+    let result = run.outcome.as_ref().unwrap();
+    assert_eq!(
+        result.text,
+        "I'll read sales.csv first.Wrote summary.txt: total 200."
+    );
+    assert_eq!(result.provider, "cursor");
+    assert_eq!(
+        result
+            .checkpoint()
+            .unwrap()
+            .state
+            .as_ref()
+            .unwrap()
+            .resume_id,
+        "8e1b7c3d-0a4f-4d92-b6e5-7f3a2c1d9e04"
+    );
+    let tools: Vec<&str> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCall(c) if !c.name.is_empty() => Some(c.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tools, ["read", "write"]);
+    // The prompt went to stdin (then EOF), never to argv.
+    assert_eq!(
+        std::fs::read_to_string(&stdin).unwrap(),
+        "Summarize sales.csv into summary.txt.\n"
+    );
+    let argv = ArgsRecord::load(&args).unwrap().args;
+    assert_eq!(argv, ["-p", "--output-format", "stream-json", "--trust"]);
+}
+
+#[tokio::test]
+async fn force_model_and_resume_reach_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = dir.path().join("args");
+    let mut cfg = config(
+        "own/cursor/success.jsonl",
+        &["--args-out", &args.display().to_string()],
+    );
+    cfg.force = true;
+    cfg.model = Some("gpt-5".into());
+    let driver = cursor::driver(cfg);
+    let mut req = Request::new("run_resume00000000", "again");
+    req.streaming = true;
+    req.session = Some(SessionContext {
+        state: Some(SessionState {
+            resume_id: "5f2c9a1e-3b7d-4e08-9c61-2d4b8f0a7e13".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let trace = record_run(&driver, req, jsonl_common::RUN_TIMEOUT).await;
+    assert!(trace.response().unwrap().failure.is_none());
+    let argv = ArgsRecord::load(&args).unwrap().args;
+    assert!(argv.contains(&"--force".to_owned()));
+    assert!(argv.windows(2).any(|w| w == ["--model", "gpt-5"]));
+    assert!(
+        argv.windows(2)
+            .any(|w| w == ["--resume", "5f2c9a1e-3b7d-4e08-9c61-2d4b8f0a7e13"])
+    );
+}
+
+#[tokio::test]
+async fn an_error_result_is_a_run_error_with_its_text() {
+    let agent = Agent::new(on_fake(
+        "own/cursor/error-result.jsonl",
+        &["--exit-code", "1"],
+    ));
+    let run = drain(&agent, "hi", |_, _| {}).await;
+    let err = run.err();
+    assert_eq!(err.reason, FailureReason::AgentError);
+    assert!(
+        err.message.starts_with("You've hit your usage limit"),
+        "{}",
+        err.message
+    );
+}
+
+#[tokio::test]
+async fn an_exit_without_a_result_is_a_typed_failure_with_stderr() {
+    let agent = Agent::new(on_fake(
+        "own/cursor/exit-without-result.jsonl",
+        &[
+            "--exit-code",
+            "1",
+            "--stderr",
+            "Error: connection to api2.cursor.sh lost",
+        ],
+    ));
+    let run = drain(&agent, "Run the tests.", |_, _| {}).await;
+    let err = run.err();
+    assert_eq!(err.reason, FailureReason::AgentError);
+    assert!(
+        err.message.contains("without a result line"),
+        "{}",
+        err.message
+    );
+    let result = err.result.as_ref().unwrap();
+    assert!(result.checkpoint().is_none());
+    let failure = result
+        .transcript()
+        .iter()
+        .find(|i| i.kind == TranscriptKind::Failure)
+        .unwrap();
+    assert!(failure.text.contains("exit code 1"));
+    let stderr = result.raw().stderr.to_string_lossy().unwrap();
+    assert!(stderr.contains("api2.cursor.sh"));
+    // The driver's own failure keeps the end of stderr.
+    let driver = on_fake(
+        "own/cursor/exit-without-result.jsonl",
+        &[
+            "--exit-code",
+            "1",
+            "--stderr",
+            "Error: connection to api2.cursor.sh lost",
+        ],
+    );
+    let trace = record_run(
+        &driver,
+        Request::new("run_stderr0000000000", "hi"),
+        jsonl_common::RUN_TIMEOUT,
+    )
+    .await;
+    let failure = trace.response().unwrap().failure.clone().unwrap();
+    assert_eq!(
+        failure.metadata["stderr_tail"],
+        "Error: connection to api2.cursor.sh lost"
+    );
+    assert_eq!(failure.metadata["exit_code"], "1");
+}
+
+#[tokio::test]
+async fn malformed_lines_through_core() {
+    let run = drain(
+        &Agent::new(on_fake("own/cursor/malformed-line.jsonl", &[])),
+        "hi",
+        |_, _| {},
+    )
+    .await;
+    assert_eq!(
+        run.outcome.as_ref().unwrap().text,
+        "Still here after the noise."
+    );
+    let n = run.notices();
+    assert!(n.contains(&"cursor: non-JSON stdout line"), "{n:?}");
+}
+
+#[tokio::test]
+async fn a_missing_checkpoint_is_still_a_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let l: Vec<String> = lines("own/cursor/success.jsonl")
+        .into_iter()
+        .map(|l| {
+            l.replace(
+                r#","session_id":"5f2c9a1e-3b7d-4e08-9c61-2d4b8f0a7e13""#,
+                "",
+            )
+        })
+        .collect();
+    let path = jsonl_common::write_variant(dir.path(), "no-session", &l);
+    let run = drain(
+        &Agent::new(on_fake(&path.display().to_string(), &[])),
+        "hi",
+        |_, _| {},
+    )
+    .await;
+    let result = run.outcome.as_ref().unwrap();
+    assert_eq!(result.text, "Hello from Cursor.");
+    assert!(result.checkpoint().is_none());
+}
+
+#[tokio::test]
+async fn cancellation_stops_a_hanging_cli() {
+    let agent = Agent::new(on_fake(
+        "own/cursor/exit-without-result.jsonl",
+        &["--hang", "--ignore-sigterm"],
+    ));
+    let mut cancelled_at = None;
+    let run = drain(&agent, "hi", |e, stream| {
+        // The assistant message arrived; the CLI hangs without a result.
+        if cancelled_at.is_none()
+            && matches!(e, Event::Notice(n) if n.item.as_ref().is_some_and(|i| i.kind == TranscriptKind::Assistant))
+        {
+            cancelled_at = Some(Instant::now());
+            stream.cancel();
+        }
+    })
+    .await;
+    let took = cancelled_at.unwrap().elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "the run ended {took:?} after the cancel"
+    );
+    assert!(matches!(run.events.last(), Some(Event::RunFinished(_))));
+    assert_eq!(run.err().reason, FailureReason::Cancelled);
+}

@@ -1,0 +1,520 @@
+//! The scenarios of the real-CLI proof, one `async fn(&Cli)` each,
+//! run against either CLI by `real_cli_tests!`.
+
+use std::time::{Duration, Instant};
+
+use agent_adaptor_conformance::{
+    Expect, LiveRun, Options, Report, RunCase, record_run, test_driver, verify_trace,
+};
+use agent_adaptor_core::{Event, FailureReason, Phase, ProcessKind};
+use agent_adaptor_driver::{DecisionKind, Request, SessionContext, SessionState};
+use agent_adaptor_testkit::mock::{Reply, Script};
+use serde_json::{Value, json};
+
+use super::{Cli, Harness, RUN_TIMEOUT, Run, drain, result_text, tool_results_in};
+
+/// The bound: the CLI and its children are gone this soon after a
+/// cancel.
+const CANCEL_BOUND: Duration = Duration::from_secs(2);
+
+// ---------------------------------------------------------------------------
+// 1. Token-level streaming.
+
+/// A text answer streams as more than one content delta through core, over
+/// both transports, and the deltas and the final text are exactly the
+/// scripted answer.
+pub async fn streams_token_level_text(cli: &'static Cli) {
+    const KEYWORD: &str = "STREAMTEXT";
+    const TEXT: &str = "Token-level streaming from the mock, eight characters a delta.";
+    let h = Harness::start(
+        cli,
+        Script::new().on_prompt(KEYWORD, vec![Reply::Text(TEXT.into())]),
+    )
+    .await;
+    for (host_approvals, transport) in [(false, "one_shot"), (true, "control")] {
+        let agent = h.agent(h.config(host_approvals));
+        let run = drain(&agent, &format!("{KEYWORD}: say something"), |_, _| {}).await;
+        let result = run.ok(transport);
+        assert_eq!(run.transport(), transport);
+        let deltas = run.text_deltas();
+        assert!(
+            deltas.len() > 1,
+            "{} {transport}: one delta is not token-level streaming: {deltas:?}",
+            cli.recipe.name
+        );
+        assert_eq!(
+            deltas.concat(),
+            TEXT,
+            "{transport}: the deltas are the scripted text"
+        );
+        assert_eq!(result.text, TEXT, "{transport}");
+    }
+    let requests = h.model_requests(KEYWORD);
+    assert_eq!(requests.len(), 2, "one model request per run");
+    for request in requests {
+        assert_eq!(
+            request.json().unwrap()["stream"],
+            true,
+            "the CLI asked the model to stream"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 2. A real tool round trip.
+
+/// The read-only command: its output (`hi-from-tool`) is not in its text, so
+/// finding the output in the next model request proves the command ran.
+const READ_ONLY_COMMAND: &str = "printf '%s-%s\\n' hi from-tool";
+const TOOL_OUTPUT: &str = "hi-from-tool";
+
+/// The model calls the shell tool; the CLI runs the command for real and its
+/// output goes back to the model in the next request; the run's events hold
+/// the call and its result.
+pub async fn runs_a_tool_and_returns_its_result(cli: &'static Cli) {
+    const KEYWORD: &str = "RUNTOOL";
+    const FINAL: &str = "The tool ran.";
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        vec![
+            Reply::ToolCall {
+                name: cli.shell_tool.into(),
+                arguments: json!({"command": READ_ONLY_COMMAND}),
+            },
+            Reply::Text(FINAL.into()),
+        ],
+    );
+    let h = Harness::start(cli, script).await;
+    let mut cfg = h.config(false);
+    cfg.extra_args = cli
+        .allow_read_only
+        .iter()
+        .map(|a| (*a).to_owned())
+        .collect();
+    let run = drain(&h.agent(cfg), &format!("{KEYWORD} please"), |_, _| {}).await;
+    let result = run.ok("tool round trip");
+    assert_eq!(run.transport(), "one_shot");
+    assert_eq!(result.text, FINAL);
+
+    let back = tool_results_in(&h.request_after(KEYWORD, 1));
+    assert!(
+        back.iter().any(|t| t.contains(TOOL_OUTPUT)),
+        "{}: the second model request carries the command's output; tool results: {back:?}",
+        cli.recipe.name
+    );
+
+    let calls = run.tool_calls();
+    let (id, _) = *calls
+        .iter()
+        .find(|(_, name)| *name == cli.shell_tool)
+        .unwrap_or_else(|| {
+            panic!(
+                "no {} ToolCall: {calls:?}\n{}",
+                cli.shell_tool,
+                run.describe()
+            )
+        });
+    assert!(
+        run.tool_args(id).contains("from-tool"),
+        "the call's arguments: {}",
+        run.tool_args(id)
+    );
+    let tool_result = run.tool_result(id);
+    assert_eq!(tool_result["is_error"], false, "{tool_result}");
+    assert!(
+        result_text(tool_result).contains(TOOL_OUTPUT),
+        "the ToolResult holds the output: {tool_result}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 3. Approvals over the control transport.
+
+const TOUCH_COMMAND: &str = "touch made-by-tool.txt";
+const TOUCHED_FILE: &str = "made-by-tool.txt";
+
+/// The reason the host gives when it denies.
+const DENIAL: &str = "denied-by-the-test";
+
+/// What a `touch` run with host approvals left behind.
+struct Touch {
+    h: Harness,
+    run: Run,
+    /// How many approval requests reached the host.
+    approvals: usize,
+    /// The tool results the model got back in the follow-up request.
+    back: Vec<String>,
+}
+
+/// Runs a `touch` tool call with host approvals, approving or denying the
+/// one approval request.
+async fn touch_with_approval(cli: &'static Cli, approve: bool) -> Touch {
+    const KEYWORD: &str = "TOUCHFILE";
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        vec![
+            Reply::ToolCall {
+                name: cli.shell_tool.into(),
+                arguments: json!({"command": TOUCH_COMMAND}),
+            },
+            Reply::Text("Done touching.".into()),
+        ],
+    );
+    let h = Harness::start(cli, script).await;
+    let agent = h.agent(h.config(true));
+    let mut approvals = 0;
+    let run = drain(&agent, &format!("{KEYWORD} please"), |event, _| {
+        if let Event::ApprovalRequest(req) = event {
+            approvals += 1;
+            assert_eq!(req.kind, DecisionKind::Permission, "{req:?}");
+            let details = req.details.clone().unwrap_or_default();
+            assert_eq!(details["tool_name"], cli.shell_tool, "{details}");
+            assert_eq!(details["input"]["command"], TOUCH_COMMAND, "{details}");
+            let answered = if approve {
+                req.approve()
+            } else {
+                req.deny(DENIAL)
+            };
+            answered.expect("the approval is answerable once");
+        }
+    })
+    .await;
+    assert_eq!(run.transport(), "control", "{}", run.describe());
+    assert_eq!(approvals, 1, "one ApprovalRequest\n{}", run.describe());
+    let back = tool_results_in(&h.request_after(KEYWORD, 1));
+    Touch {
+        h,
+        run,
+        approvals,
+        back,
+    }
+}
+
+/// An approved tool call that changes the workspace really runs.
+pub async fn approval_approved_runs_the_tool(cli: &'static Cli) {
+    let Touch {
+        h, run, approvals, ..
+    } = touch_with_approval(cli, true).await;
+    assert_eq!(approvals, 1);
+    assert_eq!(run.ok("approved tool").text, "Done touching.");
+    assert!(
+        h.workspace().join(TOUCHED_FILE).exists(),
+        "{}: the approved command ran\n{}",
+        cli.recipe.name,
+        run.describe()
+    );
+    let (id, _) = run.tool_calls()[0];
+    assert_eq!(run.tool_result(id)["is_error"], false);
+}
+
+/// A denied tool call does not run, its result is an error, the model is
+/// told (with the host's reason when the CLI forwards it), and the run still
+/// ends: the model answers after the denial.
+pub async fn approval_denied_blocks_the_tool(cli: &'static Cli) {
+    let Touch {
+        h,
+        run,
+        approvals,
+        back,
+    } = touch_with_approval(cli, false).await;
+    assert_eq!(approvals, 1);
+    assert!(
+        matches!(run.events.last(), Some(Event::RunFinished(_))),
+        "the run ended\n{}",
+        run.describe()
+    );
+    assert_eq!(run.ok("denied tool").text, "Done touching.");
+    assert!(
+        !h.workspace().join(TOUCHED_FILE).exists(),
+        "{}: the denied command did not run",
+        cli.recipe.name
+    );
+    let (id, _) = run.tool_calls()[0];
+    let tool_result = run.tool_result(id);
+    assert_eq!(tool_result["is_error"], true, "{tool_result}");
+    let told = cli.fixed_denial_text.unwrap_or(DENIAL);
+    assert!(
+        back.iter().any(|t| t.contains(told)),
+        "{}: the model was told {told:?}; it got {back:?}",
+        cli.recipe.name
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 4. Resume.
+
+/// Run 1 (through core) leaves a valid checkpoint; run 2, made directly
+/// against the driver with that state, continues the same provider session:
+/// the model sees the first exchange, and the session id is kept.
+pub async fn resumes_the_session(cli: &'static Cli) {
+    const KEYWORD: &str = "REMEMBER";
+    const FIRST_PROMPT: &str = "REMEMBER the word zebra-7731";
+    const FIRST: &str = "first-answer-alpha";
+    const SECOND_PROMPT: &str = "Which word did I ask you to remember?";
+    const SECOND: &str = "second-answer-beta";
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        vec![Reply::Text(FIRST.into()), Reply::Text(SECOND.into())],
+    );
+    let h = Harness::start(cli, script).await;
+    let first = drain(&h.agent(h.config(false)), FIRST_PROMPT, |_, _| {}).await;
+    let result = first.ok("run 1");
+    assert_eq!(result.text, FIRST);
+    let checkpoint = result
+        .checkpoint()
+        .unwrap_or_else(|| panic!("run 1 has no valid checkpoint\n{}", first.describe()));
+    assert!(checkpoint.valid);
+    let state = checkpoint.state.clone().expect("a checkpoint state");
+    assert!(!state.resume_id.is_empty());
+
+    let driver = h.driver(h.config(false));
+    let mut request = Request::new("run_00000000000000b2", SECOND_PROMPT);
+    request.streaming = true;
+    request.session = Some(SessionContext {
+        state: Some(state.clone()),
+        ..Default::default()
+    });
+    let trace = record_run(&driver, request.clone(), RUN_TIMEOUT).await;
+    let mut report = Report::default();
+    verify_trace(
+        &driver,
+        &request,
+        &trace,
+        Expect::Success,
+        "resume",
+        &mut report,
+    );
+    report.assert_passed();
+    let response = trace.response().expect("run 2 returned a response");
+    assert_eq!(response.output, SECOND);
+    let resumed = response
+        .checkpoint
+        .as_ref()
+        .and_then(|c| c.state.as_ref())
+        .expect("run 2 has a checkpoint");
+    assert_eq!(
+        resumed.resume_id, state.resume_id,
+        "the resumed run keeps the session id"
+    );
+
+    let seen = h.request_after(KEYWORD, 1);
+    let body = String::from_utf8_lossy(&seen.body);
+    for earlier in ["zebra-7731", FIRST, SECOND_PROMPT] {
+        assert!(
+            body.contains(earlier),
+            "{}: run 2's model request holds {earlier:?}",
+            cli.recipe.name
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 5. A provider error.
+
+/// An HTTP 400 from the model ends in a RunError that carries the provider's
+/// own message.
+pub async fn http_400_is_a_run_error_with_the_providers_message(cli: &'static Cli) {
+    const KEYWORD: &str = "BADREQUEST";
+    // What the mock puts in the protocol's error body for a null body.
+    const PROVIDER_MESSAGE: &str = "mock http error 400: Bad Request";
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        vec![Reply::HttpError {
+            status: 400,
+            body: Value::Null,
+            retry_after: None,
+        }],
+    );
+    let h = Harness::start(cli, script).await;
+    let run = drain(
+        &h.agent(h.config(false)),
+        &format!("{KEYWORD} now"),
+        |_, _| {},
+    )
+    .await;
+    let err = match &run.outcome {
+        Ok(r) => panic!("a 400 succeeded with {:?}\n{}", r.text, run.describe()),
+        Err(e) => e.as_run_error().expect("a RunError").clone(),
+    };
+    assert_eq!(err.reason, FailureReason::AgentError, "{}", err.message);
+    assert!(
+        err.message.contains(PROVIDER_MESSAGE),
+        "{}: the message carries the provider's: {:?}",
+        cli.recipe.name,
+        err.message
+    );
+    assert!(
+        err.result
+            .as_ref()
+            .is_some_and(|r| r.checkpoint().is_none()),
+        "no checkpoint after a failure"
+    );
+    assert!(!h.model_requests(KEYWORD).is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// 6. Cancel mid-stream.
+
+/// The processes of group `pgid` that are still running (zombies excluded).
+fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // pid (comm) state ppid pgrp ...: comm may hold spaces and ')'.
+            let Some((_, rest)) = stat.rsplit_once(") ") else {
+                return false;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            fields.first() != Some(&"Z") && fields.get(2) == Some(&pgid.to_string().as_str())
+        })
+        .collect()
+}
+
+/// Polls group `pgid` from now until it has no running member or `deadline`
+/// passes; returns what is left and when it was last looked at.
+async fn watch_group(pgid: u32, deadline: Instant) -> (Vec<u32>, Instant) {
+    loop {
+        let left = group_members(pgid);
+        let now = Instant::now();
+        if left.is_empty() || now >= deadline {
+            return (left, now);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Cancelling after the first text delta stops the CLI and every other
+/// member of its process group within 2 s, and the run fails as cancelled.
+pub async fn cancel_mid_stream_kills_the_process_group(cli: &'static Cli) {
+    const KEYWORD: &str = "SLOWTEXT";
+    // 100 deltas, 200 ms apart: 20 s if nothing stops it.
+    let text = "0123456789abcdef".repeat(50);
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        vec![Reply::Slow {
+            text: text.clone(),
+            chunk_delay: Duration::from_millis(200),
+        }],
+    );
+    let h = Harness::start(cli, script).await;
+    let agent = h.agent(h.config(false));
+    let mut pid: Option<u32> = None;
+    let mut cancelled_at: Option<Instant> = None;
+    let mut members_at_cancel = Vec::new();
+    let mut watcher = None;
+    let run = drain(
+        &agent,
+        &format!("{KEYWORD} go"),
+        |event, stream| match event {
+            Event::ProcessInfo(p) if p.kind == ProcessKind::Spawn => {
+                pid = p.metadata.get("pid").and_then(|s| s.parse().ok());
+            }
+            Event::TextDelta(d) if d.phase == Phase::Content && cancelled_at.is_none() => {
+                // The process helper puts the CLI in a group of its own
+                // (pgid = pid): what runs in it now must be gone soon. The
+                // watch runs in real time, beside the rest of the drain.
+                let now = Instant::now();
+                if let Some(pgid) = pid {
+                    members_at_cancel = group_members(pgid);
+                    watcher = Some(tokio::spawn(watch_group(pgid, now + CANCEL_BOUND)));
+                }
+                cancelled_at = Some(now);
+                stream.cancel();
+            }
+            _ => {}
+        },
+    )
+    .await;
+    let cancelled_at = cancelled_at
+        .unwrap_or_else(|| panic!("no text delta arrived before the end\n{}", run.describe()));
+    let pid = pid.expect("the spawn event names the pid");
+    assert!(
+        members_at_cancel.contains(&pid),
+        "the CLI ran in process group {pid} when cancelled: {members_at_cancel:?}"
+    );
+    let (left, seen_at) = watcher
+        .expect("the group is watched from the cancel")
+        .await
+        .expect("the watch ends");
+    let gone_after = seen_at - cancelled_at;
+    assert!(
+        left.is_empty(),
+        "{}: processes {left:?} of group {pid} still ran {gone_after:?} after the cancel",
+        cli.recipe.name
+    );
+    let err = match &run.outcome {
+        Ok(r) => panic!("a cancelled run succeeded with {} chars", r.text.len()),
+        Err(e) => e.as_run_error().expect("a RunError"),
+    };
+    assert_eq!(err.reason, FailureReason::Cancelled, "{}", err.message);
+    assert!(
+        run.text_deltas().concat().len() < text.len(),
+        "the answer was cut short"
+    );
+    eprintln!(
+        "{}: process group of {} gone {gone_after:?} after the cancel",
+        cli.recipe.name,
+        members_at_cancel.len()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 7. The conformance suite.
+
+/// The whole conformance suite, with a live run and a streaming and a batch
+/// run case, on the real CLI over one transport.
+async fn conformance(cli: &'static Cli, host_approvals: bool) {
+    const KEYWORD: &str = "CONFORM";
+    const TEXT: &str = "Conformance answer from the mock.";
+    let h = Harness::start(
+        cli,
+        Script::new().on_prompt(KEYWORD, vec![Reply::Text(TEXT.into())]),
+    )
+    .await;
+    let state = SessionState {
+        resume_id: "session-1".into(),
+        display_id: "session-1".into(),
+        data: [("cwd".to_owned(), h.workspace().display().to_string())].into(),
+    };
+    let prompt = format!("{KEYWORD}: answer the suite");
+    let options = Options::new()
+        .session_state(state)
+        .session_keys(["cwd"])
+        .guard_keys(["cwd"])
+        .run(RunCase::new("streaming", &prompt, true, Expect::Success))
+        .run(RunCase::new("batch", &prompt, false, Expect::Success))
+        .run_timeout(RUN_TIMEOUT)
+        .live(LiveRun {
+            prompt: prompt.clone(),
+            expected_output: Some(TEXT.into()),
+            streaming: true,
+            timeout: RUN_TIMEOUT,
+        });
+    let report = test_driver(|| h.driver(h.config(host_approvals)), options).await;
+    report.assert_passed();
+    for clause in ["LIV-01", "LIV-02", "LIV-03"] {
+        assert!(report.passed(clause), "{clause} was judged\n{report}");
+    }
+    // The two cases and the live run really reached the mock.
+    let fresh = h
+        .model_requests(KEYWORD)
+        .iter()
+        .filter(|r| r.conversation().is_some_and(|c| c.assistant_turns == 0))
+        .count();
+    assert!(fresh >= 3, "{}", h.describe_requests());
+}
+
+/// Conformance over the one-shot transport (`-p`, the prompt on stdin).
+pub async fn conformance_one_shot(cli: &'static Cli) {
+    conformance(cli, false).await;
+}
+
+/// Conformance over the control transport (`--input-format stream-json`).
+pub async fn conformance_control(cli: &'static Cli) {
+    conformance(cli, true).await;
+}

@@ -1,0 +1,133 @@
+//! Mapping backend failures to [`StoreError`] without leaking secrets.
+
+use agent_adaptor_core::thread::StoreError;
+
+/// A `Backend` error for operation `op`, described from `e`.
+///
+/// The description never includes a connection string: configuration
+/// errors are reduced to their kind, and query errors only carry the
+/// database's own message and SQLSTATE.
+pub(crate) fn backend(op: &str, e: &sqlx::Error) -> StoreError {
+    StoreError::Backend(format!("{op}: {}", describe(e)))
+}
+
+/// A `Backend` error for operation `op` with a message of our own.
+pub(crate) fn backend_msg(op: &str, msg: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!("{op}: {msg}"))
+}
+
+fn describe(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => match db.code() {
+            Some(code) => format!("database error {code}: {}", db.message()),
+            None => format!("database error: {}", db.message()),
+        },
+        // A configuration error may quote the URL it failed to parse.
+        sqlx::Error::Configuration(_) => "invalid connection configuration".to_owned(),
+        sqlx::Error::Tls(_) => "TLS error".to_owned(),
+        sqlx::Error::PoolTimedOut => "timed out waiting for a pooled connection".to_owned(),
+        sqlx::Error::PoolClosed => "the connection pool is closed".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// The constraint a unique violation hit, if `e` is one.
+pub(crate) fn unique_violation(e: &sqlx::Error) -> Option<&str> {
+    match e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => {
+            Some(db.constraint().unwrap_or(""))
+        }
+        _ => None,
+    }
+}
+
+/// Commit `tx` when `outcome` is a success, roll it back (now, not
+/// later on drop) when it is a failure.
+pub(crate) async fn settle<DB: sqlx::Database, T>(
+    tx: sqlx::Transaction<'static, DB>,
+    op: &str,
+    outcome: Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    match outcome {
+        Ok(value) => {
+            tx.commit().await.map_err(|e| backend(op, &e))?;
+            Ok(value)
+        }
+        Err(e) => {
+            if let Err(rollback) = tx.rollback().await {
+                tracing::warn!(op, error = %backend(op, &rollback), "rollback failed");
+            }
+            Err(e)
+        }
+    }
+}
+
+/// `message` with every occurrence of the connection string `url`, its
+/// password, and the password's percent-decoded form replaced by `***`.
+pub(crate) fn scrub(message: &str, url: &str) -> String {
+    let mut out = message.replace(url, "***");
+    let query_password = url
+        .split_once('?')
+        .and_then(|(_, q)| q.split('&').find_map(|kv| kv.strip_prefix("password=")));
+    for password in url_password(url).into_iter().chain(query_password) {
+        for secret in [password.to_owned(), percent_decode(password)] {
+            if !secret.is_empty() {
+                out = out.replace(&secret, "***");
+            }
+        }
+    }
+    out
+}
+
+/// The password part of `scheme://user:password@host…`, as written.
+fn url_password(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    let (_, password) = userinfo.split_once(':')?;
+    Some(password)
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                let v = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
+                out.push(u8::try_from(v).unwrap_or(b'?'));
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrub_removes_the_url_and_the_password_in_both_forms() {
+        let url = "postgres://app:s3cr%40t@db.internal:5432/threads";
+        let msg = format!("failed to connect to {url}: password s3cr@t rejected (s3cr%40t)");
+        let out = scrub(&msg, url);
+        assert!(!out.contains("s3cr"), "{out}");
+        assert!(!out.contains("db.internal"), "{out}");
+        let url = "postgres://h/db?user=app&password=hunter2";
+        assert!(!scrub("auth failed for hunter2", url).contains("hunter2"));
+    }
+
+    #[test]
+    fn url_password_handles_urls_without_one() {
+        assert_eq!(url_password("postgres://app@h/db"), None);
+        assert_eq!(url_password("postgres://h/db"), None);
+        assert_eq!(url_password("postgres://a:b@h/db?x=@"), Some("b"));
+    }
+}

@@ -1,0 +1,513 @@
+//! [`SqliteStore`]: the embedded default store, one SQLite file in WAL mode.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_adaptor_core::driver::async_trait;
+use agent_adaptor_core::thread::{
+    FinalizeRequest, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
+};
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
+use sqlx::{Row, Sqlite, Transaction};
+
+use crate::error::{backend, backend_msg, settle};
+use crate::record::{
+    decode_params, encode_params, new_token, parse_status, sql_statements, status_str, ttl_micros,
+};
+
+/// The embedded migrations, in order: (version, SQL).
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/sqlite/0001_threads.sql"))];
+
+const RECORD_COLUMNS: &str = "id, key, status, driver_type, fingerprint, codec, params, \
+                              previous_id, created_at, updated_at";
+
+/// How hard SQLite works to keep a committed finalize across a power loss.
+///
+/// Both settings keep the file consistent when a *process* crashes (the
+/// WAL holds every committed transaction); they differ only on power loss
+/// or an operating-system crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// `synchronous = FULL`: the WAL is synced on every commit; a committed
+    /// finalize survives a power loss. The default.
+    #[default]
+    Full,
+    /// `synchronous = NORMAL`: faster commits; the last transactions before
+    /// a power loss may be rolled back (the file stays consistent).
+    Normal,
+}
+
+/// How [`SqliteStore::open_with`] opens a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqliteConfig {
+    /// Sync policy (default [`Durability::Full`]).
+    pub durability: Durability,
+    /// Connections in this process's pool (default 4, at least 1).
+    pub max_connections: u32,
+    /// How long a statement waits for another connection's or process's
+    /// write lock before failing (default 5 s).
+    pub busy_timeout: Duration,
+}
+
+impl Default for SqliteConfig {
+    fn default() -> Self {
+        SqliteConfig {
+            durability: Durability::Full,
+            max_connections: 4,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A [`ThreadStore`] in one SQLite file (WAL mode), safe to share between
+/// several processes: every lease check and finalize runs in a
+/// `BEGIN IMMEDIATE` transaction.
+///
+/// Schema (`migrations/sqlite/`): `agent_adaptor_thread_records` (one row
+/// per record; a partial unique index allows one active record per key),
+/// `agent_adaptor_thread_leases` (target, owner, token, expiry in UTC
+/// microseconds) and `agent_adaptor_schema_migrations`.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    location: Option<PathBuf>,
+    /// Queues this process's writers in front of `BEGIN IMMEDIATE`. Not a
+    /// correctness device (the database lock is, across processes too): it
+    /// spares our own connections SQLite's busy-handler sleeps, which cost
+    /// most of the throughput with several concurrent writers.
+    write_gate: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("SqliteStore");
+        match &self.location {
+            Some(path) => d.field("path", path),
+            None => d.field("path", &":memory:"),
+        };
+        d.finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Open (creating if missing) the store at `path` with the default
+    /// [`SqliteConfig`], and apply pending migrations.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, SqliteConfig::default()).await
+    }
+
+    /// Open the store at `path` with `config`, and apply pending migrations.
+    pub async fn open_with(
+        path: impl AsRef<Path>,
+        config: SqliteConfig,
+    ) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let synchronous = match config.durability {
+            Durability::Full => SqliteSynchronous::Full,
+            Durability::Normal => SqliteSynchronous::Normal,
+        };
+        // The journal mode is not a per-connection pragma here: WAL is a
+        // property of the file, switched on once below (switching needs an
+        // exclusive lock, which concurrent openers must not fight over).
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .synchronous(synchronous)
+            .busy_timeout(config.busy_timeout);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(config.max_connections.max(1))
+            .connect_with(options)
+            .await
+            .map_err(|e| backend("sqlite open", &e))?;
+        let store = SqliteStore {
+            pool,
+            location: Some(path),
+            write_gate: Arc::default(),
+        };
+        store.enable_wal(config.busy_timeout).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// A private in-memory database (one connection, gone when dropped):
+    /// for tests and throwaway hosts.
+    pub async fn open_in_memory() -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::new().in_memory(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .map_err(|e| backend("sqlite open", &e))?;
+        let store = SqliteStore {
+            pool,
+            location: None,
+            write_gate: Arc::default(),
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// The file this store was opened on (`None` in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.location.as_deref()
+    }
+
+    /// Every record of `key`, active and archived, oldest first (for
+    /// audits and tests). A record that does not decode is an error.
+    pub async fn records(&self, key: &str) -> Result<Vec<ThreadRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {RECORD_COLUMNS} FROM agent_adaptor_thread_records WHERE key = ?1 ORDER BY seq"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(key)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| backend("sqlite records", &e))?;
+        rows.iter().map(decode).collect()
+    }
+
+    /// Run SQLite's `PRAGMA integrity_check`; `Ok` when the file is sound.
+    pub async fn integrity_check(&self) -> Result<(), StoreError> {
+        let rows: Vec<String> = sqlx::query_scalar("PRAGMA integrity_check")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| backend("sqlite integrity_check", &e))?;
+        if rows.len() == 1 && rows[0] == "ok" {
+            Ok(())
+        } else {
+            Err(backend_msg("sqlite integrity_check", rows.join("; ")))
+        }
+    }
+
+    /// Close the pool, waiting for connections to finish.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn begin(&self, op: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| backend(op, &e))
+    }
+
+    /// Put the file in WAL mode (persistent), retrying while another
+    /// connection or process holds a lock, for up to `patience`.
+    async fn enable_wal(&self, patience: Duration) -> Result<(), StoreError> {
+        const OP: &str = "sqlite enable WAL";
+        let started = std::time::Instant::now();
+        loop {
+            let attempt: Result<String, sqlx::Error> =
+                sqlx::query_scalar("PRAGMA journal_mode = WAL")
+                    .fetch_one(&self.pool)
+                    .await;
+            match attempt {
+                Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+                Ok(mode) => {
+                    return Err(backend_msg(OP, format!("journal mode stayed {mode:?}")));
+                }
+                Err(e) if is_busy(&e) && started.elapsed() < patience => {
+                    let pause = 5 + rand::random::<u64>() % 20;
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                }
+                Err(e) => return Err(backend(OP, &e)),
+            }
+        }
+    }
+
+    /// Apply pending migrations in one `BEGIN IMMEDIATE` transaction.
+    /// (Statements run one by one through `query`: `raw_sql`'s executor
+    /// bounds would make `open`'s future unspawnable.)
+    async fn migrate(&self) -> Result<(), StoreError> {
+        const OP: &str = "sqlite migrate";
+        let err = |e: sqlx::Error| backend(OP, &e);
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS agent_adaptor_schema_migrations \
+             (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT",
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        let current: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(MAX(version), 0) FROM agent_adaptor_schema_migrations",
+        )
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(err)?;
+        let latest = MIGRATIONS.last().map_or(0, |m| m.0);
+        if current > latest {
+            return Err(backend_msg(
+                OP,
+                format!("schema version {current} is newer than this build supports ({latest})"),
+            ));
+        }
+        for &(version, sql) in MIGRATIONS {
+            if version <= current {
+                continue;
+            }
+            for statement in sql_statements(sql) {
+                sqlx::query(statement)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err)?;
+            }
+            sqlx::query(
+                "INSERT INTO agent_adaptor_schema_migrations (version, applied_at) VALUES (?1, ?2)",
+            )
+            .bind(version)
+            .bind(Utc::now().timestamp_micros())
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)
+    }
+}
+
+/// SQLITE_BUSY or SQLITE_LOCKED (any extended code).
+fn is_busy(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db
+            .code()
+            .and_then(|c| c.parse::<i32>().ok())
+            .is_some_and(|c| matches!(c & 0xff, 5 | 6)),
+        _ => false,
+    }
+}
+
+fn time(id: &str, micros: i64) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::from_timestamp_micros(micros).ok_or_else(|| {
+        backend_msg(
+            "sqlite decode",
+            format!("{id}: timestamp {micros} out of range"),
+        )
+    })
+}
+
+fn decode(row: &SqliteRow) -> Result<ThreadRecord, StoreError> {
+    let err = |e: sqlx::Error| backend("sqlite decode record", &e);
+    let id: String = row.try_get("id").map_err(err)?;
+    let status: String = row.try_get("status").map_err(err)?;
+    let params: String = row.try_get("params").map_err(err)?;
+    Ok(ThreadRecord {
+        key: row.try_get("key").map_err(err)?,
+        status: parse_status(&id, &status)?,
+        driver_type: row.try_get("driver_type").map_err(err)?,
+        fingerprint: row.try_get("fingerprint").map_err(err)?,
+        codec: row.try_get("codec").map_err(err)?,
+        params: decode_params(&id, &params)?,
+        previous_id: row.try_get("previous_id").map_err(err)?,
+        created_at: time(&id, row.try_get("created_at").map_err(err)?)?,
+        updated_at: time(&id, row.try_get("updated_at").map_err(err)?)?,
+        id,
+    })
+}
+
+fn decode_lease(row: &SqliteRow) -> Result<Lease, StoreError> {
+    let err = |e: sqlx::Error| backend("sqlite decode lease", &e);
+    let target: String = row.try_get("target").map_err(err)?;
+    let expires_at = time(&target, row.try_get("expires_at").map_err(err)?)?;
+    Ok(Lease {
+        owner: row.try_get("owner").map_err(err)?,
+        token: row.try_get("token").map_err(err)?,
+        expires_at,
+        target,
+    })
+}
+
+fn now_micros() -> i64 {
+    Utc::now().timestamp_micros()
+}
+
+#[async_trait]
+impl ThreadStore for SqliteStore {
+    async fn resolve(
+        &self,
+        key: &str,
+        include_archived: bool,
+    ) -> Result<Option<ThreadRecord>, StoreError> {
+        // One statement is one consistent snapshot; active wins, then the
+        // newest archived record when asked for.
+        let sql = format!(
+            "SELECT {RECORD_COLUMNS} FROM agent_adaptor_thread_records \
+             WHERE key = ?1 AND (status = 'active' OR ?2) \
+             ORDER BY (status = 'active') DESC, seq DESC LIMIT 1"
+        );
+        let row = sqlx::query(&sql)
+            .bind(key)
+            .bind(include_archived)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| backend("sqlite resolve", &e))?;
+        row.as_ref().map(decode).transpose()
+    }
+
+    async fn acquire_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError> {
+        const OP: &str = "sqlite acquire_lease";
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let now = now_micros();
+        let row = sqlx::query(
+            "INSERT INTO agent_adaptor_thread_leases (target, owner, token, expires_at) \
+             VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, \
+                 token = excluded.token, expires_at = excluded.expires_at \
+             WHERE agent_adaptor_thread_leases.owner = excluded.owner \
+                OR agent_adaptor_thread_leases.expires_at <= ?5 \
+             RETURNING target, owner, token, expires_at",
+        )
+        .bind(target)
+        .bind(owner)
+        .bind(new_token())
+        .bind(now.saturating_add(ttl_micros(ttl)))
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        let outcome = match row {
+            Some(row) => decode_lease(&row),
+            None => Err(StoreError::Busy {
+                target: target.to_owned(),
+            }),
+        };
+        settle(tx, OP, outcome).await
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
+        const OP: &str = "sqlite renew_lease";
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let now = now_micros();
+        let row = sqlx::query(
+            "UPDATE agent_adaptor_thread_leases SET expires_at = ?4 \
+             WHERE target = ?1 AND owner = ?2 AND token = ?3 AND expires_at > ?5 \
+             RETURNING target, owner, token, expires_at",
+        )
+        .bind(&lease.target)
+        .bind(&lease.owner)
+        .bind(&lease.token)
+        .bind(now.saturating_add(ttl_micros(ttl)))
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        let outcome = match row {
+            Some(row) => decode_lease(&row),
+            None => Err(StoreError::LeaseLost {
+                target: lease.target.clone(),
+            }),
+        };
+        settle(tx, OP, outcome).await
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        const OP: &str = "sqlite release_lease";
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let outcome =
+            sqlx::query("DELETE FROM agent_adaptor_thread_leases WHERE target = ?1 AND token = ?2")
+                .bind(&lease.target)
+                .bind(&lease.token)
+                .execute(&mut *tx)
+                .await
+                .map(|_| ())
+                .map_err(|e| backend(OP, &e));
+        settle(tx, OP, outcome).await
+    }
+
+    async fn finalize(&self, request: FinalizeRequest) -> Result<ThreadRecord, StoreError> {
+        const OP: &str = "sqlite finalize";
+        let params = encode_params(&request.record.params)?;
+        // The write lock is held from BEGIN IMMEDIATE to commit: no other
+        // connection or process can take the lease over or touch the key
+        // meanwhile.
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let outcome = finalize_in(&mut tx, &request, params).await;
+        settle(tx, OP, outcome).await
+    }
+}
+
+/// The body of `finalize`, inside the write transaction.
+async fn finalize_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    request: &FinalizeRequest,
+    params: String,
+) -> Result<ThreadRecord, StoreError> {
+    let err = |e: sqlx::Error| backend("sqlite finalize", &e);
+    let now = now_micros();
+    let lease = &request.lease;
+    let held: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM agent_adaptor_thread_leases \
+         WHERE target = ?1 AND owner = ?2 AND token = ?3 AND expires_at > ?4",
+    )
+    .bind(&lease.target)
+    .bind(&lease.owner)
+    .bind(&lease.token)
+    .bind(now)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(err)?;
+    if held.is_none() {
+        return Err(StoreError::LeaseLost {
+            target: lease.target.clone(),
+        });
+    }
+    let record = &request.record;
+    if request.require_key_absent {
+        let occupied: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM agent_adaptor_thread_records WHERE key = ?1 AND status = 'active'",
+        )
+        .bind(&record.key)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(err)?;
+        if occupied.is_some() {
+            return Err(StoreError::AlreadyExists {
+                key: record.key.clone(),
+            });
+        }
+    }
+    sqlx::query(
+        "UPDATE agent_adaptor_thread_records SET status = 'archived', updated_at = ?2 \
+         WHERE key = ?1 AND status = 'active'",
+    )
+    .bind(&record.key)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(err)?;
+    let sql = format!(
+        "INSERT INTO agent_adaptor_thread_records ({RECORD_COLUMNS}) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING {RECORD_COLUMNS}"
+    );
+    let row = sqlx::query(&sql)
+        .bind(&record.id)
+        .bind(&record.key)
+        .bind(status_str(RecordStatus::Active))
+        .bind(&record.driver_type)
+        .bind(&record.fingerprint)
+        .bind(&record.codec)
+        .bind(params)
+        .bind(&record.previous_id)
+        .bind(record.created_at.timestamp_micros())
+        .bind(now)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(err)?;
+    decode(&row)
+}
