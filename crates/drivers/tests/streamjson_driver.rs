@@ -330,3 +330,74 @@ fn resume_support_is_declared_truthfully() {
     assert_ne!(a, b, "the fingerprint covers the model");
     let _ = StandardSessionCodec::new("claude");
 }
+
+/// The control transport's own contract paths (spec §12: one transport does
+/// not vouch for the other): conformance, non-zero exit, missing terminal,
+/// cancellation.
+fn control_on(fixture: &str, opts: &str) -> StreamJsonDriver {
+    let mut cfg = fake(claude::config(), fixture, opts);
+    cfg.host_approvals = true;
+    claude::driver(cfg)
+}
+
+const CONTROL: &str = "claude/control-can-use-tool-allow.transcript";
+
+#[tokio::test]
+async fn control_transport_conformance() {
+    let report = test_driver(
+        || control_on(CONTROL, "--stdin-check type"),
+        suite_options(Expect::Success, Expect::Success),
+    )
+    .await;
+    report.assert_passed();
+    assert!(
+        report.passed("EVT-01") && report.passed("RUN-04"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn control_transport_non_zero_exit_fails() {
+    let agent = Agent::new(control_on(CONTROL, "--stdin-check type --exit-code 1"));
+    let (_, outcome) = drain(&agent, "RUNTOOL TOUCH please").await;
+    let err = outcome.unwrap_err();
+    let run = err.as_run_error().unwrap();
+    assert_eq!(run.reason, FailureReason::AgentError);
+    assert!(run.result.as_ref().unwrap().checkpoint().is_none());
+}
+
+#[tokio::test]
+async fn control_transport_missing_terminal_fails() {
+    // Stop after the tool ran, before the result line.
+    let agent = Agent::new(control_on(CONTROL, "--stdin-check type --truncate-after 8"));
+    let (events, outcome) = drain(&agent, "RUNTOOL TOUCH please").await;
+    assert!(matches!(events.last(), Some(Event::RunFinished(_))));
+    let err = outcome.unwrap_err();
+    let run = err.as_run_error().unwrap();
+    assert!(
+        run.message.contains("without a result line"),
+        "{}",
+        run.message
+    );
+    assert!(run.result.as_ref().unwrap().checkpoint().is_none());
+}
+
+#[tokio::test]
+async fn control_transport_cancellation_stops_the_cli() {
+    let agent = Agent::new(control_on(
+        CONTROL,
+        "--stdin-check type --hang --ignore-sigterm",
+    ));
+    let mut stream = agent.stream("RUNTOOL TOUCH please");
+    while let Some(ev) = stream.next().await {
+        if let Event::ApprovalRequest(req) = &ev {
+            req.approve().unwrap();
+        }
+        if matches!(&ev, Event::Notice(n) if n.item.as_ref().is_some_and(|i| i.kind == agent_adaptor_driver::TranscriptKind::Result))
+        {
+            stream.cancel();
+        }
+    }
+    let err = stream.result().await.unwrap_err();
+    assert_eq!(err.as_run_error().unwrap().reason, FailureReason::Cancelled);
+}
