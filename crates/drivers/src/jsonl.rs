@@ -335,3 +335,77 @@ mod tests {
         assert_eq!(out.len(), 2, "run.started, then the custom payload");
     }
 }
+
+/// Every layer a one-shot JSONL parser forms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    /// The final assistant-facing text.
+    pub output: String,
+    /// The terminal line, exactly.
+    pub terminal: Option<agent_adaptor_driver::TerminalPayload>,
+    /// Every transcript item, in emission order.
+    pub transcript: Vec<TranscriptItem>,
+    /// Usage the CLI reported.
+    pub usage: Option<agent_adaptor_driver::Usage>,
+    /// Valid after a successful terminal line with a session id and a clean exit.
+    pub checkpoint: Option<Checkpoint>,
+    /// The failure, when the run failed or never ended.
+    pub failure: Option<RunFailure>,
+    /// The model the CLI named.
+    pub model: Option<String>,
+}
+
+/// A one-shot JSONL parser: lines in, then every layer at the end.
+pub trait OneShotParser: crate::pump::LineProtocol {
+    /// End of stdout: end the run if the CLI never did, form every layer.
+    fn finish(&mut self, exit: &Exit) -> (Vec<Out>, Parsed);
+}
+
+/// Who runs: the names and the model fallback of one one-shot run.
+#[derive(Debug, Clone, Copy)]
+pub struct Runner<'a> {
+    /// Shown in the spawn notice (e.g. "Gemini CLI").
+    pub display_name: &'a str,
+    /// `Response::provider`.
+    pub provider: &'a str,
+    /// The model when the CLI names none.
+    pub model: Option<&'a str>,
+}
+
+/// Run one one-shot CLI to its end and form the response: the one loop the
+/// JSONL drivers share.
+pub async fn run_one_shot(
+    who: Runner<'_>,
+    spec: OneShot<'_>,
+    ctx: &agent_adaptor_driver::RunContext,
+    sink: &dyn agent_adaptor_driver::EventSink,
+    parser: &mut dyn OneShotParser,
+) -> Result<agent_adaptor_driver::Response, agent_adaptor_driver::DriverError> {
+    let cmd = one_shot_command(spec);
+    let finished = crate::pump::run(who.display_name, &cmd, ctx, sink, parser, None, &[]).await?;
+    let exit = Exit::of(&finished, parser.terminated());
+    let (tail, parsed) = parser.finish(&exit);
+    for out in tail {
+        crate::pump::deliver(out, sink, &mut None, &mut None).await?;
+    }
+    let mut resp = agent_adaptor_driver::Response {
+        output: parsed.output,
+        raw: agent_adaptor_driver::RawStreams {
+            stdout: finished.stdout.clone(),
+            stderr: finished.stderr.clone(),
+            terminal: parsed.terminal,
+        },
+        transcript: parsed.transcript,
+        usage: parsed.usage,
+        checkpoint: with_cwd(parsed.checkpoint, spec.cwd),
+        failure: parsed.failure,
+        provider: who.provider.to_owned(),
+        model: parsed
+            .model
+            .or_else(|| who.model.map(str::to_owned))
+            .unwrap_or_default(),
+        ..Default::default()
+    };
+    finished.exit.apply_to(&mut resp);
+    Ok(resp)
+}

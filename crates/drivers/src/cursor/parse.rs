@@ -26,24 +26,7 @@ use crate::jsonl::{Emitter, Exit, missing_terminal};
 use crate::pump::{LineProtocol, Out};
 
 /// Every layer the parse formed.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CursorParsed {
-    /// The final text: `result.result` of a successful run, else the
-    /// assistant messages concatenated.
-    pub output: String,
-    /// The `result` line, exactly.
-    pub terminal: Option<TerminalPayload>,
-    /// Every transcript item, in emission order.
-    pub transcript: Vec<TranscriptItem>,
-    /// `result.usage`, when the CLI reported it.
-    pub usage: Option<Usage>,
-    /// Valid after a successful `result` with a session id and a clean exit.
-    pub checkpoint: Option<Checkpoint>,
-    /// The failure, when the run failed or never ended.
-    pub failure: Option<RunFailure>,
-    /// The model `system/init` named.
-    pub model: Option<String>,
-}
+pub type CursorParsed = crate::jsonl::Parsed;
 
 #[derive(Debug)]
 struct Terminal {
@@ -456,5 +439,11 @@ fn text_of(v: &Value) -> String {
             v.to_string()
         }
         other => other.to_string(),
+    }
+}
+
+impl crate::jsonl::OneShotParser for CursorParser {
+    fn finish(&mut self, exit: &Exit) -> (Vec<Out>, CursorParsed) {
+        CursorParser::finish(self, exit)
     }
 }

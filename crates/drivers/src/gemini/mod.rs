@@ -27,14 +27,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, RawStreams, Request,
-    Response, RunContext, SessionCodec, StandardSessionCodec, StreamCapability, async_trait,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, Request, Response,
+    RunContext, SessionCodec, StandardSessionCodec, StreamCapability, async_trait,
     canonical_session_config_fingerprint,
 };
 use serde::Serialize;
 
-use crate::jsonl::{self, Exit, OneShot};
-use crate::pump::{self, LineProtocol};
+use crate::jsonl::{self, OneShot};
 use parse::GeminiParser;
 
 /// The most prompt bytes Gemini CLI reads from stdin (it truncates the rest).
@@ -210,7 +209,7 @@ impl Driver for GeminiDriver {
         }
         let cwd = req.workspace.clone().or_else(|| cfg.cwd.clone());
         let args = argv::argv(cfg, &req);
-        let cmd = jsonl::one_shot_command(OneShot {
+        let spec = OneShot {
             program: &cfg.command,
             args: &args,
             env: &cfg.env,
@@ -218,35 +217,14 @@ impl Driver for GeminiDriver {
             cwd: cwd.as_deref(),
             prompt: &req.prompt,
             cancel_grace: cfg.cancel_grace,
-        });
-        let mut parser = GeminiParser::new(req.streaming);
-        let finished = pump::run("Gemini CLI", &cmd, &ctx, sink, &mut parser, None, &[]).await?;
-        let exit = Exit::of(&finished, parser.terminated());
-        let (tail, parsed) = parser.finish(&exit);
-        for out in tail {
-            pump::deliver(out, sink, &mut None, &mut None).await?;
-        }
-        let mut resp = Response {
-            output: parsed.output,
-            raw: RawStreams {
-                stdout: finished.stdout.clone(),
-                stderr: finished.stderr.clone(),
-                terminal: parsed.terminal,
-            },
-            transcript: parsed.transcript,
-            usage: parsed.usage,
-            checkpoint: jsonl::with_cwd(parsed.checkpoint, cwd.as_deref()),
-            failure: parsed.failure,
-            provider: "gemini".into(),
-            model: parsed
-                .model
-                .or_else(|| req.model_override.clone())
-                .or_else(|| cfg.model.clone())
-                .unwrap_or_default(),
-            ..Default::default()
         };
-        finished.exit.apply_to(&mut resp);
-        Ok(resp)
+        let who = jsonl::Runner {
+            display_name: "Gemini CLI",
+            provider: "gemini",
+            model: req.model_override.as_deref().or(cfg.model.as_deref()),
+        };
+        let mut parser = GeminiParser::new(req.streaming);
+        jsonl::run_one_shot(who, spec, &ctx, sink, &mut parser).await
     }
 }
 

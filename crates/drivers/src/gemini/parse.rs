@@ -28,24 +28,7 @@ use crate::jsonl::{Emitter, Exit, missing_terminal};
 use crate::pump::{LineProtocol, Out};
 
 /// Every layer the parse formed.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GeminiParsed {
-    /// The final answer: the text of the last assistant message (what
-    /// `gemini -o json` reports as `response`).
-    pub output: String,
-    /// The `result` line, exactly.
-    pub terminal: Option<TerminalPayload>,
-    /// Every transcript item, in emission order.
-    pub transcript: Vec<TranscriptItem>,
-    /// `result.stats` of this invocation.
-    pub usage: Option<Usage>,
-    /// Valid after a successful `result`, a session id and a clean exit.
-    pub checkpoint: Option<Checkpoint>,
-    /// The failure, when the run failed or never ended.
-    pub failure: Option<RunFailure>,
-    /// The model `init` named.
-    pub model: Option<String>,
-}
+pub type GeminiParsed = crate::jsonl::Parsed;
 
 #[derive(Debug)]
 struct Segment {
@@ -431,6 +414,12 @@ pub fn readable(message: &str) -> Option<String> {
         m
     };
     (!text.is_empty()).then(|| text.to_owned())
+}
+
+impl crate::jsonl::OneShotParser for GeminiParser {
+    fn finish(&mut self, exit: &Exit) -> (Vec<Out>, GeminiParsed) {
+        GeminiParser::finish(self, exit)
+    }
 }
 
 #[cfg(test)]
