@@ -19,10 +19,9 @@ use agent_adaptor_driver::{
 };
 use agent_adaptor_drivers::cursor::parse::{CursorParsed, CursorParser};
 use agent_adaptor_drivers::cursor::{self, Config};
-use agent_adaptor_drivers::jsonl::Exit;
 use agent_adaptor_drivers::pump::Out;
 use agent_adaptor_testkit::replay::{ArgsRecord, OPTS_ENV, fake_cli_binary};
-use jsonl_common::{drain, feed, fixture, judge, lines, notices, payloads};
+use jsonl_common::{drain, exit, fixture, lines, notices, parse_with, payloads};
 
 /// All false: coarse lifecycles only.
 const CAP: StreamCapability = StreamCapability {
@@ -43,24 +42,20 @@ const FIXTURES: [(&str, i32); 6] = [
     ("own/cursor/third-party-shapes.jsonl", 0),
 ];
 
-fn exit(code: i32) -> Exit {
-    Exit {
-        code: Some(code),
-        ..Default::default()
-    }
-}
-
 fn parse_lines(
     what: &str,
     lines: &[String],
     streaming: bool,
     code: i32,
 ) -> (Vec<Out>, CursorParsed) {
-    let (outs, parsed) = feed(&mut CursorParser::new(streaming), lines, |p| {
-        p.finish(&exit(code))
-    });
-    judge(what, &outs, CAP, streaming, &parsed.transcript);
-    (outs, parsed)
+    parse_with(
+        &mut CursorParser::new(streaming),
+        what,
+        lines,
+        CAP,
+        streaming,
+        code,
+    )
 }
 
 fn parse(name: &str, streaming: bool, code: i32) -> (Vec<Out>, CursorParsed) {

@@ -18,10 +18,9 @@ use agent_adaptor_driver::{
 };
 use agent_adaptor_drivers::gemini::parse::{GeminiParsed, GeminiParser};
 use agent_adaptor_drivers::gemini::{self, ApprovalMode};
-use agent_adaptor_drivers::jsonl::Exit;
 use agent_adaptor_drivers::pump::Out;
 use agent_adaptor_testkit::replay::{ArgsRecord, OPTS_ENV, fake_cli_binary};
-use jsonl_common::{drain, feed, fixture, judge, lines, notices, payloads, text_deltas};
+use jsonl_common::{drain, exit, feed, fixture, lines, notices, parse_with, payloads, text_deltas};
 
 const CAP: StreamCapability = StreamCapability {
     native: true,
@@ -43,24 +42,20 @@ const CAPTURES: [(&str, i32); 8] = [
     ("own/gemini/stream-empty-response.jsonl", 0),
 ];
 
-fn exit(code: i32) -> Exit {
-    Exit {
-        code: Some(code),
-        ..Default::default()
-    }
-}
-
 fn parse_lines(
     what: &str,
     lines: &[String],
     streaming: bool,
     code: i32,
 ) -> (Vec<Out>, GeminiParsed) {
-    let (outs, parsed) = feed(&mut GeminiParser::new(streaming), lines, |p| {
-        p.finish(&exit(code))
-    });
-    judge(what, &outs, CAP, streaming, &parsed.transcript);
-    (outs, parsed)
+    parse_with(
+        &mut GeminiParser::new(streaming),
+        what,
+        lines,
+        CAP,
+        streaming,
+        code,
+    )
 }
 
 fn parse(name: &str, streaming: bool, code: i32) -> (Vec<Out>, GeminiParsed) {
@@ -252,7 +247,7 @@ fn a_checkpoint_needs_a_session_id_a_success_and_a_clean_exit() {
         &mut GeminiParser::new(true),
         &lines("gemini/stream-basic.jsonl"),
         |p| {
-            p.finish(&Exit {
+            p.finish(&agent_adaptor_drivers::jsonl::Exit {
                 code: None,
                 signaled: true,
                 stderr_tail: None,

@@ -216,3 +216,25 @@ pub async fn drain(
     let outcome = stream.result().await;
     Run { events, outcome }
 }
+
+/// A clean process end with `code`.
+pub fn exit(code: i32) -> agent_adaptor_drivers::jsonl::Exit {
+    agent_adaptor_drivers::jsonl::Exit {
+        code: Some(code),
+        ..Default::default()
+    }
+}
+
+/// Parse `lines` with a fresh parser, judge the contract, return the layers.
+pub fn parse_with<P: agent_adaptor_drivers::jsonl::OneShotParser>(
+    parser: &mut P,
+    what: &str,
+    lines: &[String],
+    cap: StreamCapability,
+    streaming: bool,
+    code: i32,
+) -> (Vec<Out>, agent_adaptor_drivers::jsonl::Parsed) {
+    let (outs, parsed) = feed(parser, lines, |p| p.finish(&exit(code)));
+    judge(what, &outs, cap, streaming, &parsed.transcript);
+    (outs, parsed)
+}
