@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use agent_adaptor_testkit::mock::{
     MOCK_CACHED_INPUT_TOKENS, MOCK_INPUT_TOKENS, MOCK_OUTPUT_TOKENS, MockServer, Protocol, Reply,
-    Script,
+    Script, ToolCallSpec,
 };
 use mock_common::{REASONING, TEXT, count, post_json, post_stream, squash, strings, within};
 use serde_json::{Value, json};
@@ -458,4 +458,201 @@ async fn count_tokens_and_query_are_recorded() {
     assert_eq!(requests[0].path, "/v1/messages/count_tokens");
     assert_eq!(requests[0].query.as_deref(), Some("beta=true"));
     assert_eq!(requests[0].protocol(), Some(Protocol::AnthropicMessages));
+}
+
+// ---- parallel tool calls, error envelopes, missing finish reasons ----------
+
+#[tokio::test]
+async fn tool_calls_are_one_tool_use_block_each() {
+    let calls = vec![
+        ToolCallSpec::new("Read", json!({"file_path": "/tmp/a.txt", "limit": 20})),
+        ToolCallSpec::new("Bash", json!({"command": "ls -la", "description": "List"})),
+    ];
+    let server = server(vec![
+        Reply::ToolCalls(calls.clone()),
+        Reply::Text("Done with both.".into()),
+    ])
+    .await;
+    let first = request("KEYWORD", true);
+    let streamed = post_stream(&url(&server), &first).await;
+    assert!(!streamed.aborted);
+    let events = streamed.events();
+    let kinds = types(&events);
+    assert_eq!(
+        squash(&kinds),
+        strings(&[
+            "message_start",
+            "ping",
+            "content_block_start",
+            "content_block_delta+",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta+",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ])
+    );
+    let values: Vec<Value> = events.iter().map(|e| e.json()).collect();
+    let starts: Vec<&Value> = values
+        .iter()
+        .filter(|v| v["type"] == "content_block_start")
+        .collect();
+    let mut blocks = Vec::new();
+    for (index, (start, call)) in starts.iter().zip(&calls).enumerate() {
+        assert_eq!(start["index"], index);
+        let block = &start["content_block"];
+        assert_eq!(block["type"], "tool_use");
+        assert_eq!(block["name"], call.name.as_str());
+        assert_eq!(block["input"], json!({}));
+        assert!(block["id"].as_str().unwrap().starts_with("toolu_"));
+        let partial: String = values
+            .iter()
+            .filter(|v| v["type"] == "content_block_delta" && v["index"] == index)
+            .map(|v| {
+                assert_eq!(v["delta"]["type"], "input_json_delta");
+                v["delta"]["partial_json"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(
+            serde_json::from_str::<Value>(&partial).unwrap(),
+            call.arguments
+        );
+        let stops = values
+            .iter()
+            .filter(|v| v["type"] == "content_block_stop" && v["index"] == index)
+            .count();
+        assert_eq!(stops, 1);
+        blocks.push(
+            json!({"type": "tool_use", "id": block["id"], "name": block["name"],
+                           "input": call.arguments}),
+        );
+    }
+    assert_ne!(blocks[0]["id"], blocks[1]["id"]);
+    assert_eq!(values[values.len() - 2]["delta"]["stop_reason"], "tool_use");
+
+    // One assistant message with both blocks, one user message with both
+    // results: the next reply.
+    let mut follow_up = first.clone();
+    let messages = follow_up["messages"].as_array_mut().unwrap();
+    messages.push(json!({"role": "assistant", "content": blocks}));
+    messages.push(
+        json!({"role": "user", "content": blocks.iter().map(|b| json!(
+        {"type": "tool_result", "tool_use_id": b["id"], "content": "ok"})).collect::<Vec<_>>()}),
+    );
+    let events = post_stream(&url(&server), &follow_up).await.events();
+    assert_eq!(deltas(&events, "text_delta", "text"), "Done with both.");
+
+    let (status, _, message) = post_json(&url(&server), &request("KEYWORD", false)).await;
+    assert_eq!(status, 200);
+    let content = message["content"].as_array().unwrap();
+    assert_eq!(content.len(), 2);
+    for (block, call) in content.iter().zip(&calls) {
+        assert_eq!(block["type"], "tool_use");
+        assert_eq!(block["name"], call.name.as_str());
+        assert_eq!(block["input"], call.arguments);
+    }
+    assert_eq!(message["stop_reason"], "tool_use");
+}
+
+#[tokio::test]
+async fn stream_error_envelope_is_an_error_event_with_the_request_id() {
+    let server = MockServer::start(
+        Script::new()
+            .on_prompt(
+                "PARTIAL",
+                vec![Reply::StreamErrorEnvelope {
+                    partial_text: "Half an answ".into(),
+                    code: "overloaded_error".into(),
+                    status: 529,
+                    message: "Overloaded".into(),
+                }],
+            )
+            .on_prompt(
+                "EMPTY",
+                vec![Reply::StreamErrorEnvelope {
+                    partial_text: String::new(),
+                    code: "rate_limit_error".into(),
+                    status: 429,
+                    message: "Rate limited".into(),
+                }],
+            ),
+    )
+    .await
+    .unwrap();
+    let streamed = post_stream(&url(&server), &request("PARTIAL", true)).await;
+    assert_eq!(streamed.status, 200);
+    assert!(!streamed.aborted);
+    let request_id = streamed.header("request-id").unwrap();
+    assert!(request_id.starts_with("req_"));
+    let events = streamed.events();
+    let kinds = types(&events);
+    assert_eq!(
+        squash(&kinds),
+        strings(&[
+            "message_start",
+            "ping",
+            "content_block_start",
+            "content_block_delta+",
+            "error",
+        ])
+    );
+    assert_eq!(deltas(&events, "text_delta", "text"), "Half an answ");
+    assert_eq!(
+        events.last().unwrap().json(),
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
+               "request_id": request_id})
+    );
+    assert_eq!(count(&kinds, "message_delta"), 0);
+    assert_eq!(count(&kinds, "message_stop"), 0);
+
+    let streamed = post_stream(&url(&server), &request("EMPTY", true)).await;
+    let events = streamed.events();
+    assert_eq!(types(&events), strings(&["message_start", "ping", "error"]));
+    assert_eq!(
+        events[2].json(),
+        json!({"type": "error", "error": {"type": "rate_limit_error", "message": "Rate limited"},
+               "request_id": streamed.header("request-id").unwrap()})
+    );
+
+    let (status, headers, body) = post_json(&url(&server), &request("PARTIAL", false)).await;
+    assert_eq!(status, 529);
+    assert_eq!(
+        body,
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
+               "request_id": headers["request-id"].to_str().unwrap()})
+    );
+}
+
+#[tokio::test]
+async fn no_finish_reason_is_a_null_stop_reason_then_message_stop() {
+    let server = server(vec![Reply::NoFinishReason(TEXT.into())]).await;
+    let streamed = post_stream(&url(&server), &request("KEYWORD", true)).await;
+    assert!(!streamed.aborted);
+    let events = streamed.events();
+    assert_eq!(
+        squash(&types(&events)),
+        strings(&[
+            "message_start",
+            "ping",
+            "content_block_start",
+            "content_block_delta+",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ])
+    );
+    assert_eq!(deltas(&events, "text_delta", "text"), TEXT);
+    let message_delta = events[events.len() - 2].json();
+    let delta = message_delta["delta"].as_object().unwrap();
+    assert!(delta.contains_key("stop_reason"));
+    assert!(delta["stop_reason"].is_null());
+    assert_eq!(message_delta["usage"]["output_tokens"], MOCK_OUTPUT_TOKENS);
+
+    let (status, _, message) = post_json(&url(&server), &request("KEYWORD", false)).await;
+    assert_eq!(status, 200);
+    assert_eq!(message["content"], json!([{"type": "text", "text": TEXT}]));
+    let message = message.as_object().unwrap();
+    assert!(message.contains_key("stop_reason"));
+    assert!(message["stop_reason"].is_null());
 }

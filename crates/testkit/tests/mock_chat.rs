@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use agent_adaptor_testkit::mock::{
     MOCK_CACHED_INPUT_TOKENS, MOCK_INPUT_TOKENS, MOCK_OUTPUT_TOKENS, MOCK_REASONING_TOKENS,
-    MockServer, Protocol, Reply, Script,
+    MockServer, Protocol, Reply, Script, ToolCallSpec,
 };
-use mock_common::{Event, REASONING, TEXT, post_json, post_stream, squash, strings, within};
+use mock_common::{Event, REASONING, TEXT, count, post_json, post_stream, squash, strings, within};
 use serde_json::{Value, json};
 
 /// A CodeBuddy-like request: system message, then a user message whose
@@ -426,4 +426,229 @@ async fn the_v1_path_and_string_content_work() {
         .events();
     assert_eq!(joined(&events, "content"), "short");
     assert_eq!(server.requests()[0].path, "/v1/chat/completions");
+}
+
+// ---- parallel tool calls, error envelopes, missing finish reasons ----------
+
+/// Three calls whose argument texts are several pieces long.
+fn three_calls() -> Vec<ToolCallSpec> {
+    vec![
+        ToolCallSpec::new("read_file", json!({"path": "src/one.rs", "limit": 100})),
+        ToolCallSpec::new("grep", json!({"pattern": "fn main", "path": "."})),
+        ToolCallSpec::new("list", json!({})),
+    ]
+}
+
+#[tokio::test]
+async fn tool_calls_stream_n_indexed_calls_with_interleaved_arguments() {
+    let calls = three_calls();
+    let server = server(vec![
+        Reply::ToolCalls(calls.clone()),
+        Reply::Text("Read them all.".into()),
+    ])
+    .await;
+    let first = request("KEYWORD", true, true);
+    let streamed = post_stream(&url(&server), &first).await;
+    assert!(!streamed.aborted);
+    let events = streamed.events();
+    let names = kinds(&events);
+    assert_eq!(
+        squash(&names),
+        strings(&[
+            "tool_call_start+",
+            "tool_call_args+",
+            "finish:tool_calls",
+            "usage",
+            "[DONE]"
+        ])
+    );
+    assert_eq!(count(&names, "tool_call_start"), 3);
+    let values: Vec<Value> = events[..events.len() - 1]
+        .iter()
+        .map(|e| e.json())
+        .collect();
+
+    // One start chunk per call, indexes 0..3, each with id/type/name and
+    // empty arguments; only the first carries the role.
+    let mut ids = Vec::new();
+    for (index, call) in calls.iter().enumerate() {
+        let delta = &values[index]["choices"][0]["delta"];
+        let entries = delta["tool_calls"].as_array().unwrap();
+        assert_eq!(entries.len(), 1);
+        let entry = &entries[0];
+        assert_eq!(entry["index"], index);
+        assert_eq!(entry["type"], "function");
+        assert_eq!(entry["function"]["name"], call.name.as_str());
+        assert_eq!(entry["function"]["arguments"], "");
+        ids.push(entry["id"].as_str().unwrap().to_owned());
+        if index == 0 {
+            assert_eq!(delta["role"], "assistant");
+            assert!(delta["content"].is_null());
+        } else {
+            assert!(delta.get("role").is_none());
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "distinct call ids");
+
+    // Argument pieces: routed by index they rebuild each call's arguments;
+    // they arrive round-robin, not call after call.
+    let mut rebuilt = vec![String::new(); calls.len()];
+    let mut order = Vec::new();
+    for value in &values[calls.len()..] {
+        let Some(entries) = value["choices"][0]["delta"]["tool_calls"].as_array() else {
+            continue;
+        };
+        let entry = &entries[0];
+        assert!(entry.get("id").is_none());
+        let index = usize::try_from(entry["index"].as_u64().unwrap()).unwrap();
+        rebuilt[index].push_str(entry["function"]["arguments"].as_str().unwrap());
+        order.push(index);
+    }
+    for (text, call) in rebuilt.iter().zip(&calls) {
+        assert_eq!(serde_json::from_str::<Value>(text).unwrap(), call.arguments);
+    }
+    assert_eq!(
+        &order[..3],
+        &[0, 1, 2],
+        "the first round has a piece of each call"
+    );
+    assert!(
+        order.windows(2).any(|w| w[1] < w[0]),
+        "interleaved: {order:?}"
+    );
+    let finish = &values[values.len() - 2];
+    assert_eq!(finish["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(finish["choices"][0]["delta"], json!({}));
+
+    // The client sends back one assistant message with all calls and one
+    // tool message per call: one assistant turn, so the next reply.
+    let mut follow_up = first.clone();
+    let messages = follow_up["messages"].as_array_mut().unwrap();
+    let starts: Vec<&Value> = values[..3]
+        .iter()
+        .map(|v| &v["choices"][0]["delta"]["tool_calls"][0])
+        .collect();
+    messages.push(
+        json!({"role": "assistant", "content": null, "tool_calls": starts
+        .iter()
+        .zip(&rebuilt)
+        .map(|(start, args)| json!({"id": start["id"], "type": "function",
+            "function": {"name": start["function"]["name"], "arguments": args}}))
+        .collect::<Vec<_>>()}),
+    );
+    for start in &starts {
+        messages.push(json!({"role": "tool", "tool_call_id": start["id"], "content": "ok"}));
+    }
+    let events = post_stream(&url(&server), &follow_up).await.events();
+    assert_eq!(joined(&events, "content"), "Read them all.");
+    assert_eq!(
+        server.requests()[1].conversation().unwrap().assistant_turns,
+        1
+    );
+
+    // Without streaming: one message with the three calls.
+    let (status, _, completion) = post_json(&url(&server), &request("KEYWORD", false, false)).await;
+    assert_eq!(status, 200);
+    let message = &completion["choices"][0]["message"];
+    assert!(message["content"].is_null());
+    let listed = message["tool_calls"].as_array().unwrap();
+    assert_eq!(listed.len(), 3);
+    for (entry, call) in listed.iter().zip(&calls) {
+        assert_eq!(entry["type"], "function");
+        assert!(entry["id"].as_str().unwrap().starts_with("call_"));
+        assert_eq!(entry["function"]["name"], call.name.as_str());
+        let args = entry["function"]["arguments"].as_str().unwrap();
+        assert_eq!(serde_json::from_str::<Value>(args).unwrap(), call.arguments);
+    }
+    assert_eq!(completion["choices"][0]["finish_reason"], "tool_calls");
+}
+
+#[tokio::test]
+async fn stream_error_envelope_is_the_gateway_error_chunk_after_the_partial_text() {
+    let server = MockServer::start(
+        Script::new()
+            .on_prompt(
+                "PARTIAL",
+                vec![Reply::StreamErrorEnvelope {
+                    partial_text: "Half an answ".into(),
+                    code: "provider_overloaded".into(),
+                    status: 502,
+                    message: "Upstream provider died".into(),
+                }],
+            )
+            .on_prompt(
+                "EMPTY",
+                vec![Reply::StreamErrorEnvelope {
+                    partial_text: String::new(),
+                    code: "rate_limit_exceeded".into(),
+                    status: 429,
+                    message: "Slow down".into(),
+                }],
+            ),
+    )
+    .await
+    .unwrap();
+    let streamed = post_stream(&url(&server), &request("PARTIAL", true, true)).await;
+    assert_eq!(streamed.status, 200);
+    assert!(!streamed.aborted, "the stream ends cleanly after the error");
+    let events = streamed.events();
+    assert_eq!(
+        squash(&kinds(&events)),
+        strings(&["role", "content+", "error"])
+    );
+    assert_eq!(
+        joined(&events[..events.len() - 1], "content"),
+        "Half an answ"
+    );
+    assert_eq!(
+        events.last().unwrap().json(),
+        json!({"error": {"message": "Upstream provider died", "type": "provider_overloaded", "code": 502}})
+    );
+    assert!(events.iter().all(|e| e.data != "[DONE]"));
+
+    let events = post_stream(&url(&server), &request("EMPTY", true, false))
+        .await
+        .events();
+    assert_eq!(kinds(&events), strings(&["role", "error"]));
+    assert_eq!(
+        events[1].json(),
+        json!({"error": {"message": "Slow down", "type": "rate_limit_exceeded", "code": 429}})
+    );
+
+    // Without streaming: the status, with the same error object.
+    let (status, _, body) = post_json(&url(&server), &request("EMPTY", false, false)).await;
+    assert_eq!(status, 429);
+    assert_eq!(
+        body,
+        json!({"error": {"message": "Slow down", "type": "rate_limit_exceeded", "code": 429}})
+    );
+}
+
+#[tokio::test]
+async fn no_finish_reason_sends_no_finish_chunk_but_usage_and_done() {
+    let server = server(vec![Reply::NoFinishReason(TEXT.into())]).await;
+    let streamed = post_stream(&url(&server), &request("KEYWORD", true, true)).await;
+    assert!(!streamed.aborted);
+    let events = streamed.events();
+    assert_eq!(
+        squash(&kinds(&events)),
+        strings(&["role", "content+", "usage", "[DONE]"])
+    );
+    assert_eq!(joined(&events, "content"), TEXT);
+    for event in &events[..events.len() - 1] {
+        let value = event.json();
+        for choice in value["choices"].as_array().unwrap() {
+            assert!(choice["finish_reason"].is_null(), "{value}");
+        }
+    }
+    let usage = &events[events.len() - 2].json()["usage"];
+    assert_eq!(usage["completion_tokens"], MOCK_OUTPUT_TOKENS);
+
+    let (status, _, completion) = post_json(&url(&server), &request("KEYWORD", false, false)).await;
+    assert_eq!(status, 200);
+    assert_eq!(completion["choices"][0]["message"]["content"], TEXT);
+    let choice = completion["choices"][0].as_object().unwrap();
+    assert!(choice["finish_reason"].is_null());
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use agent_adaptor_testkit::mock::{
     MOCK_CACHED_INPUT_TOKENS, MOCK_INPUT_TOKENS, MOCK_OUTPUT_TOKENS, MOCK_REASONING_TOKENS,
-    MockServer, Protocol, Reply, Script,
+    MockServer, Protocol, Reply, Script, ToolCallSpec,
 };
 use mock_common::{Event, REASONING, TEXT, post_json, post_stream, squash, strings, within};
 use serde_json::{Value, json};
@@ -399,4 +399,155 @@ async fn count_tokens_and_model_metadata_answer() {
     assert_eq!(requests.len(), 3);
     assert_eq!(requests[0].protocol(), Some(Protocol::Gemini));
     assert_eq!(requests[1].protocol(), None);
+}
+
+// ---- parallel tool calls, error envelopes, missing finish reasons ----------
+
+#[tokio::test]
+async fn tool_calls_are_function_call_parts_in_one_candidate() {
+    let calls = vec![
+        ToolCallSpec::new("read_file", json!({"absolute_path": "/tmp/a.txt"})),
+        ToolCallSpec::new("read_file", json!({"absolute_path": "/tmp/b.txt"})),
+        ToolCallSpec::new("run_shell_command", json!({"command": "ls"})),
+    ];
+    let server = server(vec![
+        Reply::ToolCalls(calls.clone()),
+        Reply::Text("All three done.".into()),
+    ])
+    .await;
+    let first = request("KEYWORD");
+    let streamed = post_stream(&stream_url(&server), &first).await;
+    assert!(!streamed.aborted);
+    let events = streamed.events();
+    assert_eq!(events.len(), 1, "one chunk carries every call");
+    let chunk = events[0].json();
+    let candidates = chunk["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), 1);
+    let candidate = &candidates[0];
+    assert_eq!(candidate["finishReason"], "STOP");
+    assert_eq!(candidate["content"]["role"], "model");
+    let expected: Vec<Value> = calls
+        .iter()
+        .map(|c| json!({"functionCall": {"name": c.name, "args": c.arguments}}))
+        .collect();
+    assert_eq!(
+        candidate["content"]["parts"],
+        Value::Array(expected.clone())
+    );
+    assert_eq!(
+        chunk["usageMetadata"]["totalTokenCount"],
+        MOCK_INPUT_TOKENS + MOCK_OUTPUT_TOKENS
+    );
+
+    // One model content with the calls, one user content with the responses.
+    let mut follow_up = first.clone();
+    let contents = follow_up["contents"].as_array_mut().unwrap();
+    contents.push(json!({"role": "model", "parts": expected}));
+    contents.push(json!({"role": "user", "parts": calls.iter().map(|c| json!(
+        {"functionResponse": {"name": c.name, "response": {"output": "ok"}}})).collect::<Vec<_>>()}));
+    let events = post_stream(&stream_url(&server), &follow_up).await.events();
+    assert_eq!(texts(&events, false), "All three done.");
+
+    let (status, _, body) = post_json(&generate_url(&server), &first).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["candidates"][0]["finishReason"], "STOP");
+    assert_eq!(
+        body["candidates"][0]["content"]["parts"],
+        Value::Array(expected)
+    );
+}
+
+#[tokio::test]
+async fn stream_error_envelope_is_a_data_framed_google_error_after_the_text() {
+    let server = MockServer::start(
+        Script::new()
+            .on_prompt(
+                "PARTIAL",
+                vec![Reply::StreamErrorEnvelope {
+                    partial_text: "Half an answ".into(),
+                    code: "RESOURCE_EXHAUSTED".into(),
+                    status: 429,
+                    message: "Quota exceeded".into(),
+                }],
+            )
+            .on_prompt(
+                "EMPTY",
+                vec![Reply::StreamErrorEnvelope {
+                    partial_text: String::new(),
+                    code: "UNAVAILABLE".into(),
+                    status: 503,
+                    message: "The model is overloaded".into(),
+                }],
+            ),
+    )
+    .await
+    .unwrap();
+    let error = json!({"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}});
+    let streamed = post_stream(&stream_url(&server), &request("PARTIAL")).await;
+    assert_eq!(streamed.status, 200);
+    assert!(!streamed.aborted, "the stream ends cleanly after the error");
+    let events = streamed.events();
+    assert_eq!(squash(&kinds(&events)), strings(&["text+", "error"]));
+    assert_eq!(texts(&events, false), "Half an answ");
+    assert_eq!(events.last().unwrap().json(), error);
+    let raw = std::str::from_utf8(&streamed.raw).unwrap();
+    assert!(
+        raw.ends_with(&format!("data: {error}\n\n")),
+        "an SSE data frame: {raw:?}"
+    );
+
+    let streamed = post_stream(&stream_url(&server), &request("EMPTY")).await;
+    assert_eq!(
+        std::str::from_utf8(&streamed.raw).unwrap(),
+        format!(
+            "data: {}\n\n",
+            json!({"error": {"code": 503, "message": "The model is overloaded", "status": "UNAVAILABLE"}})
+        )
+    );
+
+    // Without alt=sse the error object is the array's last element.
+    let url = format!(
+        "{}/v1beta/models/gemini-mock:streamGenerateContent",
+        server.base_url()
+    );
+    let streamed = post_stream(&url, &request("PARTIAL")).await;
+    let chunks: Vec<Value> = serde_json::from_slice(&streamed.raw).unwrap();
+    assert_eq!(chunks.last().unwrap(), &error);
+    assert!(chunks.len() >= 2);
+
+    let (status, _, body) = post_json(&generate_url(&server), &request("PARTIAL")).await;
+    assert_eq!(status, 429);
+    assert_eq!(body, error);
+}
+
+#[tokio::test]
+async fn no_finish_reason_has_no_finish_reason_in_any_chunk() {
+    let server = server(vec![Reply::NoFinishReason(TEXT.into())]).await;
+    let streamed = post_stream(&stream_url(&server), &request("KEYWORD")).await;
+    assert!(!streamed.aborted, "the stream still ends cleanly");
+    let events = streamed.events();
+    let names = kinds(&events);
+    assert!(names.len() >= 2);
+    assert_eq!(squash(&names), strings(&["text+"]));
+    assert_eq!(texts(&events, false), TEXT);
+    for event in &events {
+        let value = event.json();
+        assert!(
+            value["candidates"][0].get("finishReason").is_none(),
+            "{value}"
+        );
+    }
+    let usage = &events.last().unwrap().json()["usageMetadata"];
+    assert_eq!(usage["candidatesTokenCount"], MOCK_OUTPUT_TOKENS);
+
+    let (status, _, body) = post_json(&generate_url(&server), &request("KEYWORD")).await;
+    assert_eq!(status, 200);
+    assert!(
+        body["candidates"][0].get("finishReason").is_none(),
+        "{body}"
+    );
+    assert_eq!(
+        body["candidates"][0]["content"]["parts"],
+        json!([{"text": TEXT}])
+    );
 }

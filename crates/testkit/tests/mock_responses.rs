@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use agent_adaptor_testkit::mock::{
     MOCK_CACHED_INPUT_TOKENS, MOCK_INPUT_TOKENS, MOCK_OUTPUT_TOKENS, MOCK_REASONING_TOKENS,
-    MockServer, Protocol, Reply, Script,
+    MockServer, Protocol, Reply, Script, ToolCallSpec,
 };
 use mock_common::{REASONING, TEXT, count, post_json, post_stream, squash, strings, within};
 use serde_json::{Value, json};
@@ -442,4 +442,222 @@ async fn the_path_without_v1_and_a_plain_string_input_work() {
     assert_eq!(deltas(&events, "response.output_text.delta"), "short");
     assert_eq!(server.requests()[0].path, "/responses");
     assert_eq!(server.requests()[0].protocol(), Some(Protocol::Responses));
+}
+
+// ---- parallel tool calls, error envelopes, missing finish reasons ----------
+
+#[tokio::test]
+async fn tool_calls_are_one_function_call_item_each() {
+    let calls = vec![
+        ToolCallSpec::new(
+            "exec_command",
+            json!({"cmd": "cat a.txt", "yield_time_ms": 500}),
+        ),
+        ToolCallSpec::new("exec_command", json!({"cmd": "cat b.txt"})),
+    ];
+    let server = server(vec![
+        Reply::ToolCalls(calls.clone()),
+        Reply::Text("Both read.".into()),
+    ])
+    .await;
+    let first = request("KEYWORD", true);
+    let streamed = post_stream(&url(&server), &first).await;
+    assert!(!streamed.aborted);
+    let events = streamed.events();
+    let kinds = types(&events);
+    let per_call = [
+        "response.output_item.added",
+        "response.function_call_arguments.delta+",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+    ];
+    let mut expected = strings(&["response.created", "response.in_progress"]);
+    expected.extend(strings(&per_call));
+    expected.extend(strings(&per_call));
+    expected.push("response.completed".to_owned());
+    assert_eq!(squash(&kinds), expected);
+
+    let values: Vec<Value> = events.iter().map(|e| e.json()).collect();
+    let added: Vec<&Value> = values
+        .iter()
+        .filter(|v| v["type"] == "response.output_item.added")
+        .collect();
+    let done: Vec<Value> = values
+        .iter()
+        .filter(|v| v["type"] == "response.output_item.done")
+        .map(|v| v["item"].clone())
+        .collect();
+    assert_eq!(added.len(), 2);
+    for (output_index, ((added, item), call)) in added.iter().zip(&done).zip(&calls).enumerate() {
+        assert_eq!(added["output_index"], output_index);
+        assert_eq!(added["item"]["type"], "function_call");
+        assert_eq!(added["item"]["status"], "in_progress");
+        assert_eq!(added["item"]["arguments"], "");
+        assert_eq!(added["item"]["name"], call.name.as_str());
+        let item_id = added["item"]["id"].as_str().unwrap();
+        // The deltas of this item rebuild its arguments.
+        let streamed_args: String = values
+            .iter()
+            .filter(|v| {
+                v["type"] == "response.function_call_arguments.delta" && v["item_id"] == item_id
+            })
+            .map(|v| {
+                assert_eq!(v["output_index"], output_index);
+                v["delta"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(
+            serde_json::from_str::<Value>(&streamed_args).unwrap(),
+            call.arguments
+        );
+        let args_done = values
+            .iter()
+            .find(|v| {
+                v["type"] == "response.function_call_arguments.done" && v["item_id"] == item_id
+            })
+            .unwrap();
+        assert_eq!(args_done["arguments"], streamed_args.as_str());
+        assert_eq!(args_done["name"], call.name.as_str());
+        assert_eq!(item["id"], item_id);
+        assert_eq!(item["status"], "completed");
+        assert_eq!(item["call_id"], added["item"]["call_id"]);
+        assert_eq!(item["arguments"], streamed_args.as_str());
+    }
+    assert_ne!(done[0]["call_id"], done[1]["call_id"]);
+    let completed = last(&events);
+    assert_eq!(completed["response"]["status"], "completed");
+    assert_eq!(completed["response"]["output"], Value::Array(done.clone()));
+
+    // Codex-style follow-up: both calls, then both outputs — one assistant turn.
+    let mut follow_up = first.clone();
+    let input = follow_up["input"].as_array_mut().unwrap();
+    input.extend(done.iter().cloned());
+    for item in &done {
+        input.push(
+            json!({"type": "function_call_output", "call_id": item["call_id"], "output": "ok"}),
+        );
+    }
+    let events = post_stream(&url(&server), &follow_up).await.events();
+    assert_eq!(deltas(&events, "response.output_text.delta"), "Both read.");
+    assert_eq!(
+        server.requests()[1].conversation().unwrap().assistant_turns,
+        1
+    );
+
+    let (status, _, response) = post_json(&url(&server), &request("KEYWORD", false)).await;
+    assert_eq!(status, 200);
+    let output = response["output"].as_array().unwrap();
+    assert_eq!(output.len(), 2);
+    for (item, call) in output.iter().zip(&calls) {
+        assert_eq!(item["type"], "function_call");
+        assert_eq!(item["name"], call.name.as_str());
+        let args = item["arguments"].as_str().unwrap();
+        assert_eq!(serde_json::from_str::<Value>(args).unwrap(), call.arguments);
+    }
+}
+
+#[tokio::test]
+async fn stream_error_envelope_is_an_error_event_with_code_and_status() {
+    let server = MockServer::start(
+        Script::new()
+            .on_prompt(
+                "PARTIAL",
+                vec![Reply::StreamErrorEnvelope {
+                    partial_text: "Half an answ".into(),
+                    code: "rate_limit_exceeded".into(),
+                    status: 429,
+                    message: "Too many tokens".into(),
+                }],
+            )
+            .on_prompt(
+                "EMPTY",
+                vec![Reply::StreamErrorEnvelope {
+                    partial_text: String::new(),
+                    code: "server_is_overloaded".into(),
+                    status: 503,
+                    message: "Overloaded".into(),
+                }],
+            ),
+    )
+    .await
+    .unwrap();
+    let streamed = post_stream(&url(&server), &request("PARTIAL", true)).await;
+    assert_eq!(streamed.status, 200);
+    assert!(!streamed.aborted);
+    let events = streamed.events();
+    let kinds = types(&events);
+    assert_eq!(
+        squash(&kinds),
+        strings(&[
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta+",
+            "error",
+        ])
+    );
+    assert_eq!(
+        deltas(&events[..events.len() - 1], "response.output_text.delta"),
+        "Half an answ"
+    );
+    let error = last(&events);
+    assert_eq!(
+        error,
+        json!({
+            "type": "error",
+            "code": "rate_limit_exceeded",
+            "message": "Too many tokens",
+            "param": null,
+            "sequence_number": events.len() - 1,
+            "status": 429,
+        })
+    );
+    assert_eq!(count(&kinds, "response.completed"), 0);
+    assert_eq!(count(&kinds, "response.failed"), 0);
+
+    let events = post_stream(&url(&server), &request("EMPTY", true))
+        .await
+        .events();
+    assert_eq!(
+        types(&events),
+        strings(&["response.created", "response.in_progress", "error"])
+    );
+    assert_eq!(last(&events)["code"], "server_is_overloaded");
+    assert_eq!(last(&events)["status"], 503);
+    assert_eq!(last(&events)["sequence_number"], 2);
+
+    let (status, _, body) = post_json(&url(&server), &request("PARTIAL", false)).await;
+    assert_eq!(status, 429);
+    assert_eq!(
+        body,
+        json!({"error": {"message": "Too many tokens", "type": "rate_limit_exceeded",
+                         "param": null, "code": "rate_limit_exceeded"}})
+    );
+}
+
+#[tokio::test]
+async fn no_finish_reason_completes_without_status_or_incomplete_details() {
+    let server = server(vec![Reply::NoFinishReason(TEXT.into())]).await;
+    let streamed = post_stream(&url(&server), &request("KEYWORD", true)).await;
+    assert!(!streamed.aborted);
+    let events = streamed.events();
+    let mut expected = strings(&["response.created", "response.in_progress"]);
+    expected.extend(strings(&MESSAGE_EVENTS));
+    assert_eq!(squash(&types(&events)), expected);
+    assert_eq!(deltas(&events, "response.output_text.delta"), TEXT);
+    let completed = last(&events);
+    let response = completed["response"].as_object().unwrap();
+    assert!(!response.contains_key("status"), "{completed}");
+    assert!(!response.contains_key("incomplete_details"), "{completed}");
+    assert_eq!(response["output"][0]["content"][0]["text"], TEXT);
+    assert_eq!(response["usage"]["output_tokens"], MOCK_OUTPUT_TOKENS);
+
+    let (status, _, body) = post_json(&url(&server), &request("KEYWORD", false)).await;
+    assert_eq!(status, 200);
+    let body = body.as_object().unwrap();
+    assert_eq!(body["object"], "response");
+    assert!(!body.contains_key("status"));
+    assert!(!body.contains_key("incomplete_details"));
+    assert_eq!(body["output"][0]["content"][0]["text"], TEXT);
 }

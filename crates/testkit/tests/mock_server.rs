@@ -8,7 +8,7 @@ mod mock_common;
 use std::time::Duration;
 
 use agent_adaptor_testkit::mock::conversation::{Conversation, conversation};
-use agent_adaptor_testkit::mock::{MockServer, Protocol, Reply, Script};
+use agent_adaptor_testkit::mock::{MockServer, Protocol, Reply, Script, ToolCallSpec};
 use mock_common::{post_json, post_stream, within};
 use serde_json::{Value, json};
 
@@ -520,6 +520,254 @@ fn scripts_deserialize_from_the_documented_json_shape() {
     // Typos are errors, not silently ignored.
     assert!(serde_json::from_str::<Script>(r#"{"rule": []}"#).is_err());
     assert!(serde_json::from_str::<Reply>(r#"{"txt": "x"}"#).is_err());
+}
+
+#[test]
+fn new_reply_variants_round_trip_through_the_script_json() {
+    let text = r#"{
+        "rules": [
+            {"keyword": "NEW", "replies": [
+                {"tool_calls": [
+                    {"name": "read", "arguments": {"path": "a"}},
+                    {"name": "ping"}
+                ]},
+                {"stream_error_envelope": {"partial_text": "Hal", "code": "rate_limit_exceeded",
+                                           "status": 429, "message": "slow down"}},
+                {"stream_error_envelope": {"code": "overloaded_error", "status": 529,
+                                           "message": "busy"}},
+                {"no_finish_reason": "no reason"},
+                {"attempts": [
+                    {"http_error": {"status": 429, "retry_after": 0}},
+                    {"attempts": ["nested"]},
+                    "done"
+                ]},
+                {"attempts": []}
+            ]}
+        ]
+    }"#;
+    let script: Script = serde_json::from_str(text).unwrap();
+    let replies = vec![
+        Reply::ToolCalls(vec![
+            ToolCallSpec::new("read", json!({"path": "a"})),
+            ToolCallSpec::new("ping", Value::Null),
+        ]),
+        Reply::StreamErrorEnvelope {
+            partial_text: "Hal".into(),
+            code: "rate_limit_exceeded".into(),
+            status: 429,
+            message: "slow down".into(),
+        },
+        Reply::StreamErrorEnvelope {
+            partial_text: String::new(),
+            code: "overloaded_error".into(),
+            status: 529,
+            message: "busy".into(),
+        },
+        Reply::NoFinishReason("no reason".into()),
+        Reply::Attempts(vec![
+            Reply::HttpError {
+                status: 429,
+                body: Value::Null,
+                retry_after: Some(0),
+            },
+            Reply::Attempts(vec![Reply::Text("nested".into())]),
+            Reply::Text("done".into()),
+        ]),
+        Reply::Attempts(vec![]),
+    ];
+    assert_eq!(script, Script::new().on_prompt("NEW", replies.clone()));
+
+    // Each serializes to its snake_case key and back to the same value.
+    let keys = [
+        "tool_calls",
+        "stream_error_envelope",
+        "stream_error_envelope",
+        "no_finish_reason",
+        "attempts",
+        "attempts",
+    ];
+    for (reply, key) in replies.iter().zip(keys) {
+        let value = serde_json::to_value(reply).unwrap();
+        let object = value.as_object().unwrap();
+        assert_eq!(object.keys().collect::<Vec<_>>(), vec![key], "{value}");
+        assert_eq!(
+            &serde_json::from_value::<Reply>(value.clone()).unwrap(),
+            reply
+        );
+    }
+    assert_eq!(
+        serde_json::to_value(&replies[0]).unwrap(),
+        json!({"tool_calls": [{"name": "read", "arguments": {"path": "a"}},
+                              {"name": "ping", "arguments": null}]})
+    );
+    assert_eq!(
+        serde_json::to_value(&replies[1]).unwrap(),
+        json!({"stream_error_envelope": {"partial_text": "Hal", "code": "rate_limit_exceeded",
+                                         "status": 429, "message": "slow down"}})
+    );
+    assert_eq!(
+        serde_json::to_value(&replies[3]).unwrap(),
+        json!({"no_finish_reason": "no reason"})
+    );
+    assert_eq!(
+        serde_json::to_value(&replies[4]).unwrap(),
+        json!({"attempts": [
+            {"http_error": {"status": 429, "body": null, "retry_after": 0}},
+            {"attempts": [{"text": "nested"}]},
+            {"text": "done"}
+        ]})
+    );
+    let again: Script = serde_json::from_str(&serde_json::to_string(&script).unwrap()).unwrap();
+    assert_eq!(again, script);
+
+    // Typos and missing fields are errors.
+    assert!(
+        serde_json::from_str::<Reply>(r#"{"tool_calls": [{"name": "x", "args": {}}]}"#).is_err()
+    );
+    assert!(serde_json::from_str::<Reply>(r#"{"tool_calls": {"name": "x"}}"#).is_err());
+    assert!(
+        serde_json::from_str::<Reply>(
+            r#"{"stream_error_envelope": {"code": "c", "message": "m"}}"#
+        )
+        .is_err()
+    );
+    assert!(serde_json::from_str::<Reply>(r#"{"attempts": "x"}"#).is_err());
+}
+
+// ---- per-request attempts -------------------------------------------------
+
+#[tokio::test]
+async fn attempts_answer_a_429_then_the_text_to_identical_requests() {
+    let server = MockServer::start(Script::new().on_prompt(
+        "RETRY",
+        vec![Reply::Attempts(vec![
+            Reply::HttpError {
+                status: 429,
+                body: Value::Null,
+                retry_after: Some(1),
+            },
+            Reply::Text("recovered".into()),
+        ])],
+    ))
+    .await
+    .unwrap();
+    let url = format!("{}/v1/chat/completions", server.base_url());
+    // A client retrying: the same body twice.
+    let body = json!({"model": "m", "stream": true, "stream_options": {"include_usage": true},
+                      "messages": [{"role": "user", "content": "RETRY please"}]});
+
+    let (status, headers, error) = post_json(&url, &body).await;
+    assert_eq!(status, 429);
+    assert_eq!(headers["retry-after"], "1");
+    assert_eq!(error["error"]["code"], "rate_limit_exceeded");
+    assert_eq!(server.requests().len(), 1);
+
+    let streamed = post_stream(&url, &body).await;
+    assert_eq!(streamed.status, 200);
+    let events = streamed.events();
+    let text: String = events
+        .iter()
+        .filter(|e| e.data != "[DONE]")
+        .filter_map(|e| {
+            e.json()["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(text, "recovered");
+    assert_eq!(events.last().unwrap().data, "[DONE]");
+    let finish = events.iter().filter(|e| e.data != "[DONE]").find_map(|e| {
+        e.json()["choices"][0]["finish_reason"]
+            .as_str()
+            .map(str::to_owned)
+    });
+    assert_eq!(finish.as_deref(), Some("stop"));
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].json().unwrap(), requests[1].json().unwrap());
+
+    // Past the end the last attempt repeats.
+    let (status, _, completion) = post_json(
+        &url,
+        &json!({"model": "m", "messages": [{"role": "user", "content": "RETRY please"}]}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(answer(&completion), "recovered");
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn attempts_count_per_reply_flatten_nesting_and_fall_back_when_empty() {
+    let text = |t: &str| Reply::Text(t.to_owned());
+    let server = MockServer::start(
+        Script::new()
+            .on_prompt(
+                "ONE",
+                vec![
+                    Reply::Attempts(vec![text("one-a"), text("one-b")]),
+                    // Only requests reaching this turn advance its counter.
+                    Reply::Attempts(vec![text("turn1-a"), text("turn1-b")]),
+                ],
+            )
+            .on_prompt(
+                "NEST",
+                vec![Reply::Attempts(vec![
+                    text("n1"),
+                    Reply::Attempts(vec![text("n2"), Reply::Attempts(vec![text("n3")])]),
+                    Reply::Attempts(vec![]),
+                    text("n4"),
+                ])],
+            )
+            .on_prompt("EMPTY", vec![Reply::Attempts(vec![])])
+            .fallback(Reply::Attempts(vec![text("fb-a"), text("fb-b")])),
+    )
+    .await
+    .unwrap();
+    let url = format!("{}/chat/completions", server.base_url());
+    let ask = |prompt: &str| chat(json!([{"role": "user", "content": prompt}]));
+    let get = |body: Value| {
+        let url = url.clone();
+        async move { answer(&post_json(&url, &body).await.2) }
+    };
+    let turn1 = chat(json!([
+        {"role": "user", "content": "ONE"},
+        {"role": "assistant", "content": "one-a"},
+        {"role": "user", "content": "more"},
+    ]));
+
+    assert_eq!(get(ask("ONE")).await, "one-a");
+    assert_eq!(get(turn1.clone()).await, "turn1-a");
+    assert_eq!(get(ask("NEST")).await, "n1");
+    assert_eq!(get(ask("ONE")).await, "one-b");
+    assert_eq!(get(ask("NEST")).await, "n2");
+    assert_eq!(get(ask("NEST")).await, "n3");
+    assert_eq!(get(ask("NEST")).await, "n4");
+    assert_eq!(get(ask("NEST")).await, "n4");
+    assert_eq!(get(ask("ONE")).await, "one-b");
+    assert_eq!(get(turn1).await, "turn1-b");
+    // An empty list is the fallback, itself an Attempts with its own count.
+    assert_eq!(get(ask("EMPTY")).await, "fb-a");
+    assert_eq!(get(ask("unmatched")).await, "fb-b");
+    assert_eq!(get(ask("EMPTY")).await, "fb-b");
+    assert_eq!(server.requests().len(), 13);
+
+    // A fresh server starts counting again.
+    let server = MockServer::start(
+        Script::new()
+            .on_prompt(
+                "X",
+                vec![Reply::Attempts(vec![text("first"), text("second")])],
+            )
+            .fallback(Reply::Attempts(vec![])),
+    )
+    .await
+    .unwrap();
+    let url = format!("{}/chat/completions", server.base_url());
+    assert_eq!(answer(&post_json(&url, &ask("X")).await.2), "first");
+    // An empty Attempts fallback answers like the default fallback.
+    assert_eq!(answer(&post_json(&url, &ask("none")).await.2), "OK");
 }
 
 // ---- the binary ------------------------------------------------------------

@@ -7,14 +7,22 @@
 //! (`thinking_delta`… then one `signature_delta`), a `text` block
 //! (`text_delta`…), a `tool_use` block (`input_json_delta`… whose
 //! `partial_json` pieces concatenate to the arguments); then
-//! `message_delta` (`stop_reason` `end_turn` / `tool_use`, cumulative usage)
-//! and `message_stop`. A stream error is `message_start`, `ping`, then
+//! `message_delta` (`stop_reason` `end_turn` / `tool_use`, or `null` for
+//! `NoFinishReason`; cumulative usage) and `message_stop`. Parallel tool
+//! calls are one `tool_use` block each, indexed after any thinking / text
+//! block. A stream error is `message_start`, `ping`, then
 //! `event: error` with `{"type":"error","error":{"type":"api_error",...}}`.
+//! A stream error envelope is `message_start`, `ping`, the partial text's
+//! `text` block up to its `text_delta`s (no `content_block_stop`; no block
+//! when the text is empty), then `event: error` with
+//! `{"type":"error","error":{"type":CODE,"message"},"request_id":"req_…"}`
+//! (the id of the `request-id` header) and nothing else: Anthropic sends no
+//! HTTP status in the stream, its error types map 1:1 to statuses.
 
 use serde_json::{Value, json};
 
 use super::sse::{SseEvent, chunks};
-use super::{Answer, Ctx, TEXT_CHUNK_CHARS, TOOL_CHUNK_CHARS, Usage};
+use super::{Answer, Ctx, Envelope, TEXT_CHUNK_CHARS, TOOL_CHUNK_CHARS, Usage};
 
 fn usage_json(usage: Usage, output_tokens: u64) -> Value {
     json!({
@@ -48,11 +56,13 @@ fn signature(ctx: &Ctx<'_>) -> String {
     format!("mocksig-{}", ctx.id(""))
 }
 
-fn stop_reason(answer: &Answer) -> &'static str {
-    if answer.tool.is_some() {
-        "tool_use"
+fn stop_reason(answer: &Answer) -> Value {
+    if answer.no_finish_reason {
+        Value::Null
+    } else if answer.tools.is_empty() {
+        Value::from("end_turn")
     } else {
-        "end_turn"
+        Value::from("tool_use")
     }
 }
 
@@ -132,7 +142,7 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
         events.push(block_stop(index));
         index += 1;
     }
-    if let Some(tool) = &answer.tool {
+    for tool in &answer.tools {
         events.push(block_start(
             index,
             json!({"type": "tool_use", "id": ctx.id("toolu_"), "name": tool.name, "input": {}}),
@@ -144,6 +154,7 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
             ));
         }
         events.push(block_stop(index));
+        index += 1;
     }
     if !complete {
         return events;
@@ -173,6 +184,28 @@ pub(crate) fn stream_error(ctx: &Ctx<'_>, message: &str) -> Vec<SseEvent> {
     events
 }
 
+/// The partial text, then `event: error` (no `message_delta` /
+/// `message_stop`).
+pub(crate) fn stream_error_envelope(
+    ctx: &Ctx<'_>,
+    partial: &Answer,
+    envelope: &Envelope<'_>,
+) -> Vec<SseEvent> {
+    let mut events = stream(ctx, partial, false);
+    events.push(SseEvent::named("error", &envelope_body(ctx, envelope)));
+    events
+}
+
+/// `{"type":"error","error":{"type":CODE,"message"},"request_id"}`, the
+/// in-stream error event and the body of an error status alike.
+pub(crate) fn envelope_body(ctx: &Ctx<'_>, envelope: &Envelope<'_>) -> Value {
+    json!({
+        "type": "error",
+        "error": {"type": envelope.code, "message": envelope.message},
+        "request_id": ctx.request_id,
+    })
+}
+
 /// The non-streaming answer: a `message` object.
 pub(crate) fn body(ctx: &Ctx<'_>, answer: &Answer) -> Value {
     let mut content = Vec::new();
@@ -183,7 +216,7 @@ pub(crate) fn body(ctx: &Ctx<'_>, answer: &Answer) -> Value {
     if let Some(text) = &answer.text {
         content.push(json!({"type": "text", "text": text}));
     }
-    if let Some(tool) = &answer.tool {
+    for tool in &answer.tools {
         content.push(json!({
             "type": "tool_use",
             "id": ctx.id("toolu_"),
@@ -196,7 +229,7 @@ pub(crate) fn body(ctx: &Ctx<'_>, answer: &Answer) -> Value {
         ctx,
         &ctx.id("msg_"),
         content,
-        Value::from(stop_reason(answer)),
+        stop_reason(answer),
         usage_json(usage, usage.output),
     )
 }

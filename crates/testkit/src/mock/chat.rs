@@ -4,19 +4,27 @@
 //!
 //! Streamed answer: data-only `chat.completion.chunk` events. The first
 //! chunk carries `delta.role = "assistant"`; reasoning arrives as
-//! `delta.reasoning_content`, text as `delta.content`, a tool call as
-//! `delta.tool_calls[0]` (`index`, `id`, `type`, `function.name`, empty
-//! `arguments` first, then `function.arguments` pieces); then a chunk with
-//! an empty delta and `finish_reason` `stop` / `tool_calls`; then, when the
-//! request has `stream_options.include_usage`, a chunk with `choices: []`
-//! and `usage` (other chunks carry `usage: null`); then `data: [DONE]`.
+//! `delta.reasoning_content`, text as `delta.content`, tool calls as
+//! `delta.tool_calls[0]` entries: first one chunk per call with `index`
+//! (0..N), `id`, `type`, `function.name` and empty `arguments`, then the
+//! `function.arguments` pieces of all calls interleaved round-robin (piece 1
+//! of call 0, piece 1 of call 1, ..., piece 2 of call 0, ...; a client must
+//! route pieces by `index`, as some servers interleave); then a chunk with
+//! an empty delta and `finish_reason` `stop` / `tool_calls` (left out for
+//! `NoFinishReason`); then, when the request has
+//! `stream_options.include_usage`, a chunk with `choices: []` and `usage`
+//! (other chunks carry `usage: null`); then `data: [DONE]`.
 //! A stream error is the role chunk and then a chunk
 //! `{"error":{"message","type":"server_error",...}}`, without `[DONE]`.
+//! A stream error envelope is the role chunk, the partial text's `content`
+//! deltas, then the gateway (OpenRouter / LiteLLM) error chunk
+//! `{"error":{"message","type":CODE,"code":STATUS}}` (numeric `code` = the
+//! HTTP status, as OpenRouter sends it), without `[DONE]`.
 
 use serde_json::{Value, json};
 
 use super::sse::{SseEvent, chunks};
-use super::{Answer, Ctx, TEXT_CHUNK_CHARS, TOOL_CHUNK_CHARS, Usage};
+use super::{Answer, Ctx, Envelope, TEXT_CHUNK_CHARS, TOOL_CHUNK_CHARS, Usage};
 
 fn usage_json(usage: Usage) -> Value {
     json!({
@@ -74,7 +82,7 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
         include_usage: include_usage(ctx),
         events: Vec::new(),
     };
-    let tool_only = answer.text.is_none() && answer.reasoning.is_none() && answer.tool.is_some();
+    let tool_only = answer.text.is_none() && answer.reasoning.is_none() && !answer.tools.is_empty();
     if !tool_only {
         out.push(json!({"role": "assistant", "content": ""}), None);
     }
@@ -91,32 +99,38 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
     if !complete {
         return out.events;
     }
-    if let Some(tool) = &answer.tool {
-        let call_id = ctx.id("call_");
+    let pieces: Vec<Vec<String>> = answer
+        .tools
+        .iter()
+        .map(|tool| chunks(&tool.arguments_text, TOOL_CHUNK_CHARS))
+        .collect();
+    for (index, tool) in answer.tools.iter().enumerate() {
         let mut first = json!({"tool_calls": [{
-            "index": 0,
-            "id": call_id,
+            "index": index,
+            "id": ctx.id("call_"),
             "type": "function",
             "function": {"name": tool.name, "arguments": ""},
         }]});
-        if tool_only {
+        if tool_only && index == 0 {
             first["role"] = Value::from("assistant");
             first["content"] = Value::Null;
         }
         out.push(first, None);
-        for piece in chunks(&tool.arguments_text, TOOL_CHUNK_CHARS) {
-            out.push(
-                json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
-                None,
-            );
+    }
+    let rounds = pieces.iter().map(Vec::len).max().unwrap_or(0);
+    for round in 0..rounds {
+        for (index, call_pieces) in pieces.iter().enumerate() {
+            if let Some(piece) = call_pieces.get(round) {
+                out.push(
+                    json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+                    None,
+                );
+            }
         }
     }
-    let finish = if answer.tool.is_some() {
-        "tool_calls"
-    } else {
-        "stop"
-    };
-    out.push(json!({}), Some(finish));
+    if !answer.no_finish_reason {
+        out.push(json!({}), Some(finish_reason(answer)));
+    }
     if out.include_usage {
         let usage_chunk = json!({
             "id": out.id,
@@ -131,6 +145,38 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
     }
     out.events.push(SseEvent::raw("[DONE]"));
     out.events
+}
+
+fn finish_reason(answer: &Answer) -> &'static str {
+    if answer.tools.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    }
+}
+
+/// The partial text, then the gateway error chunk, without `[DONE]`.
+pub(crate) fn stream_error_envelope(
+    ctx: &Ctx<'_>,
+    partial: &Answer,
+    envelope: &Envelope<'_>,
+) -> Vec<SseEvent> {
+    let mut events = stream(ctx, partial, false);
+    events.push(SseEvent::data(&envelope_body(envelope)));
+    events
+}
+
+/// `{"error":{"message","type":CODE,"code":STATUS}}`, a gateway's error
+/// object (OpenRouter / LiteLLM style), sent in the stream and as the body of
+/// the error status alike. The numeric `code` is the HTTP status, as
+/// OpenRouter sends it; OpenAI itself puts a string code (or null) in
+/// `code` and no status.
+pub(crate) fn envelope_body(envelope: &Envelope<'_>) -> Value {
+    json!({"error": {
+        "message": envelope.message,
+        "type": envelope.code,
+        "code": envelope.status,
+    }})
 }
 
 /// A stream that starts and then carries an `error` chunk.
@@ -158,17 +204,24 @@ pub(crate) fn body(ctx: &Ctx<'_>, answer: &Answer) -> Value {
     if let Some(reasoning) = &answer.reasoning {
         message["reasoning_content"] = Value::from(reasoning.as_str());
     }
-    if let Some(tool) = &answer.tool {
-        message["tool_calls"] = json!([{
-            "id": ctx.id("call_"),
-            "type": "function",
-            "function": {"name": tool.name, "arguments": tool.arguments_text},
-        }]);
+    if !answer.tools.is_empty() {
+        let calls: Vec<Value> = answer
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "id": ctx.id("call_"),
+                    "type": "function",
+                    "function": {"name": tool.name, "arguments": tool.arguments_text},
+                })
+            })
+            .collect();
+        message["tool_calls"] = Value::Array(calls);
     }
-    let finish = if answer.tool.is_some() {
-        "tool_calls"
+    let finish = if answer.no_finish_reason {
+        Value::Null
     } else {
-        "stop"
+        Value::from(finish_reason(answer))
     };
     json!({
         "id": ctx.id("chatcmpl-"),

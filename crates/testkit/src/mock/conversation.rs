@@ -19,6 +19,12 @@ pub struct Conversation {
     /// `assistant`; Chat `messages[]` role `assistant`; Responses `input[]`
     /// items `message` role `assistant`, `function_call`, `reasoning` and the
     /// other model-output item types; Gemini `contents[]` role `model`.
+    ///
+    /// Parallel tool calls are one turn when the history holds them as one
+    /// answer: one Chat / Anthropic assistant message, one Gemini `model`
+    /// content, or for Responses all `function_call` items before their
+    /// `function_call_output`s (as Codex and the OpenAI docs send them;
+    /// call, output, call, output reads as two turns).
     pub assistant_turns: usize,
 }
 

@@ -5,20 +5,28 @@
 //! Streamed answer: data-only `GenerateContentResponse` chunks
 //! `{"candidates":[{"content":{"role":"model","parts":[..]},"index":0}],
 //! "usageMetadata":{..},"modelVersion":..,"responseId":..}` — reasoning as
-//! parts `{"text":..,"thought":true}`, text as parts `{"text":..}`, a tool
-//! call as one part `{"functionCall":{"name","args"}}`. The last chunk
-//! carries `finishReason: "STOP"` and the full usage (`promptTokenCount`,
-//! `candidatesTokenCount`, `totalTokenCount`, `cachedContentTokenCount`,
-//! `thoughtsTokenCount`); earlier chunks carry only the prompt count.
+//! parts `{"text":..,"thought":true}` (one part a chunk), text as parts
+//! `{"text":..}` (one part a chunk), tool calls as parts
+//! `{"functionCall":{"name","args"}}`, all of them in one chunk (one
+//! candidate), as Gemini sends parallel calls. The last chunk carries
+//! `finishReason: "STOP"` (no chunk has one for `NoFinishReason`) and the
+//! full usage (`promptTokenCount`, `candidatesTokenCount`,
+//! `totalTokenCount`, `cachedContentTokenCount`, `thoughtsTokenCount`);
+//! earlier chunks carry only the prompt count.
 //! Without `alt=sse` the same chunks come as one streamed JSON array.
 //! A stream error is a 200 stream whose only body chunk is the bare JSON
 //! `{"error":{"code":500,"message","status":"INTERNAL"}}` (not `data:`
 //! framed, as Google's servers send it; the SDK throws an `ApiError` on it).
+//! A stream error envelope is the partial text's chunks (no `finishReason`)
+//! and then a `data:` frame `{"error":{"code":STATUS,"message","status":CODE}}`
+//! (Google's error object: numeric `code` = HTTP status, string `status`
+//! such as `RESOURCE_EXHAUSTED`), then the stream ends (without `alt=sse`
+//! the error object is the array's last element).
 
 use serde_json::{Value, json};
 
 use super::sse::{SseEvent, chunks};
-use super::{Answer, Ctx, TEXT_CHUNK_CHARS, Usage};
+use super::{Answer, Ctx, Envelope, TEXT_CHUNK_CHARS, Usage};
 
 fn full_usage(usage: Usage) -> Value {
     let mut value = json!({
@@ -34,15 +42,19 @@ fn full_usage(usage: Usage) -> Value {
     value
 }
 
-fn chunk(ctx: &Ctx<'_>, response_id: &str, parts: Vec<Value>, last: Option<Usage>) -> Value {
+/// One `GenerateContentResponse`; `last` is the answer of the final chunk
+/// (full usage, and `finishReason` unless it has none).
+fn chunk(ctx: &Ctx<'_>, response_id: &str, parts: Vec<Value>, last: Option<&Answer>) -> Value {
     let mut candidate = json!({
         "content": {"role": "model", "parts": parts},
         "index": 0,
     });
     let usage = match last {
-        Some(usage) => {
-            candidate["finishReason"] = Value::from("STOP");
-            full_usage(usage)
+        Some(answer) => {
+            if !answer.no_finish_reason {
+                candidate["finishReason"] = Value::from("STOP");
+            }
+            full_usage(answer.usage())
         }
         None => {
             json!({"promptTokenCount": Usage::default().input, "totalTokenCount": Usage::default().input})
@@ -56,42 +68,76 @@ fn chunk(ctx: &Ctx<'_>, response_id: &str, parts: Vec<Value>, last: Option<Usage
     })
 }
 
-/// The parts of the answer, one per streamed chunk.
-fn part_list(answer: &Answer) -> Vec<Value> {
-    let mut parts = Vec::new();
+fn function_calls(answer: &Answer) -> Vec<Value> {
+    answer
+        .tools
+        .iter()
+        .map(|tool| json!({"functionCall": {"name": tool.name, "args": tool.arguments}}))
+        .collect()
+}
+
+/// The parts of the answer grouped by streamed chunk: one reasoning or text
+/// piece a chunk, all function calls in one chunk.
+fn chunk_parts(answer: &Answer) -> Vec<Vec<Value>> {
+    let mut groups = Vec::new();
     if let Some(reasoning) = &answer.reasoning {
         for piece in chunks(reasoning, TEXT_CHUNK_CHARS) {
-            parts.push(json!({"text": piece, "thought": true}));
+            groups.push(vec![json!({"text": piece, "thought": true})]);
         }
     }
     if let Some(text) = &answer.text {
         for piece in chunks(text, TEXT_CHUNK_CHARS) {
-            parts.push(json!({"text": piece}));
+            groups.push(vec![json!({"text": piece})]);
         }
     }
-    if let Some(tool) = &answer.tool {
-        parts.push(json!({"functionCall": {"name": tool.name, "args": tool.arguments}}));
+    if !answer.tools.is_empty() {
+        groups.push(function_calls(answer));
     }
-    parts
+    groups
 }
 
 /// The streamed answer; when `complete` is false no chunk has a
 /// `finishReason` (a cut-off).
 pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseEvent> {
     let response_id = ctx.id("");
-    let mut parts = part_list(answer);
-    if parts.is_empty() {
-        parts.push(json!({"text": ""}));
+    let mut groups = chunk_parts(answer);
+    if groups.is_empty() {
+        groups.push(vec![json!({"text": ""})]);
     }
-    let count = parts.len();
-    parts
+    let count = groups.len();
+    groups
         .into_iter()
         .enumerate()
-        .map(|(i, part)| {
-            let last = (complete && i + 1 == count).then(|| answer.usage());
-            SseEvent::data(&chunk(ctx, &response_id, vec![part], last))
+        .map(|(i, parts)| {
+            let last = (complete && i + 1 == count).then_some(answer);
+            SseEvent::data(&chunk(ctx, &response_id, parts, last))
         })
         .collect()
+}
+
+/// The partial text's chunks (none when it is empty), then a `data:`
+/// frame with Google's error object.
+pub(crate) fn stream_error_envelope(
+    ctx: &Ctx<'_>,
+    partial: &Answer,
+    envelope: &Envelope<'_>,
+) -> Vec<SseEvent> {
+    let mut events = if partial.text.is_some() {
+        stream(ctx, partial, false)
+    } else {
+        Vec::new()
+    };
+    events.push(SseEvent::data(&envelope_body(envelope)));
+    events
+}
+
+/// `{"error":{"code":STATUS,"message","status":CODE}}`.
+pub(crate) fn envelope_body(envelope: &Envelope<'_>) -> Value {
+    json!({"error": {
+        "code": envelope.status,
+        "message": envelope.message,
+        "status": envelope.code,
+    }})
 }
 
 /// A stream whose only body chunk is a bare (not `data:`-framed) error
@@ -111,10 +157,8 @@ pub(crate) fn body(ctx: &Ctx<'_>, answer: &Answer) -> Value {
     if let Some(text) = &answer.text {
         parts.push(json!({"text": text}));
     }
-    if let Some(tool) = &answer.tool {
-        parts.push(json!({"functionCall": {"name": tool.name, "args": tool.arguments}}));
-    }
-    chunk(ctx, &ctx.id(""), parts, Some(answer.usage()))
+    parts.extend(function_calls(answer));
+    chunk(ctx, &ctx.id(""), parts, Some(answer))
 }
 
 /// The Google error body `{"error":{"code","message","status"}}`.

@@ -33,14 +33,36 @@
 //! | `StreamError` | `response.failed` | an `{"error":{...}}` chunk, no `[DONE]` | `event: error` | a bare (not `data:`) `{"error":{...}}` body |
 //! | `CutOff` | stops after the text deltas, connection dropped | same | same | same |
 //! | `Slow` | like `Text`, a pause between events | same | same | same |
+//! | `ToolCalls` | N `function_call` items, one after the other, all in `response.completed`'s `output` | N calls in `tool_calls` deltas (`index` 0..N): the N start chunks, then the argument pieces round-robin across calls; `finish_reason: tool_calls` | N `tool_use` blocks after any thinking/text block, `stop_reason: tool_use` | N `functionCall` parts in one chunk (one candidate), `finishReason: STOP` |
+//! | `StreamErrorEnvelope` | the partial text's deltas, then `event: error` `{"type":"error","code":CODE,"message","param":null,"sequence_number","status":STATUS}` (`status` is what gateways such as OpenRouter/LiteLLM add; OpenAI sends no status) | `content` deltas, then `{"error":{"message","type":CODE,"code":STATUS}}` (the OpenRouter/LiteLLM gateway chunk), no `[DONE]` | the text block's deltas, then `event: error` `{"type":"error","error":{"type":CODE,"message"},"request_id":"req_…"}` | text chunks, then `data: {"error":{"code":STATUS,"message","status":CODE}}` |
+//! | `NoFinishReason` | like `Text`, but `response.completed`'s `response` has no `status` and no `incomplete_details` | like `Text` without the `finish_reason` chunk (usage chunk and `[DONE]` still sent) | like `Text`, `message_delta` with `stop_reason: null`, then `message_stop` | like `Text`, no `finishReason` in any chunk |
+//! | `Attempts` | the attempt due for this request, rendered as above | same | same | same |
+//!
+//! None of the `StreamErrorEnvelope` streams has a terminal success event
+//! (no `response.completed`, `[DONE]`, `message_stop` or `finishReason`);
+//! each ends cleanly right after the error. The partial text is left out
+//! when empty.
 //!
 //! Non-streaming requests get the same content as one JSON object; a
 //! `StreamError` becomes an HTTP 500 in the protocol's error shape, a
+//! `StreamErrorEnvelope` the HTTP `status` with the protocol's error body
+//! built from `code` and `message` (Responses
+//! `{"error":{"message","type":CODE,"param":null,"code":CODE}}`, Chat the
+//! gateway object above, Anthropic the error event's object, Gemini
+//! `{"error":{"code":STATUS,"message","status":CODE}}`), a
+//! `NoFinishReason` leaves out the same field as its stream (Chat
+//! `finish_reason: null`, Anthropic `stop_reason: null`), a
 //! `CutOff` sends half of the JSON and drops the connection, and `Slow`
 //! waits `chunk_delay` per text piece before answering. Usage is always
 //! [`MOCK_INPUT_TOKENS`] in ([`MOCK_CACHED_INPUT_TOKENS`] of them cached) and
 //! [`MOCK_OUTPUT_TOKENS`] out ([`MOCK_REASONING_TOKENS`] of them reasoning
 //! when the reply has reasoning).
+//!
+//! [`Reply::Attempts`] is resolved per request: every `Attempts` value in
+//! the script keeps its own count of the requests that selected it (in the
+//! running server; nested lists are flattened), so a client's retry with the
+//! same history can get "429, then success". Every other scripted reply is
+//! chosen by the conversation alone ([`Script::on_prompt`]).
 //!
 //! # With the real CLIs
 //!
@@ -93,6 +115,7 @@ mod responses;
 mod script;
 mod sse;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -110,7 +133,7 @@ use tokio::task::JoinHandle;
 
 pub use conversation::Conversation;
 pub use record::RecordedRequest;
-pub use script::{Reply, Rule, Script};
+pub use script::{Reply, Rule, Script, ToolCallSpec};
 
 use record::{Route, Streaming, gemini_model_and_method, route};
 use sse::{Ending, SseEvent, sse_response, timed_body};
@@ -175,12 +198,26 @@ struct ToolSpec {
     arguments_text: String,
 }
 
+impl ToolSpec {
+    fn new(name: &str, arguments: &Value) -> Self {
+        ToolSpec {
+            name: name.to_owned(),
+            arguments: arguments.clone(),
+            arguments_text: arguments.to_string(),
+        }
+    }
+}
+
 /// The content of one model answer, protocol-neutral.
 #[derive(Debug, Clone, Default)]
 struct Answer {
     reasoning: Option<String>,
     text: Option<String>,
-    tool: Option<ToolSpec>,
+    /// The tool calls, in order (several for parallel calls).
+    tools: Vec<ToolSpec>,
+    /// The terminal frame carries no finish / stop reason
+    /// ([`Reply::NoFinishReason`]).
+    no_finish_reason: bool,
 }
 
 impl Answer {
@@ -217,6 +254,13 @@ impl Answer {
     }
 }
 
+/// An in-stream error envelope ([`Reply::StreamErrorEnvelope`]).
+struct Envelope<'a> {
+    code: &'a str,
+    status: u16,
+    message: &'a str,
+}
+
 /// Unique ids: a per-server random part and a counter.
 #[derive(Debug)]
 struct Ids {
@@ -251,6 +295,8 @@ struct Ctx<'a> {
     created: u64,
     ids: &'a Ids,
     request: &'a Value,
+    /// The id also sent in the `request-id` / `x-request-id` headers.
+    request_id: &'a str,
 }
 
 impl Ctx<'_> {
@@ -266,6 +312,11 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     count: watch::Sender<usize>,
     ids: Ids,
+    /// Requests served so far per [`Reply::Attempts`], keyed by the reply's
+    /// address inside `script` (which never moves or changes).
+    attempts: Mutex<HashMap<usize, usize>>,
+    /// What an empty `Attempts` fallback answers: the default fallback.
+    default_reply: Reply,
 }
 
 impl Shared {
@@ -282,6 +333,51 @@ impl Shared {
             requests.len()
         };
         self.count.send_replace(count);
+    }
+
+    /// The reply this request gets: `reply` itself, or for an
+    /// [`Reply::Attempts`] the attempt due (which advances its counter).
+    /// Never returns an `Attempts`.
+    fn resolve<'a>(&'a self, reply: &'a Reply) -> &'a Reply {
+        let Reply::Attempts(list) = reply else {
+            return reply;
+        };
+        let mut flat = Vec::new();
+        flatten_attempts(list, &mut flat);
+        if flat.is_empty() {
+            // Like an empty rule: the fallback (and when the fallback itself
+            // is an empty `Attempts`, the default fallback).
+            return match &self.script.fallback {
+                fallback @ Reply::Attempts(_) if !std::ptr::eq(fallback, reply) => {
+                    self.resolve(fallback)
+                }
+                Reply::Attempts(_) => &self.default_reply,
+                fallback => fallback,
+            };
+        }
+        let key = std::ptr::from_ref(reply).addr();
+        let served = {
+            let mut attempts = self
+                .attempts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let counter = attempts.entry(key).or_insert(0);
+            let served = *counter;
+            *counter += 1;
+            served
+        };
+        flat[served.min(flat.len() - 1)]
+    }
+}
+
+/// The replies of an `Attempts` list with nested `Attempts` flattened in
+/// place.
+fn flatten_attempts<'a>(replies: &'a [Reply], out: &mut Vec<&'a Reply>) {
+    for reply in replies {
+        match reply {
+            Reply::Attempts(inner) => flatten_attempts(inner, out),
+            other => out.push(other),
+        }
     }
 }
 
@@ -312,6 +408,8 @@ impl MockServer {
             requests: Mutex::new(Vec::new()),
             count,
             ids: Ids::new(),
+            attempts: Mutex::new(HashMap::new()),
+            default_reply: Script::new().fallback,
         });
         let app = Router::new()
             .fallback(handle)
@@ -418,10 +516,7 @@ fn http_error(
     body: &Value,
     retry_after: Option<u64>,
 ) -> Response<Body> {
-    let code = StatusCode::from_u16(status)
-        .ok()
-        .filter(|code| code.as_u16() >= 100)
-        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let code = status_code(status);
     let body = if body.is_null() {
         let reason = code.canonical_reason().unwrap_or("error");
         error_body(
@@ -443,6 +538,14 @@ fn http_error(
         }
     }
     response
+}
+
+/// `status` as an HTTP status; invalid codes become 500.
+fn status_code(status: u16) -> StatusCode {
+    StatusCode::from_u16(status)
+        .ok()
+        .filter(|code| code.as_u16() >= 100)
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 fn not_found(method: &str, path: &str) -> Response<Body> {
@@ -526,6 +629,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         Route::Model(protocol, _) | Route::CountTokens(protocol) => Some(*protocol),
         _ => None,
     };
+    let request_id = shared.ids.next("req_");
     if let (Some(protocol), Some(error)) = (protocol, &body_error) {
         let message = format!("mock model server: could not read the request body: {error}");
         let body = error_body(protocol, 400, &message);
@@ -540,15 +644,21 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             _ => bad_json(protocol),
         },
         Route::Model(protocol, streaming) => {
-            model_call(&shared, protocol, streaming, &path, query.as_deref(), &body).await
+            let call = ModelCall {
+                protocol,
+                streaming,
+                path: &path,
+                query: query.as_deref(),
+                request_id: &request_id,
+            };
+            model_call(&shared, &call, &body).await
         }
     };
-    if protocol.is_some() {
-        let request_id = shared.ids.next("req_");
-        if let Ok(value) = HeaderValue::from_str(&request_id) {
-            response.headers_mut().insert("request-id", value.clone());
-            response.headers_mut().insert("x-request-id", value);
-        }
+    if protocol.is_some()
+        && let Ok(value) = HeaderValue::from_str(&request_id)
+    {
+        response.headers_mut().insert("request-id", value.clone());
+        response.headers_mut().insert("x-request-id", value);
     }
     response
 }
@@ -562,14 +672,23 @@ fn bad_json(protocol: Protocol) -> Response<Body> {
     json_response(StatusCode::BAD_REQUEST, &body)
 }
 
-async fn model_call(
-    shared: &Shared,
+/// Where a model call came in.
+struct ModelCall<'a> {
     protocol: Protocol,
     streaming: Streaming,
-    path: &str,
-    query: Option<&str>,
-    body: &[u8],
-) -> Response<Body> {
+    path: &'a str,
+    query: Option<&'a str>,
+    request_id: &'a str,
+}
+
+async fn model_call(shared: &Shared, call: &ModelCall<'_>, body: &[u8]) -> Response<Body> {
+    let ModelCall {
+        protocol,
+        streaming,
+        path,
+        query,
+        request_id,
+    } = *call;
     let request: Value = match serde_json::from_slice(body) {
         Ok(value @ Value::Object(_)) => value,
         _ => return bad_json(protocol),
@@ -592,11 +711,13 @@ async fn model_call(
     .unwrap_or_else(|| "mock-model".to_owned());
     let conversation = conversation::conversation(protocol, &request);
     let (reply, _rule) = shared.script.select(conversation.as_ref());
+    let reply = shared.resolve(reply);
     let ctx = Ctx {
         model,
         created: now_secs(),
         ids: &shared.ids,
         request: &request,
+        request_id,
     };
     // Gemini streams as SSE only with `alt=sse`; otherwise as a JSON array.
     let gemini_array = protocol == Protocol::Gemini
@@ -633,28 +754,80 @@ async fn render(
             };
             return events_response(&events, Duration::ZERO, true, gemini_array);
         }
+        Reply::StreamErrorEnvelope {
+            partial_text,
+            code,
+            status,
+            message,
+        } => {
+            let envelope = Envelope {
+                code,
+                status: *status,
+                message,
+            };
+            if !stream {
+                let body = match protocol {
+                    Protocol::Responses => responses::envelope_body(&envelope),
+                    Protocol::ChatCompletions => chat::envelope_body(&envelope),
+                    Protocol::AnthropicMessages => anthropic::envelope_body(ctx, &envelope),
+                    Protocol::Gemini => gemini::envelope_body(&envelope),
+                };
+                return json_response(status_code(*status), &body);
+            }
+            let partial = if partial_text.is_empty() {
+                Answer::default()
+            } else {
+                Answer::text(partial_text.clone())
+            };
+            let events = match protocol {
+                Protocol::Responses => responses::stream_error_envelope(ctx, &partial, &envelope),
+                Protocol::ChatCompletions => chat::stream_error_envelope(ctx, &partial, &envelope),
+                Protocol::AnthropicMessages => {
+                    anthropic::stream_error_envelope(ctx, &partial, &envelope)
+                }
+                Protocol::Gemini => gemini::stream_error_envelope(ctx, &partial, &envelope),
+            };
+            return events_response(&events, Duration::ZERO, true, gemini_array);
+        }
         Reply::Text(text) => (Answer::text(text.clone()), true, Duration::ZERO),
+        Reply::NoFinishReason(text) => (
+            Answer {
+                no_finish_reason: true,
+                ..Answer::text(text.clone())
+            },
+            true,
+            Duration::ZERO,
+        ),
         Reply::ReasoningThenText { reasoning, text } => (
             Answer {
                 reasoning: Some(reasoning.clone()),
-                text: Some(text.clone()),
-                tool: None,
+                ..Answer::text(text.clone())
             },
             true,
             Duration::ZERO,
         ),
         Reply::ToolCall { name, arguments } => (
             Answer {
-                tool: Some(ToolSpec {
-                    name: name.clone(),
-                    arguments: arguments.clone(),
-                    arguments_text: arguments.to_string(),
-                }),
+                tools: vec![ToolSpec::new(name, arguments)],
                 ..Answer::default()
             },
             true,
             Duration::ZERO,
         ),
+        Reply::ToolCalls(calls) => (
+            Answer {
+                tools: calls
+                    .iter()
+                    .map(|call| ToolSpec::new(&call.name, &call.arguments))
+                    .collect(),
+                ..Answer::default()
+            },
+            true,
+            Duration::ZERO,
+        ),
+        // `Shared::resolve` never hands an `Attempts` to `render`; answer
+        // like the default fallback should one get here.
+        Reply::Attempts(_) => (Answer::text("OK".to_owned()), true, Duration::ZERO),
         Reply::Json(value) => (Answer::text(value.to_string()), true, Duration::ZERO),
         Reply::CutOff { partial_text } => {
             (Answer::text(partial_text.clone()), false, Duration::ZERO)

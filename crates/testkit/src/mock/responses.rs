@@ -12,14 +12,25 @@
 //! call `output_item.added`, `function_call_arguments.delta`…,
 //! `function_call_arguments.done`, `output_item.done`; then
 //! `response.completed` with the whole response (output items and usage).
+//! Parallel tool calls are one `function_call` item each, one after the
+//! other. For `NoFinishReason` the `response` object of
+//! `response.completed` (and the non-streaming body) has no `status` and no
+//! `incomplete_details` field.
 //! A stream error is `response.created`, `response.in_progress`,
 //! `response.failed` (`response.error{code:"server_error", message}`).
+//! A stream error envelope is `response.created`, `response.in_progress`,
+//! the partial text's message item up to its `output_text.delta`s (when the
+//! text is not empty), then an `error` event
+//! `{"type":"error","code","message","param":null,"sequence_number","status"}`
+//! and nothing else. OpenAI sends only `code`, `message` and `param`;
+//! `status` (the HTTP status) is what gateways such as OpenRouter and
+//! LiteLLM add.
 
 use serde_json::{Map, Value, json};
 
 use super::chat::openai_error_body;
 use super::sse::{SseEvent, chunks};
-use super::{Answer, Ctx, TEXT_CHUNK_CHARS, TOOL_CHUNK_CHARS, Usage};
+use super::{Answer, Ctx, Envelope, TEXT_CHUNK_CHARS, TOOL_CHUNK_CHARS, Usage};
 
 /// An output item with its id, ready to stream or to list.
 enum Item<'a> {
@@ -85,7 +96,7 @@ fn items<'a>(ctx: &Ctx<'_>, answer: &'a Answer) -> Vec<Item<'a>> {
             text,
         });
     }
-    if let Some(tool) = &answer.tool {
+    for tool in &answer.tools {
         items.push(Item::FunctionCall {
             id: ctx.id("fc_"),
             call_id: ctx.id("call_"),
@@ -271,8 +282,57 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
         Some(answer.usage()),
         Value::Null,
     );
-    ev.push("response.completed", json!({ "response": completed }));
+    ev.push(
+        "response.completed",
+        json!({ "response": finished(completed, answer) }),
+    );
     ev.events
+}
+
+/// The completed response object; for `NoFinishReason` without `status`
+/// and `incomplete_details`.
+fn finished(mut response: Value, answer: &Answer) -> Value {
+    if answer.no_finish_reason
+        && let Value::Object(object) = &mut response
+    {
+        object.remove("status");
+        object.remove("incomplete_details");
+    }
+    response
+}
+
+/// The partial text, then an `error` event (no terminal `response.*`).
+pub(crate) fn stream_error_envelope(
+    ctx: &Ctx<'_>,
+    partial: &Answer,
+    envelope: &Envelope<'_>,
+) -> Vec<SseEvent> {
+    let mut ev = Events {
+        events: stream(ctx, partial, false),
+    };
+    ev.push(
+        "error",
+        json!({
+            "code": envelope.code,
+            "message": envelope.message,
+            "param": null,
+            // Not sent by OpenAI: gateways (OpenRouter, LiteLLM) add the
+            // HTTP status.
+            "status": envelope.status,
+        }),
+    );
+    ev.events
+}
+
+/// The OpenAI error body `{"error":{"message","type":CODE,"param":null,
+/// "code":CODE}}` for the error status of a non-streamed envelope.
+pub(crate) fn envelope_body(envelope: &Envelope<'_>) -> Value {
+    json!({"error": {
+        "message": envelope.message,
+        "type": envelope.code,
+        "param": null,
+        "code": envelope.code,
+    }})
 }
 
 /// A stream that starts and then fails with `response.failed`.
@@ -304,14 +364,15 @@ pub(crate) fn stream_error(ctx: &Ctx<'_>, message: &str) -> Vec<SseEvent> {
 /// The non-streaming answer: the completed response object.
 pub(crate) fn body(ctx: &Ctx<'_>, answer: &Answer) -> Value {
     let output = items(ctx, answer).iter().map(Item::done_json).collect();
-    response_json(
+    let response = response_json(
         ctx,
         &ctx.id("resp_"),
         "completed",
         output,
         Some(answer.usage()),
         Value::Null,
-    )
+    );
+    finished(response, answer)
 }
 
 /// The error body for an HTTP error.

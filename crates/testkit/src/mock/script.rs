@@ -16,6 +16,16 @@
 //!     ] },
 //!     { "keyword": "FAIL", "replies": [
 //!         { "http_error": { "status": 429, "body": null, "retry_after": 1 } }
+//!     ] },
+//!     { "keyword": "RETRY", "replies": [
+//!         { "attempts": [ { "http_error": { "status": 429 } }, "Recovered." ] }
+//!     ] },
+//!     { "keyword": "PARALLEL", "replies": [
+//!         { "tool_calls": [
+//!             { "name": "read", "arguments": { "path": "a.txt" } },
+//!             { "name": "read", "arguments": { "path": "b.txt" } }
+//!         ] },
+//!         "Read both."
 //!     ] }
 //!   ],
 //!   "fallback": { "text": "OK" }
@@ -35,6 +45,10 @@
 //! | `stream_error` | `{"message": str}` |
 //! | `cut_off` | `{"partial_text": str}` |
 //! | `slow` | `{"text": str, "chunk_delay_ms": u64}` |
+//! | `tool_calls` | `[{"name": str, "arguments": any JSON}, ...]` (`arguments` may be omitted: `null`) |
+//! | `stream_error_envelope` | `{"partial_text": str, "code": str, "status": u16, "message": str}` (`partial_text` may be omitted: empty) |
+//! | `no_finish_reason` | the answer text |
+//! | `attempts` | a list of replies, one per request (see [`Reply::Attempts`]) |
 //!
 //! Both `rules` and `fallback` may be omitted (no rules; fallback `"OK"`).
 //! [`Script`] and [`Reply`] also serialize to this shape, so a test can write
@@ -108,6 +122,68 @@ pub enum Reply {
         /// The pause between consecutive stream events.
         chunk_delay: Duration,
     },
+    /// Parallel tool calls: one answer with several calls, in this order
+    /// (`ToolCall` is the one-call case). The follow-up request carrying all
+    /// the results gets the next scripted reply (the whole answer is one
+    /// assistant turn). An empty list is an answer with no content and the
+    /// ordinary stop reason.
+    ToolCalls(Vec<ToolCallSpec>),
+    /// A 200 stream that streams `partial_text` as ordinary text deltas
+    /// (nothing when empty) and then carries the protocol's in-stream error
+    /// envelope with `code` and `status` where each vendor or gateway puts
+    /// them, with no terminal success event. Without streaming it is an HTTP
+    /// `status` with the protocol's error body built from `code` and
+    /// `message`. The exact shapes are in the [`mock`](super) module docs.
+    StreamErrorEnvelope {
+        /// The text streamed before the error (may be empty).
+        partial_text: String,
+        /// The error code or type as the protocol spells it (for example
+        /// `rate_limit_exceeded`, `overloaded_error`, `RESOURCE_EXHAUSTED`).
+        code: String,
+        /// The HTTP status the error stands for (429, 500, 529, ...).
+        status: u16,
+        /// The error message.
+        message: String,
+    },
+    /// A complete text answer whose terminal frame carries no finish / stop
+    /// reason (the stream still ends cleanly), for clients that must not
+    /// invent one.
+    NoFinishReason(String),
+    /// Per-request sequencing: the n-th request (0-based) that selects this
+    /// reply gets `attempts[n]`; past the end the last one repeats. Unlike
+    /// the replies of [`Script::on_prompt`] (indexed by the assistant turns
+    /// in the history, so a retry with the same history gets the same
+    /// reply), this scripts what a retrying client sees, for example
+    /// `Attempts(vec![HttpError { status: 429, .. }, Text("ok")])`.
+    ///
+    /// Each `Attempts` value in the script has its own request counter,
+    /// kept by the running [`MockServer`](super::MockServer) (a fresh
+    /// server starts at 0). Nested `Attempts` are flattened in place:
+    /// `Attempts([a, Attempts([b, c]), d])` behaves as
+    /// `Attempts([a, b, c, d])`. An empty list (after flattening) behaves
+    /// like the script's fallback.
+    Attempts(Vec<Reply>),
+}
+
+/// One call of a [`Reply::ToolCalls`] answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallSpec {
+    /// The tool's name as the client declared it.
+    pub name: String,
+    /// The tool's arguments (an object for every real tool).
+    #[serde(default)]
+    pub arguments: serde_json::Value,
+}
+
+impl ToolCallSpec {
+    /// A call of `name` with `arguments`.
+    pub fn new(name: impl Into<String>, arguments: serde_json::Value) -> Self {
+        ToolCallSpec {
+            name: name.into(),
+            arguments,
+        }
+    }
 }
 
 /// The serde representation of [`Reply`] (see the module docs).
@@ -150,6 +226,16 @@ enum TaggedReply {
         #[serde(default)]
         chunk_delay_ms: u64,
     },
+    ToolCalls(Vec<ToolCallSpec>),
+    StreamErrorEnvelope {
+        #[serde(default)]
+        partial_text: String,
+        code: String,
+        status: u16,
+        message: String,
+    },
+    NoFinishReason(String),
+    Attempts(Vec<Reply>),
 }
 
 impl From<ReplyRepr> for Reply {
@@ -181,6 +267,20 @@ impl From<ReplyRepr> for Reply {
                     text,
                     chunk_delay: Duration::from_millis(chunk_delay_ms),
                 },
+                TaggedReply::ToolCalls(calls) => Reply::ToolCalls(calls),
+                TaggedReply::StreamErrorEnvelope {
+                    partial_text,
+                    code,
+                    status,
+                    message,
+                } => Reply::StreamErrorEnvelope {
+                    partial_text,
+                    code,
+                    status,
+                    message,
+                },
+                TaggedReply::NoFinishReason(text) => Reply::NoFinishReason(text),
+                TaggedReply::Attempts(replies) => Reply::Attempts(replies),
             },
         }
     }
@@ -210,6 +310,20 @@ impl From<Reply> for ReplyRepr {
                 text,
                 chunk_delay_ms: u64::try_from(chunk_delay.as_millis()).unwrap_or(u64::MAX),
             },
+            Reply::ToolCalls(calls) => TaggedReply::ToolCalls(calls),
+            Reply::StreamErrorEnvelope {
+                partial_text,
+                code,
+                status,
+                message,
+            } => TaggedReply::StreamErrorEnvelope {
+                partial_text,
+                code,
+                status,
+                message,
+            },
+            Reply::NoFinishReason(text) => TaggedReply::NoFinishReason(text),
+            Reply::Attempts(replies) => TaggedReply::Attempts(replies),
         })
     }
 }
@@ -286,7 +400,8 @@ impl Script {
     }
 
     /// The reply for a request, and the index of the rule that chose it
-    /// (`None` for the fallback).
+    /// (`None` for the fallback). A [`Reply::Attempts`] is returned as is;
+    /// the server picks the attempt per request.
     pub fn select(&self, conversation: Option<&Conversation>) -> (&Reply, Option<usize>) {
         let Some(conversation) = conversation else {
             return (&self.fallback, None);

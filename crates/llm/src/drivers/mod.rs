@@ -1,0 +1,43 @@
+//! The vendor drivers. Each file owns one wire protocol: the request body it
+//! builds and the [`WireDecoder`](crate::http::WireDecoder) that turns its
+//! stream into [`LlmStreamEvent`](crate::LlmStreamEvent)s; HTTP, retries and
+//! the stream pipeline are shared ([`crate::http`]).
+
+mod anthropic;
+mod chat;
+mod gemini;
+mod openrouter;
+mod responses;
+
+pub use anthropic::AnthropicDriver;
+pub use chat::OpenAiChatDriver;
+pub use gemini::GeminiDriver;
+pub use openrouter::OpenRouterDriver;
+pub use responses::OpenAiResponsesDriver;
+
+/// The constructor and retry setter every driver has.
+macro_rules! driver_common {
+    ($driver:ident) => {
+        impl $driver {
+            /// The driver with the default retry policy.
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            /// With a retry policy (use
+            /// [`LlmRetryConfig::no_retry`](crate::LlmRetryConfig::no_retry)
+            /// to own retries in the host).
+            #[must_use]
+            pub fn with_retry_config(mut self, retry: crate::LlmRetryConfig) -> Self {
+                self.retry = retry;
+                self
+            }
+
+            /// The retry policy.
+            pub fn retry_config(&self) -> &crate::LlmRetryConfig {
+                &self.retry
+            }
+        }
+    };
+}
+pub(crate) use driver_common;

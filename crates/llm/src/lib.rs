@@ -1,0 +1,54 @@
+//! LLM HTTP providers under one stream contract, usable on their own and as
+//! an agent [`Driver`](agent::LlmDriver).
+//!
+//! * The vocabulary: [`LlmStreamEvent`] (see its docs for the contract),
+//!   [`LlmCompletionMetadata`], [`LlmStreamError`], [`LlmError`].
+//! * Where a call goes: [`Provider`] = a name, a [`ProviderEndpoint`] (base
+//!   URL, [`BearerAuth`] / [`StaticHeaderAuth`]) and a [`ChatDriver`].
+//! * The drivers: [`OpenAiChatDriver`] (Chat Completions, any
+//!   OpenAI-protocol server), [`OpenAiResponsesDriver`] (Responses),
+//!   [`AnthropicDriver`] (Messages, thinking with signatures),
+//!   [`GeminiDriver`] (`streamGenerateContent` SSE), [`OpenRouterDriver`].
+//!   Each takes [`with_retry_config`](OpenAiChatDriver::with_retry_config).
+//! * Folding a turn: [`collect_turn`] with [`TurnLimits`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agent_adaptor_llm::LlmError> {
+//! use agent_adaptor_llm::{AnthropicDriver, LlmCallConfig, Message, Provider};
+//!
+//! let provider = Provider::new("anthropic", AnthropicDriver::new()).api_key("sk-ant-...");
+//! let turn = provider
+//!     .chat_completion(&[Message::user("Say hi")], &LlmCallConfig::new("claude-sonnet-4-5"))
+//!     .await?;
+//! println!("{} ({:?})", turn.text, turn.metadata.finish_reason);
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod accumulator;
+pub mod agent;
+pub mod collector;
+mod drivers;
+mod error;
+mod event;
+mod http;
+mod message;
+mod provider;
+mod reasoning;
+pub mod retry;
+pub mod sse;
+
+pub use collector::{CollectedTurn, TurnLimits, TurnTiming, collect_turn, limit_stream};
+pub use drivers::{AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, OpenRouterDriver};
+pub use error::{LlmError, LlmErrorKind, LlmStreamError};
+pub use event::{
+    HostedToolCall, HostedToolCallStatus, LlmCompletionMetadata, LlmStreamEvent, ToolCallDelta,
+    disjoint_prompt_tokens,
+};
+pub use message::{
+    LlmCallConfig, Message, MessageRole, ReasoningEffort, ResponseFormat, ToolCall, ToolDefinition,
+    fold_system_messages,
+};
+pub use provider::{BearerAuth, ChatDriver, LlmResponseStream, Provider, ProviderAuth, ProviderEndpoint, StaticHeaderAuth};
+pub use reasoning::{ReasoningContentPart, ReasoningText};
+pub use retry::{LlmRetryConfig, RetryMetadata};
