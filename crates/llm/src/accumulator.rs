@@ -79,7 +79,13 @@ impl ToolCallAccumulator {
     /// Replaces the argument text of `key` with the provider's final text
     /// (Responses `function_call_arguments.done` / `output_item.done`) and
     /// marks the call finished.
-    pub fn complete_arguments(&mut self, key: &str, id: Option<&str>, name: Option<&str>, arguments: &str) {
+    pub fn complete_arguments(
+        &mut self,
+        key: &str,
+        id: Option<&str>,
+        name: Option<&str>,
+        arguments: &str,
+    ) {
         let (_, call) = self.slot(key);
         if let Some(id) = id.filter(|id| !id.is_empty()) {
             call.id = Some(id.to_owned());
@@ -143,7 +149,10 @@ impl ToolCallAccumulator {
     pub fn discard_pending(&mut self) -> u32 {
         let count = self.pending.len() as u32;
         if count > 0 {
-            tracing::warn!(count, "tool calls discarded: the answer did not finish them");
+            tracing::warn!(
+                count,
+                "tool calls discarded: the answer did not finish them"
+            );
         }
         self.pending.clear();
         self.dropped += count;

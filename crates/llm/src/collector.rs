@@ -248,11 +248,9 @@ pub async fn collect_turn(
         }
         observe(&event);
         match event {
-            LlmStreamEvent::TextDelta(text) => {
-                if !text.is_empty() {
-                    content_times.push(Instant::now());
-                    turn.text.push_str(&text);
-                }
+            LlmStreamEvent::TextDelta(text) if !text.is_empty() => {
+                content_times.push(Instant::now());
+                turn.text.push_str(&text);
             }
             LlmStreamEvent::ReasoningDelta { .. } => content_times.push(Instant::now()),
             LlmStreamEvent::ReasoningItem(item) => turn.reasoning.push(item),

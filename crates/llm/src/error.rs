@@ -46,18 +46,32 @@ impl LlmErrorKind {
             "insufficient_quota" | "billing_hard_limit_reached" | "usage_limit_reached" => {
                 LlmErrorKind::QuotaExhausted
             }
-            "invalid_api_key" | "authentication_error" | "permission_error"
-            | "permission_denied" | "unauthenticated" => LlmErrorKind::Authentication,
-            "rate_limit_exceeded" | "rate_limit_error" | "overloaded_error"
-            | "resource_exhausted" | "too_many_requests" => LlmErrorKind::RateLimited,
-            "server_error" | "api_error" | "processing_error" | "timeout" | "unavailable"
-            | "internal" | "deadline_exceeded" | "service_unavailable" => {
-                LlmErrorKind::Unavailable
-            }
-            "invalid_request_error" | "model_not_found" | "not_found_error" | "invalid_argument"
-            | "failed_precondition" | "not_found" | "request_too_large" | "context_length_exceeded" => {
-                LlmErrorKind::InvalidRequest
-            }
+            "invalid_api_key"
+            | "authentication_error"
+            | "permission_error"
+            | "permission_denied"
+            | "unauthenticated" => LlmErrorKind::Authentication,
+            "rate_limit_exceeded"
+            | "rate_limit_error"
+            | "overloaded_error"
+            | "resource_exhausted"
+            | "too_many_requests" => LlmErrorKind::RateLimited,
+            "server_error"
+            | "api_error"
+            | "processing_error"
+            | "timeout"
+            | "unavailable"
+            | "internal"
+            | "deadline_exceeded"
+            | "service_unavailable" => LlmErrorKind::Unavailable,
+            "invalid_request_error"
+            | "model_not_found"
+            | "not_found_error"
+            | "invalid_argument"
+            | "failed_precondition"
+            | "not_found"
+            | "request_too_large"
+            | "context_length_exceeded" => LlmErrorKind::InvalidRequest,
             "malformed_response" => LlmErrorKind::MalformedResponse,
             _ => return None,
         })
@@ -99,9 +113,14 @@ impl LlmErrorKind {
 
 fn mentions_quota(message: &str) -> bool {
     let lower = message.to_ascii_lowercase();
-    ["insufficient_quota", "exceeded your current quota", "usage limit", "insufficient credits"]
-        .iter()
-        .any(|phrase| lower.contains(phrase))
+    [
+        "insufficient_quota",
+        "exceeded your current quota",
+        "usage limit",
+        "insufficient credits",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase))
 }
 
 /// A provider's error inside a stream (the payload of

@@ -23,7 +23,7 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// One process-wide client: connect timeout 10 s, no overall timeout (long
 /// streams survive), no redirects.
-fn client() -> Result<&'static reqwest::Client, LlmError> {
+fn client() -> Result<&'static reqwest::Client, Box<LlmError>> {
     static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
@@ -35,7 +35,12 @@ fn client() -> Result<&'static reqwest::Client, LlmError> {
                 .map_err(|error| error.to_string())
         })
         .as_ref()
-        .map_err(|error| LlmError::new(LlmErrorKind::Other, format!("cannot build the HTTP client: {error}")))
+        .map_err(|error| {
+            Box::new(LlmError::new(
+                LlmErrorKind::Other,
+                format!("cannot build the HTTP client: {error}"),
+            ))
+        })
 }
 
 /// What a vendor driver sends.
@@ -68,13 +73,16 @@ pub(crate) async fn stream_call<D: WireDecoder>(
     retry: &LlmRetryConfig,
     decoder: impl Fn() -> D,
 ) -> Result<LlmResponseStream, LlmError> {
-    let client = client()?;
+    let client = client().map_err(|error| *error)?;
     let url = endpoint.url(&request.path);
     let mut headers = request.headers.clone();
     headers.extend(config.extra_headers.iter().cloned());
     let headers = endpoint.headers(&headers);
     let body = Bytes::from(serde_json::to_vec(&request.body).map_err(|error| {
-        LlmError::new(LlmErrorKind::InvalidRequest, format!("cannot encode the request: {error}"))
+        LlmError::new(
+            LlmErrorKind::InvalidRequest,
+            format!("cannot encode the request: {error}"),
+        )
     })?);
     let mut meta = RetryMetadata::default();
     let mut first_failure: Option<Instant> = None;
@@ -88,7 +96,10 @@ pub(crate) async fn stream_call<D: WireDecoder>(
             builder = builder.header(name.as_str(), value.as_str());
         }
         let failure = match builder.send().await {
-            Err(error) => LlmError::new(LlmErrorKind::Unavailable, format!("request failed: {error}")),
+            Err(error) => LlmError::new(
+                LlmErrorKind::Unavailable,
+                format!("request failed: {error}"),
+            ),
             Ok(response) if !response.status().is_success() => {
                 let error = error_response(response).await;
                 let retryable = error.status.is_some_and(is_transient_status)
@@ -106,6 +117,16 @@ pub(crate) async fn stream_call<D: WireDecoder>(
                         kind: LlmErrorKind::Unavailable,
                         ..error
                     },
+                    // A transient provider error as the very first event
+                    // (Anthropic `overloaded_error`, a gateway's 429
+                    // envelope) is retried too, while a retry is allowed;
+                    // otherwise the consumer gets it as the provider sent it.
+                    Some(Ok(LlmStreamEvent::Error(error)))
+                        if error.kind().is_transient()
+                            && retry_allowed(retry, &meta, first_failure) =>
+                    {
+                        LlmError::from_stream(&error)
+                    }
                     first => {
                         let meta = finish_meta(meta, first_failure);
                         let head = futures::stream::iter(first);
@@ -136,13 +157,27 @@ pub(crate) async fn stream_call<D: WireDecoder>(
     }
 }
 
+/// True while another attempt fits the retry count and (without knowing the
+/// jittered wait yet) the time budget.
+fn retry_allowed(
+    retry: &LlmRetryConfig,
+    meta: &RetryMetadata,
+    first_failure: Option<Instant>,
+) -> bool {
+    let spent = first_failure.map_or(Duration::ZERO, |started| started.elapsed());
+    meta.attempts < retry.max_retries && spent < retry.max_retry_elapsed
+}
+
 fn finish_meta(mut meta: RetryMetadata, first_failure: Option<Instant>) -> Option<RetryMetadata> {
     let started = first_failure?;
     meta.total_retry_elapsed = started.elapsed();
     Some(meta)
 }
 
-fn with_retry_metadata(stream: LlmResponseStream, meta: Option<RetryMetadata>) -> LlmResponseStream {
+fn with_retry_metadata(
+    stream: LlmResponseStream,
+    meta: Option<RetryMetadata>,
+) -> LlmResponseStream {
     let Some(meta) = meta else {
         return stream;
     };
@@ -165,7 +200,10 @@ async fn error_response(response: reqwest::Response) -> LlmError {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned)
     };
-    let retry_after = parse_retry_after(header("retry-after").as_deref(), header("retry-after-ms").as_deref());
+    let retry_after = parse_retry_after(
+        header("retry-after").as_deref(),
+        header("retry-after-ms").as_deref(),
+    );
     let mut body = Vec::new();
     let mut chunks = response.bytes_stream();
     while let Some(Ok(chunk)) = chunks.next().await {
@@ -217,8 +255,15 @@ pub(crate) fn error_fields(value: &Value) -> (Option<String>, Option<String>) {
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
     };
-    let code = text("code").or_else(|| text("status")).or_else(|| text("type"));
-    let message = text("message").or_else(|| value.get("message").and_then(Value::as_str).map(str::to_owned));
+    let code = text("code")
+        .or_else(|| text("status"))
+        .or_else(|| text("type"));
+    let message = text("message").or_else(|| {
+        value
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
     (code, message)
 }
 

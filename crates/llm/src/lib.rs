@@ -39,7 +39,9 @@ pub mod retry;
 pub mod sse;
 
 pub use collector::{CollectedTurn, TurnLimits, TurnTiming, collect_turn, limit_stream};
-pub use drivers::{AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, OpenRouterDriver};
+pub use drivers::{
+    AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, OpenRouterDriver,
+};
 pub use error::{LlmError, LlmErrorKind, LlmStreamError};
 pub use event::{
     HostedToolCall, HostedToolCallStatus, LlmCompletionMetadata, LlmStreamEvent, ToolCallDelta,
@@ -49,6 +51,9 @@ pub use message::{
     LlmCallConfig, Message, MessageRole, ReasoningEffort, ResponseFormat, ToolCall, ToolDefinition,
     fold_system_messages,
 };
-pub use provider::{BearerAuth, ChatDriver, LlmResponseStream, Provider, ProviderAuth, ProviderEndpoint, StaticHeaderAuth};
+pub use provider::{
+    BearerAuth, ChatDriver, LlmResponseStream, Provider, ProviderAuth, ProviderEndpoint,
+    StaticHeaderAuth,
+};
 pub use reasoning::{ReasoningContentPart, ReasoningText};
 pub use retry::{LlmRetryConfig, RetryMetadata};

@@ -139,7 +139,11 @@ pub struct ToolDefinition {
 
 impl ToolDefinition {
     /// A function tool.
-    pub fn function(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+    pub fn function(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+    ) -> Self {
         ToolDefinition {
             name: name.into(),
             description: description.into(),

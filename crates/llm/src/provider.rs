@@ -10,7 +10,9 @@ use std::time::Instant;
 use async_trait::async_trait;
 use futures::{Stream, StreamExt};
 
-use crate::collector::{CollectedTurn, TurnLimits, collect_turn, first_event_timeout, limit_stream, turn_timeout};
+use crate::collector::{
+    CollectedTurn, TurnLimits, collect_turn, first_event_timeout, limit_stream, turn_timeout,
+};
 use crate::error::LlmError;
 use crate::event::LlmStreamEvent;
 use crate::message::{LlmCallConfig, Message};
@@ -118,7 +120,10 @@ impl fmt::Debug for ProviderEndpoint {
         f.debug_struct("ProviderEndpoint")
             .field("base_url", &self.base_url)
             .field("auth", &self.auth.as_ref().map(|_| "<configured>"))
-            .field("headers", &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -149,7 +154,11 @@ impl ProviderEndpoint {
             Some((path, query)) => (path, Some(query)),
             None => (path, None),
         };
-        let mut url = format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'));
+        let mut url = format!(
+            "{}/{}",
+            base.trim_end_matches('/'),
+            path.trim_start_matches('/')
+        );
         let queries: Vec<&str> = [base_query, path_query].into_iter().flatten().collect();
         if !queries.is_empty() {
             url.push('?');
@@ -162,10 +171,17 @@ impl ProviderEndpoint {
     /// replacing same-named earlier ones, case-insensitively).
     pub fn headers(&self, extra: &[(String, String)]) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
-        let auth = self.auth.as_ref().map(|auth| auth.headers()).unwrap_or_default();
+        let auth = self
+            .auth
+            .as_ref()
+            .map(|auth| auth.headers())
+            .unwrap_or_default();
         for (name, value) in self.headers.iter().chain(extra).chain(&auth) {
             let name = name.to_ascii_lowercase();
-            if matches!(name.as_str(), "host" | "content-length" | "transfer-encoding" | "connection" | "upgrade") {
+            if matches!(
+                name.as_str(),
+                "host" | "content-length" | "transfer-encoding" | "connection" | "upgrade"
+            ) {
                 continue;
             }
             out.retain(|(existing, _)| *existing != name);
@@ -260,7 +276,9 @@ impl Provider {
     /// With a header sent on every call.
     #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.endpoint.headers.push((name.into().to_ascii_lowercase(), value.into()));
+        self.endpoint
+            .headers
+            .push((name.into().to_ascii_lowercase(), value.into()));
         self
     }
 
@@ -289,7 +307,9 @@ impl Provider {
     ) -> Result<LlmResponseStream, LlmError> {
         let started = Instant::now();
         let limits = config.limits;
-        let connect = self.driver.chat_completion_stream(&self.endpoint, messages, config);
+        let connect = self
+            .driver
+            .chat_completion_stream(&self.endpoint, messages, config);
         let stream = match connect_bound(&limits) {
             Some((limit, error)) => match tokio::time::timeout(limit, connect).await {
                 Ok(result) => result,

@@ -77,7 +77,10 @@ impl LlmRetryConfig {
     /// The backoff before retry number `attempt` (0-based), jitter included.
     pub fn backoff(&self, attempt: u32) -> Duration {
         let base = self.initial_backoff.as_secs_f64()
-            * self.backoff_multiplier.max(1.0).powi(attempt.min(32) as i32);
+            * self
+                .backoff_multiplier
+                .max(1.0)
+                .powi(attempt.min(32) as i32);
         let base = base.min(self.max_backoff.as_secs_f64());
         let jitter = self.jitter_factor.clamp(0.0, 1.0);
         let factor = if jitter > 0.0 {
@@ -129,7 +132,10 @@ impl RetryMetadata {
 
 /// Parses `Retry-After` (seconds; HTTP dates are not honoured) or
 /// `retry-after-ms`.
-pub fn parse_retry_after(retry_after: Option<&str>, retry_after_ms: Option<&str>) -> Option<Duration> {
+pub fn parse_retry_after(
+    retry_after: Option<&str>,
+    retry_after_ms: Option<&str>,
+) -> Option<Duration> {
     if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok())
         && ms.is_finite()
         && ms >= 0.0

@@ -148,7 +148,10 @@ mod tests {
     fn frames_split_anywhere() {
         let wire = b"event: a\ndata: {\"x\":1}\n\n: keep-alive\n\ndata: one\ndata: two\n\n";
         let whole = decode(&[wire]);
-        assert_eq!(whole, vec![frame(Some("a"), "{\"x\":1}"), frame(None, "one\ntwo")]);
+        assert_eq!(
+            whole,
+            vec![frame(Some("a"), "{\"x\":1}"), frame(None, "one\ntwo")]
+        );
         for cut in 0..wire.len() {
             assert_eq!(decode(&[&wire[..cut], &wire[cut..]]), whole, "cut at {cut}");
         }
@@ -173,6 +176,9 @@ mod tests {
     #[test]
     fn utf8_split_across_chunks() {
         let wire = "data: héllo\n\n".as_bytes();
-        assert_eq!(decode(&[&wire[..8], &wire[8..]]), vec![frame(None, "héllo")]);
+        assert_eq!(
+            decode(&[&wire[..8], &wire[8..]]),
+            vec![frame(None, "héllo")]
+        );
     }
 }

@@ -98,7 +98,11 @@ async fn text_streams_as_text_deltas_in_one_block() {
     assert_eq!(start["message"]["model"], "claude-sonnet-4-5");
     assert_eq!(start["message"]["content"], json!([]));
     assert!(start["message"]["id"].as_str().unwrap().starts_with("msg_"));
-    assert_eq!(start["message"]["usage"]["input_tokens"], MOCK_INPUT_TOKENS);
+    assert_eq!(
+        start["message"]["usage"]["input_tokens"],
+        MOCK_INPUT_TOKENS - MOCK_CACHED_INPUT_TOKENS,
+        "disjoint from the cache reads"
+    );
     let block = events[2].json();
     assert_eq!(block["index"], 0);
     assert_eq!(block["content_block"], json!({"type": "text", "text": ""}));

@@ -33,7 +33,9 @@ pub fn fast_retry() -> LlmRetryConfig {
 
 /// A provider for `driver` at `base_url` with a test key.
 pub fn provider(driver: impl ChatDriver, base_url: &str) -> Provider {
-    Provider::new("mock", driver).base_url(base_url).api_key("test-key")
+    Provider::new("mock", driver)
+        .base_url(base_url)
+        .api_key("test-key")
 }
 
 /// The golden prompt as a conversation.
@@ -50,7 +52,10 @@ pub async fn drain(stream: LlmResponseStream) -> Vec<Result<LlmStreamEvent, LlmE
 
 /// Opens a stream through `provider` and drains it; a call error becomes
 /// the single item.
-pub async fn run(provider: &Provider, config: &LlmCallConfig) -> Vec<Result<LlmStreamEvent, LlmError>> {
+pub async fn run(
+    provider: &Provider,
+    config: &LlmCallConfig,
+) -> Vec<Result<LlmStreamEvent, LlmError>> {
     match provider.chat_completion_stream(&prompt(), config).await {
         Ok(stream) => drain(stream).await,
         Err(error) => vec![Err(error)],

@@ -24,9 +24,11 @@ use serde_json::{Value, json};
 use super::sse::{SseEvent, chunks};
 use super::{Answer, Ctx, Envelope, TEXT_CHUNK_CHARS, TOOL_CHUNK_CHARS, Usage};
 
+/// Anthropic's buckets are disjoint: `input_tokens` excludes the cache
+/// reads, so the total input is the same as in the other protocols.
 fn usage_json(usage: Usage, output_tokens: u64) -> Value {
     json!({
-        "input_tokens": usage.input,
+        "input_tokens": usage.input.saturating_sub(usage.cached),
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": usage.cached,
         "output_tokens": output_tokens,

@@ -1,1 +1,0 @@
-//! The agent driver (stub).
