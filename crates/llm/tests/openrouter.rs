@@ -206,3 +206,67 @@ async fn payment_required_is_quota_exhausted_and_not_retried() {
     assert_eq!(error.status, Some(402));
     assert_eq!(server.requests().len(), 1);
 }
+
+/// OpenRouter speaks Chat Completions through the same decoder: every golden
+/// scenario of `tests/chat.rs` gives the same events through both drivers.
+#[tokio::test]
+async fn every_chat_golden_scenario_decodes_the_same_through_openrouter() {
+    use agent_adaptor_llm::OpenAiChatDriver;
+    use agent_adaptor_testkit::mock::ToolCallSpec;
+    let scenarios = vec![
+        ("text", vec![Reply::Text("Hello there, golden.".into())]),
+        (
+            "reasoning",
+            vec![Reply::ReasoningThenText {
+                reasoning: "Think first.".into(),
+                text: "Then answer.".into(),
+            }],
+        ),
+        (
+            "parallel tool calls",
+            vec![Reply::ToolCalls(vec![
+                ToolCallSpec::new("a", json!({"x": 1})),
+                ToolCallSpec::new("b", json!({"y": [1, 2]})),
+            ])],
+        ),
+        (
+            "429 then success",
+            vec![Reply::Attempts(vec![
+                Reply::HttpError {
+                    status: 429,
+                    body: Value::Null,
+                    retry_after: Some(0),
+                },
+                Reply::Text("after a retry".into()),
+            ])],
+        ),
+        (
+            "429 after the first event",
+            vec![Reply::StreamErrorEnvelope {
+                partial_text: "partial".into(),
+                code: "rate_limit_exceeded".into(),
+                status: 429,
+                message: "slow down".into(),
+            }],
+        ),
+        ("cut off", vec![Reply::CutOff { partial_text: "half".into() }]),
+        ("no finish reason", vec![Reply::NoFinishReason("no reason given".into())]),
+    ];
+    let config = LlmCallConfig::new(MODEL);
+    for (name, replies) in scenarios {
+        let chat_server = common::server(replies.clone()).await;
+        let chat = common::provider(
+            OpenAiChatDriver::new().with_retry_config(common::fast_retry()),
+            &format!("{}/v1", chat_server.base_url()),
+        );
+        let expected = common::golden(&common::run(&chat, &config).await);
+        let server = common::server(replies).await;
+        let got = common::golden(&common::run(&mock(&server), &config).await);
+        assert_eq!(got, expected, "{name}");
+        assert_eq!(
+            server.requests().len(),
+            chat_server.requests().len(),
+            "{name}: same retries"
+        );
+    }
+}
