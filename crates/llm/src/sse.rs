@@ -27,11 +27,17 @@ pub struct SseFrame {
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     buffer: Vec<u8>,
-    event: Option<String>,
-    data: Option<String>,
+    fields: Fields,
     /// The previous chunk ended in `\r`: a `\n` at the start of the next one
     /// belongs to that line ending.
     after_cr: bool,
+}
+
+/// The event being assembled.
+#[derive(Debug, Default)]
+struct Fields {
+    event: Option<String>,
+    data: Option<String>,
 }
 
 impl SseDecoder {
@@ -40,41 +46,57 @@ impl SseDecoder {
         SseDecoder::default()
     }
 
-    /// Feeds `bytes`; complete items are appended to `out`.
+    /// Feeds `bytes`; complete items are appended to `out`. Lines are
+    /// decoded in place (no copy per line); only a line split across two
+    /// pushes is buffered.
     pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<SseItem>) {
+        if bytes.is_empty() {
+            return;
+        }
         if self.after_cr {
             self.after_cr = false;
             if let Some(rest) = bytes.strip_prefix(b"\n") {
                 bytes = rest;
             }
         }
-        self.buffer.extend_from_slice(bytes);
-        let mut start = 0;
-        let mut i = 0;
-        while i < self.buffer.len() {
-            match self.buffer[i] {
-                b'\n' => {
-                    let line = self.buffer[start..i].to_vec();
-                    self.line(&line, out);
-                    start = i + 1;
-                }
-                b'\r' => {
-                    let line = self.buffer[start..i].to_vec();
-                    self.line(&line, out);
-                    if i + 1 < self.buffer.len() {
-                        if self.buffer[i + 1] == b'\n' {
-                            i += 1;
-                        }
-                    } else {
-                        self.after_cr = true;
-                    }
-                    start = i + 1;
-                }
-                _ => {}
-            }
-            i += 1;
+        if !self.buffer.is_empty() {
+            // Complete the buffered partial line first.
+            let Some(end) = bytes.iter().position(|b| *b == b'\n' || *b == b'\r') else {
+                self.buffer.extend_from_slice(bytes);
+                return;
+            };
+            self.buffer.extend_from_slice(&bytes[..end]);
+            let line = std::mem::take(&mut self.buffer);
+            self.fields.line(&line, out);
+            self.buffer = line;
+            self.buffer.clear();
+            bytes = self.skip_ending(&bytes[end..]);
         }
-        self.buffer.drain(..start);
+        loop {
+            match bytes.iter().position(|b| *b == b'\n' || *b == b'\r') {
+                Some(end) => {
+                    self.fields.line(&bytes[..end], out);
+                    bytes = self.skip_ending(&bytes[end..]);
+                }
+                None => {
+                    self.buffer.extend_from_slice(bytes);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `rest` starts with `\r` or `\n`: the bytes after that line ending.
+    fn skip_ending<'a>(&mut self, rest: &'a [u8]) -> &'a [u8] {
+        match rest {
+            [b'\r', b'\n', tail @ ..] => tail,
+            [b'\r'] => {
+                self.after_cr = true;
+                &[]
+            }
+            [_, tail @ ..] => tail,
+            [] => rest,
+        }
     }
 
     /// The end of the body: a last line without its ending is processed,
@@ -82,11 +104,13 @@ impl SseDecoder {
     pub fn finish(&mut self, out: &mut Vec<SseItem>) {
         if !self.buffer.is_empty() {
             let line = std::mem::take(&mut self.buffer);
-            self.line(&line, out);
+            self.fields.line(&line, out);
         }
-        self.dispatch(out);
+        self.fields.dispatch(out);
     }
+}
 
+impl Fields {
     fn dispatch(&mut self, out: &mut Vec<SseItem>) {
         let event = self.event.take();
         if let Some(data) = self.data.take() {
@@ -95,14 +119,17 @@ impl SseDecoder {
     }
 
     fn line(&mut self, line: &[u8], out: &mut Vec<SseItem>) {
-        let line = String::from_utf8_lossy(line);
         if line.is_empty() {
             self.dispatch(out);
             return;
         }
-        if line.starts_with(':') {
+        if line[0] == b':' {
             return;
         }
+        let line = match std::str::from_utf8(line) {
+            Ok(line) => std::borrow::Cow::Borrowed(line),
+            Err(_) => String::from_utf8_lossy(line),
+        };
         let (field, value) = match line.split_once(':') {
             Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
             None => (line.as_ref(), ""),
@@ -154,6 +181,25 @@ mod tests {
         );
         for cut in 0..wire.len() {
             assert_eq!(decode(&[&wire[..cut], &wire[cut..]]), whole, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn crlf_frames_split_anywhere_even_in_three_pieces() {
+        let wire = b"event: a\r\ndata: x\r\n\r\ndata: y\rdata: z\r\r\ndata: w\n\n";
+        let whole = decode(&[wire]);
+        assert_eq!(
+            whole,
+            vec![frame(Some("a"), "x"), frame(None, "y\nz"), frame(None, "w")]
+        );
+        for a in 0..wire.len() {
+            for b in a..wire.len() {
+                assert_eq!(
+                    decode(&[&wire[..a], &wire[a..b], &wire[b..]]),
+                    whole,
+                    "cuts {a} {b}"
+                );
+            }
         }
     }
 

@@ -272,7 +272,11 @@ async fn transient_error_as_the_first_event_is_retried() {
     };
     let retry = done.retry_metadata.as_ref().expect("retry metadata");
     assert_eq!(retry.attempts, 1);
-    assert!(retry.reasons[0].contains("UNAVAILABLE"), "{:?}", retry.reasons);
+    assert!(
+        retry.reasons[0].contains("UNAVAILABLE"),
+        "{:?}",
+        retry.reasons
+    );
     assert_eq!(server.requests().len(), 2);
 }
 

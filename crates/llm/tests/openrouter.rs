@@ -249,8 +249,16 @@ async fn every_chat_golden_scenario_decodes_the_same_through_openrouter() {
                 message: "slow down".into(),
             }],
         ),
-        ("cut off", vec![Reply::CutOff { partial_text: "half".into() }]),
-        ("no finish reason", vec![Reply::NoFinishReason("no reason given".into())]),
+        (
+            "cut off",
+            vec![Reply::CutOff {
+                partial_text: "half".into(),
+            }],
+        ),
+        (
+            "no finish reason",
+            vec![Reply::NoFinishReason("no reason given".into())],
+        ),
     ];
     let config = LlmCallConfig::new(MODEL);
     for (name, replies) in scenarios {

@@ -8,6 +8,8 @@ mod chat;
 mod gemini;
 mod openrouter;
 mod responses;
+#[cfg(test)]
+mod robustness;
 
 pub use anthropic::AnthropicDriver;
 pub use chat::OpenAiChatDriver;

@@ -10,7 +10,7 @@
 //!
 //! [`LlmStreamEvent`]: crate::LlmStreamEvent
 
-mod decoder;
+pub(crate) mod decoder;
 mod request;
 
 use std::sync::Arc;

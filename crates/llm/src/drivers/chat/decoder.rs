@@ -80,6 +80,8 @@ struct Chunk {
     #[serde(deserialize_with = "null_default")]
     choices: Vec<Choice>,
     usage: Option<Value>,
+    /// A gateway's error envelope (`null` when absent).
+    error: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -185,26 +187,27 @@ impl ChatDecoder {
             self.done(out);
             return;
         }
-        let value = match serde_json::from_str::<Value>(data) {
-            Ok(value) => value,
-            Err(error) => {
-                self.ended = true;
-                out.push(http::unparseable("Chat Completions chunk", data, &error));
-                return;
-            }
-        };
-        if has_error(&value) {
-            self.fail(envelope_error(&value), out);
-            return;
-        }
-        let chunk = match serde_json::from_value::<Chunk>(value) {
+        // One typed parse on the hot path; the generic value only when the
+        // chunk does not fit the typed shape (an error envelope with odd
+        // fields, or garbage).
+        let chunk = match serde_json::from_str::<Chunk>(data) {
             Ok(chunk) => chunk,
             Err(error) => {
-                self.ended = true;
-                out.push(http::unparseable("Chat Completions chunk", data, &error));
+                match serde_json::from_str::<Value>(data) {
+                    Ok(value) if has_error(&value) => self.fail(envelope_error(&value), out),
+                    _ => {
+                        self.ended = true;
+                        out.push(http::unparseable("Chat Completions chunk", data, &error));
+                    }
+                }
                 return;
             }
         };
+        if let Some(error) = chunk.error.as_ref().filter(|error| !error.is_null()) {
+            let envelope = serde_json::json!({ "error": error });
+            self.fail(envelope_error(&envelope), out);
+            return;
+        }
         if let Err(error) = self.chunk(chunk, out) {
             self.fail(error, out);
         }

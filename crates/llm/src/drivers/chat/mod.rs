@@ -15,7 +15,7 @@
 //! `ReasoningItem`s this driver emits (provider `openai-protocol`) carry
 //! readable text only.
 
-mod decoder;
+pub(crate) mod decoder;
 mod request;
 
 use async_trait::async_trait;

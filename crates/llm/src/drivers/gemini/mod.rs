@@ -12,7 +12,7 @@
 //!
 //! [`LlmStreamEvent::Error`]: crate::LlmStreamEvent::Error
 
-mod decode;
+pub(crate) mod decode;
 mod request;
 
 use std::sync::Arc;

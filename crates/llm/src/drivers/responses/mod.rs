@@ -4,7 +4,7 @@
 //! state machine in [`decoder`]; HTTP, retries and the pipeline are shared
 //! ([`crate::http`]).
 
-mod decoder;
+pub(crate) mod decoder;
 mod request;
 
 use async_trait::async_trait;
