@@ -1,0 +1,482 @@
+//! The JSON-RPC endpoint: transport checks, dispatch, and the methods.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{Shared, json};
+use crate::a2a::execute;
+use crate::a2a::new_id;
+use crate::a2a::rpc::{self, ErrorCode, RpcError};
+use crate::a2a::store::{Subscription, TaskSlot};
+use crate::a2a::types::{
+    CancelTaskRequest, GetTaskRequest, PROTOCOL_VERSION, Role, SendMessageRequest,
+    SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task, TaskState, VERSION_HEADER,
+    major_minor,
+};
+
+/// Methods of A2A 0.3, answered with `VersionNotSupported`.
+const V03_METHODS: &[&str] = &[
+    "message/send",
+    "message/stream",
+    "tasks/get",
+    "tasks/list",
+    "tasks/cancel",
+    "tasks/resubscribe",
+    "tasks/pushNotificationConfig/set",
+    "tasks/pushNotificationConfig/get",
+    "tasks/pushNotificationConfig/list",
+    "tasks/pushNotificationConfig/delete",
+    "agent/getAuthenticatedExtendedCard",
+];
+
+/// Handle one POST on the RPC path.
+pub(crate) async fn rpc(
+    shared: Arc<Shared>,
+    query: Option<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let null = Value::Null;
+    if let Some(auth) = &shared.auth
+        && let Err(rejection) = auth.authorize(&headers)
+    {
+        let status = if rejection.status.is_client_error() {
+            rejection.status
+        } else {
+            StatusCode::UNAUTHORIZED
+        };
+        let error = RpcError::new(ErrorCode::Unauthorized, rejection.message);
+        let mut response = json(status, rpc::failure(&null, &error));
+        if let Some(c) = rejection
+            .challenge
+            .and_then(|c| HeaderValue::from_str(&c).ok())
+        {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, c);
+        }
+        return response;
+    }
+    if shared.shutdown.is_cancelled() {
+        let error = RpcError::new(ErrorCode::Internal, "the A2A server is shutting down");
+        return json(StatusCode::SERVICE_UNAVAILABLE, rpc::failure(&null, &error));
+    }
+    if !json_content_type(&headers) {
+        let error = RpcError::new(
+            ErrorCode::InvalidRequest,
+            "Content-Type must be application/json (or application/a2a+json)",
+        );
+        return json(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            rpc::failure(&null, &error),
+        );
+    }
+    let too_large = || {
+        let error = RpcError::new(
+            ErrorCode::InvalidRequest,
+            format!("the request body exceeds {} bytes", shared.max_body),
+        )
+        .with_meta("limitBytes", shared.max_body.to_string());
+        json(StatusCode::PAYLOAD_TOO_LARGE, rpc::failure(&null, &error))
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > shared.max_body) {
+        return too_large();
+    }
+    let bytes = match axum::body::to_bytes(body, shared.max_body).await {
+        Ok(b) => b,
+        Err(_) => return too_large(),
+    };
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            let error = RpcError::new(ErrorCode::ParseError, format!("the body is not JSON: {e}"));
+            return json(StatusCode::BAD_REQUEST, rpc::failure(&null, &error));
+        }
+    };
+    let env = match rpc::envelope(value) {
+        Ok(env) => env,
+        Err((id, error)) => return json(StatusCode::BAD_REQUEST, rpc::failure(&id, &error)),
+    };
+    let id = env.id;
+    match dispatch(
+        &shared,
+        &id,
+        &env.method,
+        env.params,
+        query.as_deref(),
+        &headers,
+    )
+    .await
+    {
+        Ok(Reply::Json(result)) => json(StatusCode::OK, rpc::success(&id, result)),
+        Ok(Reply::Stream(response)) => response,
+        Err(error) => {
+            tracing::debug!(code = error.code, message = %error.message, "a2a: request refused");
+            json(StatusCode::OK, rpc::failure(&id, &error))
+        }
+    }
+}
+
+enum Reply {
+    Json(Value),
+    Stream(Response),
+}
+
+async fn dispatch(
+    shared: &Arc<Shared>,
+    id: &Value,
+    method: &str,
+    params: Value,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Reply, RpcError> {
+    let known = matches!(
+        method,
+        "SendMessage"
+            | "SendStreamingMessage"
+            | "GetTask"
+            | "CancelTask"
+            | "SubscribeToTask"
+            | "ListTasks"
+            | "GetExtendedAgentCard"
+            | "CreateTaskPushNotificationConfig"
+            | "GetTaskPushNotificationConfig"
+            | "ListTaskPushNotificationConfigs"
+            | "DeleteTaskPushNotificationConfig"
+    );
+    if !known {
+        if V03_METHODS.contains(&method) {
+            return Err(RpcError::new(
+                ErrorCode::VersionNotSupported,
+                format!(
+                    "{method:?} is an A2A 0.3 method; this server speaks A2A {PROTOCOL_VERSION} \
+                     only (use the PascalCase methods with {VERSION_HEADER}: {PROTOCOL_VERSION})"
+                ),
+            ));
+        }
+        return Err(RpcError::new(
+            ErrorCode::MethodNotFound,
+            format!("method {method:?} not found"),
+        ));
+    }
+    check_version(query, headers)?;
+    match method {
+        "SendMessage" => send(shared, id, params, false).await,
+        "SendStreamingMessage" => send(shared, id, params, true).await,
+        "GetTask" => get_task(shared, params).map(Reply::Json),
+        "CancelTask" => cancel_task(shared, params).await.map(Reply::Json),
+        "SubscribeToTask" => subscribe(shared, id, params),
+        "ListTasks" | "GetExtendedAgentCard" => Err(RpcError::new(
+            ErrorCode::UnsupportedOperation,
+            format!("{method} is not supported by this server"),
+        )),
+        _ => Err(RpcError::new(
+            ErrorCode::PushNotificationNotSupported,
+            "push notifications are not supported by this server",
+        )),
+    }
+}
+
+fn json_content_type(headers: &HeaderMap) -> bool {
+    let Some(ct) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
+        || essence.eq_ignore_ascii_case("application/a2a+json")
+}
+
+/// The `A2A-Version` service parameter (header, else query parameter)
+/// must be `1.0`; a missing one means 0.3 (spec §3.6.2).
+fn check_version(query: Option<&str>, headers: &HeaderMap) -> Result<(), RpcError> {
+    let from_query = || {
+        query?.split('&').find_map(|pair| {
+            let (k, v) = pair.split_once('=')?;
+            k.eq_ignore_ascii_case(VERSION_HEADER).then(|| v.to_owned())
+        })
+    };
+    let version = headers
+        .get(VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .or_else(from_query);
+    match version {
+        Some(v) if major_minor(&v) == major_minor(PROTOCOL_VERSION) => Ok(()),
+        Some(v) => Err(RpcError::new(
+            ErrorCode::VersionNotSupported,
+            format!("A2A version {v:?} is not supported; this server speaks {PROTOCOL_VERSION}"),
+        )
+        .with_meta("supportedVersions", PROTOCOL_VERSION)),
+        None => Err(RpcError::new(
+            ErrorCode::VersionNotSupported,
+            format!(
+                "no {VERSION_HEADER} header: that means A2A 0.3, which this server does not \
+                 speak; send {VERSION_HEADER}: {PROTOCOL_VERSION}"
+            ),
+        )
+        .with_meta("supportedVersions", PROTOCOL_VERSION)),
+    }
+}
+
+fn params<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    serde_json::from_value(params).map_err(|e| RpcError::invalid_params(format!("params: {e}")))
+}
+
+fn required_id(id: &str) -> Result<(), RpcError> {
+    if id.is_empty() {
+        return Err(RpcError::invalid_params(
+            "params.id (the task id) is required",
+        ));
+    }
+    Ok(())
+}
+
+fn history_length(n: Option<i32>) -> Result<Option<i32>, RpcError> {
+    match n {
+        Some(n) if n < 0 => Err(RpcError::invalid_params(
+            "historyLength must not be negative",
+        )),
+        other => Ok(other),
+    }
+}
+
+fn task_value(task: &Task) -> Result<Value, RpcError> {
+    serde_json::to_value(task)
+        .map_err(|e| RpcError::new(ErrorCode::Internal, format!("cannot encode the task: {e}")))
+}
+
+/// `SendMessage` / `SendStreamingMessage`.
+async fn send(
+    shared: &Arc<Shared>,
+    id: &Value,
+    raw: Value,
+    streaming: bool,
+) -> Result<Reply, RpcError> {
+    let req: SendMessageRequest = params(raw)?;
+    let message = req
+        .message
+        .ok_or_else(|| RpcError::invalid_params("params.message is required"))?;
+    if message.message_id.is_empty() {
+        return Err(RpcError::invalid_params("message.messageId is required"));
+    }
+    if message.role != Role::User {
+        return Err(RpcError::invalid_params("message.role must be ROLE_USER"));
+    }
+    if message.parts.is_empty() {
+        return Err(RpcError::invalid_params(
+            "message.parts must hold at least one part",
+        ));
+    }
+    let config = req.configuration.unwrap_or_default();
+    if config.task_push_notification_config.is_some() {
+        return Err(RpcError::new(
+            ErrorCode::PushNotificationNotSupported,
+            "push notifications are not supported by this server",
+        ));
+    }
+    let history = history_length(config.history_length)?;
+
+    let (slot, sub) = if message.task_id.is_empty() {
+        let prompt = execute::prompt(&message)?;
+        let task_id = new_id("task-");
+        let context_id = if message.context_id.is_empty() {
+            new_id("ctx-")
+        } else {
+            message.context_id.clone()
+        };
+        let mut first = message;
+        first.task_id = task_id.clone();
+        first.context_id = context_id.clone();
+        let slot = TaskSlot::new(task_id.clone(), context_id.clone(), first);
+        shared.store.insert(slot.clone())?;
+        let sub = slot.subscribe();
+        let run = shared.start(&prompt, &task_id, &context_id);
+        tokio::spawn(execute::drive(slot.clone(), run));
+        (slot, sub)
+    } else {
+        let slot = shared
+            .store
+            .get(&message.task_id)
+            .ok_or_else(|| RpcError::task_not_found(&message.task_id))?;
+        if !message.context_id.is_empty() && message.context_id != slot.context_id {
+            return Err(RpcError::invalid_params(format!(
+                "message.contextId {:?} does not match the task's context {:?}",
+                message.context_id, slot.context_id
+            )));
+        }
+        let mut reply = message.clone();
+        reply.context_id = slot.context_id.clone();
+        let sub = slot.answer(reply, |req| {
+            let decision = execute::decision(req.kind, &message)?;
+            execute::apply(req, &decision)
+        })?;
+        (slot, sub)
+    };
+
+    if streaming {
+        return Ok(Reply::Stream(sse(
+            shared,
+            id,
+            slot,
+            sub,
+            Close::AtInterrupt,
+        )));
+    }
+    if !config.return_immediately {
+        let mut state = sub.state;
+        tokio::select! {
+            _ = state.wait_for(|s| s.is_terminal() || s.is_interrupted()) => {}
+            () = shared.shutdown.cancelled() => {}
+        }
+    }
+    let task = slot.snapshot(history);
+    serde_json::to_value(SendMessageResponse::Task(task))
+        .map(Reply::Json)
+        .map_err(|e| RpcError::new(ErrorCode::Internal, format!("cannot encode the task: {e}")))
+}
+
+/// `GetTask`.
+fn get_task(shared: &Shared, raw: Value) -> Result<Value, RpcError> {
+    let req: GetTaskRequest = params(raw)?;
+    required_id(&req.id)?;
+    let history = history_length(req.history_length)?;
+    let slot = shared
+        .store
+        .get(&req.id)
+        .ok_or_else(|| RpcError::task_not_found(&req.id))?;
+    task_value(&slot.snapshot(history))
+}
+
+/// `CancelTask`: stop the run, wait (bounded) until the task is terminal.
+async fn cancel_task(shared: &Shared, raw: Value) -> Result<Value, RpcError> {
+    let req: CancelTaskRequest = params(raw)?;
+    required_id(&req.id)?;
+    let slot = shared
+        .store
+        .get(&req.id)
+        .ok_or_else(|| RpcError::task_not_found(&req.id))?;
+    slot.request_cancel()?;
+    let mut state = slot.subscribe().state;
+    let _ = tokio::time::timeout(
+        shared.cancel_wait,
+        state.wait_for(|s: &TaskState| s.is_terminal()),
+    )
+    .await;
+    task_value(&slot.snapshot(None))
+}
+
+/// `SubscribeToTask`.
+fn subscribe(shared: &Arc<Shared>, id: &Value, raw: Value) -> Result<Reply, RpcError> {
+    let req: SubscribeToTaskRequest = params(raw)?;
+    required_id(&req.id)?;
+    let slot = shared
+        .store
+        .get(&req.id)
+        .ok_or_else(|| RpcError::task_not_found(&req.id))?;
+    let state = slot.state();
+    if state.is_terminal() {
+        return Err(RpcError::new(
+            ErrorCode::UnsupportedOperation,
+            format!(
+                "task {:?} is {}: there is nothing left to stream (use GetTask)",
+                req.id,
+                state.as_str()
+            ),
+        )
+        .with_meta("taskId", req.id.as_str()));
+    }
+    let sub = slot.subscribe();
+    Ok(Reply::Stream(sse(shared, id, slot, sub, Close::AtTerminal)))
+}
+
+/// When a stream ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Close {
+    /// After a terminal or interrupted state (`SendStreamingMessage`).
+    AtInterrupt,
+    /// After a terminal state (`SubscribeToTask`).
+    AtTerminal,
+}
+
+impl Close {
+    fn after(self, state: TaskState) -> bool {
+        state.is_terminal() || (self == Close::AtInterrupt && state.is_interrupted())
+    }
+}
+
+struct SseState {
+    id: Value,
+    first: Option<Task>,
+    updates: tokio::sync::broadcast::Receiver<StreamResponse>,
+    slot: Arc<TaskSlot>,
+    close: Close,
+    done: bool,
+    shutdown: tokio_util::sync::CancellationToken,
+}
+
+/// The SSE response: the task snapshot, then its updates, each as a
+/// JSON-RPC response; ends per `close`, or at server shutdown.
+fn sse(
+    shared: &Arc<Shared>,
+    id: &Value,
+    slot: Arc<TaskSlot>,
+    sub: Subscription,
+    close: Close,
+) -> Response {
+    let state = SseState {
+        id: id.clone(),
+        first: Some(sub.snapshot),
+        updates: sub.updates,
+        slot,
+        close,
+        done: false,
+        shutdown: shared.shutdown.clone(),
+    };
+    let stream = futures::stream::unfold(state, |mut st| async move {
+        if st.done {
+            return None;
+        }
+        let item = if let Some(task) = st.first.take() {
+            StreamResponse::Task(task)
+        } else {
+            let received = tokio::select! {
+                r = st.updates.recv() => r,
+                () = st.shutdown.cancelled() => return None,
+            };
+            match received {
+                Ok(item) => item,
+                // Missed updates: a fresh snapshot supersedes them.
+                Err(RecvError::Lagged(_)) => StreamResponse::Task(st.slot.snapshot(None)),
+                Err(RecvError::Closed) => return None,
+            }
+        };
+        if item.state().is_some_and(|s| st.close.after(s)) {
+            st.done = true;
+        }
+        let data = rpc::success(&st.id, &item).to_string();
+        Some((Ok::<_, Infallible>(SseEvent::default().data(data)), st))
+    })
+    .boxed();
+    let sse = Sse::new(stream);
+    match shared.keep_alive {
+        Some(interval) => sse
+            .keep_alive(KeepAlive::new().interval(interval))
+            .into_response(),
+        None => sse.into_response(),
+    }
+}

@@ -1,0 +1,314 @@
+//! One run's SSE frames: a bounded replay buffer that live subscribers read
+//! by cursor, and the registry that finds a run again for a reconnect.
+//!
+//! The producer (one task per run) appends encoded frames; it waits while
+//! the buffer is over its limits and the oldest frame is still unread by an
+//! attached subscriber, so a slow client slows the run down instead of
+//! losing frames (the core broker's own policy then applies). A run lives
+//! while at least one client is attached: when the last one leaves before
+//! the end, [`Hub::abandoned`] fires and the producer cancels the run.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+use super::run::FrameId;
+
+/// How much of a run is kept for reconnects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReplayLimits {
+    /// At most this many frames …
+    pub(crate) frames: usize,
+    /// … and this many bytes (a single larger frame is still kept).
+    pub(crate) bytes: usize,
+    /// How long a finished run stays reachable.
+    pub(crate) retain: Duration,
+}
+
+struct Stored {
+    id: FrameId,
+    bytes: Bytes,
+}
+
+struct Inner {
+    frames: VecDeque<Stored>,
+    /// Absolute index of `frames[0]`.
+    base: u64,
+    total_bytes: usize,
+    /// The id of the last frame evicted, if any.
+    evicted_last: Option<FrameId>,
+    finished: bool,
+    /// Subscriber id → absolute index of its next frame.
+    subs: HashMap<u64, u64>,
+    next_sub: u64,
+}
+
+/// The frames of one run.
+pub(crate) struct Hub {
+    inner: Mutex<Inner>,
+    /// Frames were appended, or the run finished.
+    appended: Notify,
+    /// A subscriber read a frame or left.
+    progress: Notify,
+    limits: ReplayLimits,
+}
+
+/// The requested cursor lies before the oldest frame still kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gap;
+
+/// Every subscriber left before the run finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Abandoned;
+
+impl Hub {
+    pub(crate) fn new(limits: ReplayLimits) -> Arc<Self> {
+        Arc::new(Hub {
+            inner: Mutex::new(Inner {
+                frames: VecDeque::new(),
+                base: 0,
+                total_bytes: 0,
+                evicted_last: None,
+                finished: false,
+                subs: HashMap::new(),
+                next_sub: 0,
+            }),
+            appended: Notify::new(),
+            progress: Notify::new(),
+            limits,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Attach a reader that starts after `after` (or at the first frame).
+    pub(crate) fn attach(self: &Arc<Self>, after: Option<FrameId>) -> Result<Subscription, Gap> {
+        let mut inner = self.lock();
+        let start = match after {
+            None => inner.base,
+            Some(cursor) => {
+                if inner.evicted_last.is_some_and(|e| e > cursor) {
+                    return Err(Gap);
+                }
+                let skipped = inner.frames.iter().take_while(|f| f.id <= cursor).count();
+                inner.base + skipped as u64
+            }
+        };
+        let id = inner.next_sub;
+        inner.next_sub += 1;
+        inner.subs.insert(id, start);
+        Ok(Subscription {
+            hub: self.clone(),
+            id,
+        })
+    }
+
+    /// Append a frame, waiting while the buffer is full of frames some
+    /// subscriber has not read. Fails when no subscriber is attached.
+    pub(crate) async fn push(&self, id: FrameId, bytes: Bytes) -> Result<(), Abandoned> {
+        let mut bytes = Some(bytes);
+        loop {
+            let progressed = self.progress.notified();
+            tokio::pin!(progressed);
+            progressed.as_mut().enable();
+            {
+                let mut inner = self.lock();
+                if inner.subs.is_empty() {
+                    return Err(Abandoned);
+                }
+                let incoming = bytes.as_ref().map_or(0, Bytes::len);
+                let over = |i: &Inner| {
+                    i.frames.len() + 1 > self.limits.frames
+                        || i.total_bytes + incoming > self.limits.bytes
+                };
+                let slowest = inner.subs.values().copied().min().unwrap_or(u64::MAX);
+                while over(&inner) && inner.base < slowest {
+                    let Some(old) = inner.frames.pop_front() else {
+                        break;
+                    };
+                    inner.base += 1;
+                    inner.total_bytes -= old.bytes.len();
+                    inner.evicted_last = Some(old.id);
+                }
+                if inner.frames.is_empty() || !over(&inner) {
+                    let Some(bytes) = bytes.take() else {
+                        return Ok(());
+                    };
+                    inner.total_bytes += bytes.len();
+                    inner.frames.push_back(Stored { id, bytes });
+                    drop(inner);
+                    self.appended.notify_waiters();
+                    return Ok(());
+                }
+            }
+            progressed.await;
+        }
+    }
+
+    /// No more frames will come.
+    pub(crate) fn finish(&self) {
+        self.lock().finished = true;
+        self.appended.notify_waiters();
+    }
+
+    /// Resolves when every subscriber has left (the run was abandoned).
+    pub(crate) async fn abandoned(&self) {
+        loop {
+            let progressed = self.progress.notified();
+            tokio::pin!(progressed);
+            progressed.as_mut().enable();
+            if self.lock().subs.is_empty() {
+                return;
+            }
+            progressed.await;
+        }
+    }
+}
+
+/// One reader of a hub. Dropping it detaches.
+pub(crate) struct Subscription {
+    hub: Arc<Hub>,
+    id: u64,
+}
+
+impl Subscription {
+    /// The next frame, or `None` after the last one. Cancel-safe.
+    pub(crate) async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            let appended = self.hub.appended.notified();
+            tokio::pin!(appended);
+            appended.as_mut().enable();
+            {
+                let mut inner = self.hub.lock();
+                let next = inner.subs.get(&self.id).copied().unwrap_or(u64::MAX);
+                let offset = next.saturating_sub(inner.base);
+                let frame = usize::try_from(offset)
+                    .ok()
+                    .and_then(|o| inner.frames.get(o))
+                    .map(|f| f.bytes.clone());
+                if let Some(bytes) = frame {
+                    inner.subs.insert(self.id, next + 1);
+                    drop(inner);
+                    self.hub.progress.notify_waiters();
+                    return Some(bytes);
+                }
+                if inner.finished {
+                    return None;
+                }
+            }
+            appended.await;
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.hub.lock().subs.remove(&self.id);
+        self.hub.progress.notify_waiters();
+    }
+}
+
+/// Live and recently finished runs, by key, for reconnects.
+#[derive(Default)]
+pub(crate) struct Hubs {
+    map: Mutex<HashMap<String, Arc<Hub>>>,
+}
+
+impl Hubs {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Hub>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Register `hub` under `key`; false when the key is taken.
+    pub(crate) fn insert(&self, key: &str, hub: &Arc<Hub>) -> bool {
+        let mut map = self.lock();
+        if map.contains_key(key) {
+            return false;
+        }
+        map.insert(key.to_owned(), hub.clone());
+        true
+    }
+
+    /// The hub under `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<Arc<Hub>> {
+        self.lock().get(key).cloned()
+    }
+
+    /// Forget `key` if it still names `hub`.
+    pub(crate) fn remove(&self, key: &str, hub: &Arc<Hub>) {
+        let mut map = self.lock();
+        if map.get(key).is_some_and(|h| Arc::ptr_eq(h, hub)) {
+            map.remove(key);
+        }
+    }
+
+    /// How many runs are registered (live or retained).
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(frames: usize) -> ReplayLimits {
+        ReplayLimits {
+            frames,
+            bytes: 1 << 20,
+            retain: Duration::from_secs(1),
+        }
+    }
+
+    fn id(sequence: u64) -> FrameId {
+        FrameId { sequence, index: 0 }
+    }
+
+    #[tokio::test]
+    async fn a_reconnect_replays_after_its_cursor_and_detects_gaps() {
+        let hub = Hub::new(limits(2));
+        let mut live = hub.attach(None).unwrap();
+        for s in 1..=3 {
+            let push = hub.push(id(s), Bytes::from(s.to_string()));
+            // The live reader makes room as it reads.
+            let (pushed, _) = tokio::join!(push, async {
+                if s == 3 {
+                    assert_eq!(live.next().await, Some(Bytes::from("1")));
+                }
+            });
+            pushed.unwrap();
+        }
+        hub.finish();
+        assert_eq!(live.next().await, Some(Bytes::from("2")));
+        assert_eq!(live.next().await, Some(Bytes::from("3")));
+        assert_eq!(live.next().await, None);
+        // Frame 1 was evicted: a cursor before it is a gap, after it replays.
+        assert!(hub.attach(Some(id(0))).is_err());
+        let mut again = hub.attach(Some(id(2))).unwrap();
+        assert_eq!(again.next().await, Some(Bytes::from("3")));
+        assert_eq!(again.next().await, None);
+    }
+
+    #[tokio::test]
+    async fn the_last_reader_leaving_abandons_the_run() {
+        let hub = Hub::new(limits(8));
+        let sub = hub.attach(None).unwrap();
+        let waiter = tokio::spawn({
+            let hub = hub.clone();
+            async move { hub.abandoned().await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished());
+        drop(sub);
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(hub.push(id(1), Bytes::new()).await, Err(Abandoned));
+    }
+}

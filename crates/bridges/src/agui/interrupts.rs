@@ -1,0 +1,105 @@
+//! Runs parked at an approval, by interrupt id, until a resuming AG-UI run
+//! answers them or they expire.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::run::Interrupted;
+
+struct Parked {
+    thread_id: String,
+    run: Interrupted,
+    reaper: tokio::task::AbortHandle,
+}
+
+/// Why a parked run could not be taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TakeError<E> {
+    /// No run waits on that interrupt (never issued, answered, or expired).
+    NotFound,
+    /// The check refused the request; the run stays parked.
+    Refused(E),
+}
+
+/// The parked runs of one handler.
+#[derive(Clone, Default)]
+pub(crate) struct InterruptRegistry {
+    map: Arc<Mutex<HashMap<String, Parked>>>,
+}
+
+impl InterruptRegistry {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Parked>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Park `run` until it is taken or its interrupt expires (at its
+    /// `expiresAt`, else after `fallback`); an expired run is cancelled.
+    pub(crate) fn park(&self, run: Interrupted, fallback: Duration) {
+        let id = run.interrupt().id.clone();
+        let wait = run
+            .expires_at()
+            .map(|t| (t - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO))
+            .unwrap_or(fallback);
+        let thread_id = run.thread_id().to_owned();
+        let registry = self.clone();
+        let key = id.clone();
+        let reaper = tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            let expired = registry.lock().remove(&key);
+            if let Some(parked) = expired {
+                tracing::debug!(interrupt = %key, "interrupt expired; cancelling its run");
+                parked.run.handle().cancel();
+            }
+        })
+        .abort_handle();
+        let previous = self.lock().insert(
+            id,
+            Parked {
+                thread_id,
+                run,
+                reaper,
+            },
+        );
+        if let Some(old) = previous {
+            old.reaper.abort();
+        }
+    }
+
+    /// Take the run waiting on `interrupt_id` of `thread_id` if `check`
+    /// accepts it; a refused or mismatched request leaves it parked.
+    pub(crate) fn take<E>(
+        &self,
+        interrupt_id: &str,
+        thread_id: &str,
+        check: impl FnOnce(&Interrupted) -> Result<(), E>,
+    ) -> Result<Interrupted, TakeError<E>> {
+        let mut map = self.lock();
+        match map.get(interrupt_id) {
+            Some(p) if p.thread_id == thread_id => {
+                check(&p.run).map_err(TakeError::Refused)?;
+            }
+            _ => return Err(TakeError::NotFound),
+        }
+        let parked = map.remove(interrupt_id).ok_or(TakeError::NotFound)?;
+        parked.reaper.abort();
+        Ok(parked.run)
+    }
+
+    /// The interrupts parked for `thread_id`.
+    pub(crate) fn pending_for(&self, thread_id: &str) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .lock()
+            .iter()
+            .filter(|(_, p)| p.thread_id == thread_id)
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// How many runs are parked.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}

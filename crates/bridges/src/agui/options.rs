@@ -1,0 +1,179 @@
+//! [`SseOptions`]: how the SSE handler serves runs.
+
+use std::fmt;
+use std::time::Duration;
+
+use agent_adaptor_core::RunOptions;
+
+use super::hub::ReplayLimits;
+
+/// Default per-write deadline: a client that has not taken a frame for this
+/// long is dropped and its run cancelled.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default interval of `: keep-alive` comments on an idle stream.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Default (and documented) request body limit: 1 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Default replay buffer per run: frames …
+pub const DEFAULT_REPLAY_FRAMES: usize = 4096;
+/// … and bytes.
+pub const DEFAULT_REPLAY_BYTES: usize = 8 * 1024 * 1024;
+/// Default time a finished run stays reachable for a reconnect.
+pub const DEFAULT_REPLAY_RETAIN: Duration = Duration::from_secs(60);
+/// Default longest wait of a run parked at an interrupt (the approval's own
+/// deadline, by default 30 s, usually comes first).
+pub const DEFAULT_INTERRUPT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What the handler speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Protocol {
+    /// AG-UI 1.0: POST `RunAgentInput`, AG-UI events back.
+    #[default]
+    Agui,
+    /// Raw: POST `{"prompt", "sessionKey"?}`, our own event JSON back.
+    Raw,
+}
+
+/// How an [`SseHandler`](super::SseHandler) serves runs. Start from
+/// [`SseOptions::agui`] or [`SseOptions::raw`] and adjust.
+#[derive(Clone)]
+pub struct SseOptions {
+    pub(crate) protocol: Protocol,
+    pub(crate) keep_alive: Option<Duration>,
+    pub(crate) cors_allowed_origin: Option<String>,
+    pub(crate) write_timeout: Duration,
+    pub(crate) run_options: RunOptions,
+    pub(crate) bearer_token: Option<String>,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) replay: ReplayLimits,
+    pub(crate) interrupt_timeout: Duration,
+    pub(crate) thread_namespace: String,
+}
+
+impl fmt::Debug for SseOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SseOptions")
+            .field("protocol", &self.protocol)
+            .field("keep_alive", &self.keep_alive)
+            .field("cors_allowed_origin", &self.cors_allowed_origin)
+            .field("write_timeout", &self.write_timeout)
+            .field("run_options", &self.run_options)
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("replay", &self.replay)
+            .field("interrupt_timeout", &self.interrupt_timeout)
+            .field("thread_namespace", &self.thread_namespace)
+            .finish()
+    }
+}
+
+impl Default for SseOptions {
+    fn default() -> Self {
+        SseOptions {
+            protocol: Protocol::Agui,
+            keep_alive: Some(DEFAULT_KEEP_ALIVE),
+            cors_allowed_origin: None,
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
+            run_options: RunOptions::default(),
+            bearer_token: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            replay: ReplayLimits {
+                frames: DEFAULT_REPLAY_FRAMES,
+                bytes: DEFAULT_REPLAY_BYTES,
+                retain: DEFAULT_REPLAY_RETAIN,
+            },
+            interrupt_timeout: DEFAULT_INTERRUPT_TIMEOUT,
+            thread_namespace: String::new(),
+        }
+    }
+}
+
+impl SseOptions {
+    /// AG-UI mode with the defaults.
+    pub fn agui() -> Self {
+        Self::default()
+    }
+
+    /// Raw mode with the defaults.
+    pub fn raw() -> Self {
+        Self {
+            protocol: Protocol::Raw,
+            ..Self::default()
+        }
+    }
+
+    /// The protocol.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// Write `: keep-alive` comments after this much idle time (`None`: never).
+    pub fn keep_alive(mut self, every: Option<Duration>) -> Self {
+        self.keep_alive = every.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// Send CORS headers allowing this origin (`"*"` or one origin). Without
+    /// it no CORS header is sent and preflight requests are refused.
+    pub fn cors_allowed_origin(mut self, origin: impl Into<String>) -> Self {
+        self.cors_allowed_origin = Some(origin.into());
+        self
+    }
+
+    /// The per-write deadline (default 30 s): each frame must be taken by
+    /// the connection within it, else the client is dropped and, if it was
+    /// the run's last client, the run is cancelled. Not a budget for a run.
+    /// The request body must also arrive within it (else 408).
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.write_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Options applied to every run (merged over the agent's defaults).
+    pub fn run_options(mut self, options: RunOptions) -> Self {
+        self.run_options = options;
+        self
+    }
+
+    /// Require `Authorization: Bearer <token>` on every request.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// The request body limit (default 1 MiB); larger bodies get 413.
+    pub fn max_body_bytes(mut self, limit: usize) -> Self {
+        self.max_body_bytes = limit;
+        self
+    }
+
+    /// Keep at most `frames` frames / `bytes` bytes of each run for
+    /// reconnects, and a finished run for `retain`. Frames a connected
+    /// client has not read yet are never evicted (the run waits instead).
+    pub fn replay(mut self, frames: usize, bytes: usize, retain: Duration) -> Self {
+        self.replay = ReplayLimits {
+            frames: frames.max(1),
+            bytes,
+            retain,
+        };
+        self
+    }
+
+    /// The longest a run waits parked at an interrupt (default 10 min);
+    /// the approval's own deadline applies when it is earlier. An expired
+    /// interrupt's run is cancelled.
+    pub fn interrupt_timeout(mut self, timeout: Duration) -> Self {
+        self.interrupt_timeout = timeout;
+        self
+    }
+
+    /// The namespace of AG-UI thread keys (see
+    /// [`agui_thread_key`](super::agui_thread_key)); empty by default.
+    pub fn thread_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.thread_namespace = namespace.into();
+        self
+    }
+}

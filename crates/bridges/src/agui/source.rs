@@ -1,0 +1,156 @@
+//! The per-run producer task: reads a run (AG-UI or raw), encodes SSE
+//! frames into the run's hub, parks interrupted runs, and cancels the run
+//! when every client has left.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_adaptor_core::{Event, RunStream};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::json;
+
+use super::hub::{Hub, Hubs};
+use super::interrupts::InterruptRegistry;
+use super::mapper::error_code;
+use super::run::{AguiRun, FrameId};
+use super::sse::frame;
+
+/// A raw-mode run: one frame per event, our own event JSON, the SSE id is
+/// `EventMeta::sequence`.
+pub(crate) struct RawRun {
+    stream: RunStream,
+    seen_any: bool,
+    done: bool,
+}
+
+impl RawRun {
+    pub(crate) fn new(stream: RunStream) -> Self {
+        RawRun {
+            stream,
+            seen_any: false,
+            done: false,
+        }
+    }
+
+    /// The next frame. A run refused before it started has no events: it
+    /// gets one `{"type":"error","code","message"}` frame with id 0.
+    async fn next_frame(&mut self) -> Option<(FrameId, Bytes)> {
+        if self.done {
+            return None;
+        }
+        match self.stream.next().await {
+            Some(ev) => {
+                self.seen_any = true;
+                let id = FrameId {
+                    sequence: ev.meta().sequence,
+                    index: 0,
+                };
+                Some((id, frame(id, &raw_json(&ev))))
+            }
+            None => {
+                self.done = true;
+                if self.seen_any {
+                    return None;
+                }
+                let err = self.stream.result().await.err()?;
+                let body =
+                    json!({"type": "error", "code": error_code(&err), "message": err.to_string()});
+                let id = FrameId::default();
+                Some((id, frame(id, &body.to_string())))
+            }
+        }
+    }
+}
+
+fn raw_json(ev: &Event) -> String {
+    serde_json::to_string(ev).unwrap_or_else(|e| {
+        json!({"type": "error", "code": "serialization", "message": e.to_string()}).to_string()
+    })
+}
+
+/// What the producer reads.
+pub(crate) enum Source {
+    /// AG-UI frames.
+    Agui(Box<AguiRun>),
+    /// Raw event frames.
+    Raw(RawRun),
+    /// Handed over (parked) or finished.
+    Gone,
+}
+
+impl Source {
+    async fn next_batch(&mut self) -> Option<Vec<(FrameId, Bytes)>> {
+        match self {
+            Source::Agui(run) => run.next_batch().await.map(|batch| {
+                batch
+                    .into_iter()
+                    .map(|f| (f.id, frame(f.id, &f.event.to_json())))
+                    .collect()
+            }),
+            Source::Raw(run) => run.next_frame().await.map(|f| vec![f]),
+            Source::Gone => None,
+        }
+    }
+
+    fn cancel(&self) {
+        match self {
+            Source::Agui(run) => run.handle().cancel(),
+            Source::Raw(run) => run.stream.cancel(),
+            Source::Gone => {}
+        }
+    }
+}
+
+/// Where an interrupted AG-UI run is parked.
+pub(crate) struct Parking {
+    pub(crate) registry: InterruptRegistry,
+    pub(crate) fallback: Duration,
+}
+
+/// Run the producer of `hub` to the end, then keep the hub reachable under
+/// `key` for `retain`.
+pub(crate) async fn produce(
+    hub: Arc<Hub>,
+    mut source: Source,
+    parking: Parking,
+    hubs: Arc<Hubs>,
+    key: String,
+    retain: Duration,
+) {
+    'run: loop {
+        let batch = tokio::select! {
+            b = source.next_batch() => b,
+            () = hub.abandoned() => {
+                tracing::debug!(%key, "every client left; cancelling the run");
+                source.cancel();
+                break 'run;
+            }
+        };
+        let Some(batch) = batch else {
+            break;
+        };
+        // Park an interrupted run before its RUN_FINISHED is visible, so a
+        // client that answers at once finds it.
+        if matches!(&source, Source::Agui(run) if run.is_interrupted())
+            && let Source::Agui(run) = std::mem::replace(&mut source, Source::Gone)
+        {
+            match (*run).into_interrupted() {
+                Ok(parked) => parking.registry.park(parked, parking.fallback),
+                Err(run) => source = Source::Agui(run),
+            }
+        }
+        for (id, bytes) in batch {
+            if hub.push(id, bytes).await.is_err() {
+                tracing::debug!(%key, "every client left; cancelling the run");
+                source.cancel();
+                break 'run;
+            }
+        }
+    }
+    // Dropping the source drops the RunStream (which cancels an unfinished run).
+    drop(source);
+    hub.finish();
+    tokio::time::sleep(retain).await;
+    hubs.remove(&key, &hub);
+}

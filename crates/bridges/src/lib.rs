@@ -1,0 +1,8 @@
+//! Bridges from an agent-adaptor [`Runner`](agent_adaptor_core::Runner) to
+//! the web.
+//!
+//! * [`agui`]: AG-UI 1.0 events over SSE (and a raw SSE mode).
+//! * [`a2a`]: an A2A 1.0 JSON-RPC server and client.
+
+pub mod a2a;
+pub mod agui;

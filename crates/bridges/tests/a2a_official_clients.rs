@@ -1,0 +1,288 @@
+//! Our A2A server driven by the official clients nobody here wrote:
+//! `@a2a-js/sdk` 1.3.0 (Node) and PyPI `a2a-sdk` 1.3.0 (Python), through
+//! the card, send, stream, get, cancel, subscribe and an input-required
+//! round trip. The clients' scripts (tests/bridges/a2a/client.{mjs,py})
+//! print the same JSON report, checked here by the same assertions.
+//!
+//! Needs `scripts/install-bridge-clients`; without it these tests fail
+//! with that hint.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/a2a_agents.rs"]
+mod a2a_agents;
+#[path = "support/a2a_peers.rs"]
+mod a2a_peers;
+
+use std::sync::Arc;
+
+use a2a_agents::{Scenarios, builder, serve};
+use serde_json::Value;
+
+#[derive(Clone, Copy, Debug)]
+enum Peer {
+    Js,
+    Python,
+}
+
+/// Serve the scenarios, run `peer` on `scenario`, return its report and
+/// the scenarios (for call counts).
+async fn drive(peer: Peer, scenario: &str) -> (Value, Arc<Scenarios>) {
+    let scenarios = Scenarios::new();
+    let server = serve(builder(&scenarios)).await;
+    let report = match peer {
+        Peer::Js => a2a_peers::js_client(scenario, server.url()).await,
+        Peer::Python => a2a_peers::py_client(scenario, server.url()).await,
+    };
+    server.shutdown().await.unwrap();
+    (report, scenarios)
+}
+
+fn kinds(events: &Value) -> Vec<String> {
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let state = e["state"].as_str().unwrap_or("");
+            format!(
+                "{}{}{}",
+                e["kind"].as_str().unwrap(),
+                if state.is_empty() { "" } else { ":" },
+                state
+            )
+        })
+        .collect()
+}
+
+async fn card(peer: Peer) {
+    let (r, _) = drive(peer, "card").await;
+    assert_eq!(r["name"], "scenarios", "{r}");
+    assert_eq!(r["streaming"], true);
+    assert_eq!(r["binding"], "JSONRPC");
+    assert_eq!(r["protocolVersion"], "1.0");
+    assert!(r["url"].as_str().unwrap().ends_with("/a2a"), "{r}");
+    assert_eq!(r["skills"], serde_json::json!(["run"]));
+    assert_eq!(r["clientVersion"], "1.0", "the client negotiated A2A 1.0");
+}
+
+async fn send(peer: Peer) {
+    let (r, scenarios) = drive(peer, "send").await;
+    let t = &r["task"];
+    assert_eq!(t["state"], "TASK_STATE_COMPLETED", "{r}");
+    assert_eq!(t["artifactIds"], serde_json::json!(["response"]));
+    assert_eq!(t["artifactText"], "Hello from agent-adaptor");
+    assert_eq!(t["historyLength"], 1);
+    assert!(t["metadata"]["agentAdaptor"]["runId"].is_string(), "{r}");
+    assert_eq!(scenarios.calls_of("hello"), 1);
+}
+
+async fn stream(peer: Peer) {
+    let (r, _) = drive(peer, "stream").await;
+    let events = &r["events"];
+    assert_eq!(
+        kinds(events),
+        [
+            "task:TASK_STATE_SUBMITTED",
+            "statusUpdate:TASK_STATE_WORKING",
+            "artifactUpdate",
+            "artifactUpdate",
+            "artifactUpdate",
+            "artifactUpdate",
+            "statusUpdate:TASK_STATE_COMPLETED",
+        ],
+        "{r}"
+    );
+    let chunks: Vec<(&str, bool, bool)> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "artifactUpdate")
+        .map(|e| {
+            (
+                e["text"].as_str().unwrap(),
+                e["append"].as_bool().unwrap(),
+                e["lastChunk"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        chunks,
+        [
+            ("Hello", false, false),
+            (" from", true, false),
+            (" agent-adaptor", true, false),
+            ("Hello from agent-adaptor", false, true),
+        ]
+    );
+}
+
+async fn get(peer: Peer) {
+    let (r, _) = drive(peer, "get").await;
+    assert_eq!(r["sent"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    assert_eq!(r["got"]["id"], r["sent"]["id"]);
+    assert_eq!(r["got"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(r["got"]["artifactText"], "Hello from agent-adaptor");
+    assert_eq!(r["got"]["historyLength"], 1, "historyLength was honoured");
+    assert_eq!(r["missing"]["error"], "TaskNotFoundError", "{r}");
+    assert_eq!(r["missing"]["code"], -32001);
+}
+
+async fn cancel(peer: Peer) {
+    let (r, scenarios) = drive(peer, "cancel").await;
+    let started = r["started"]["state"].as_str().unwrap();
+    assert!(
+        ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"].contains(&started),
+        "{r}"
+    );
+    assert_eq!(r["canceled"]["state"], "TASK_STATE_CANCELED", "{r}");
+    assert_eq!(
+        r["canceled"]["metadata"]["agentAdaptor"]["reason"],
+        "cancelled"
+    );
+    assert_eq!(r["got"]["state"], "TASK_STATE_CANCELED");
+    assert_eq!(r["again"]["error"], "TaskNotCancelableError", "{r}");
+    assert_eq!(r["again"]["code"], -32002);
+    assert_eq!(scenarios.calls_of("hang"), 1);
+}
+
+async fn subscribe(peer: Peer) {
+    let (r, scenarios) = drive(peer, "subscribe").await;
+    let k = kinds(&r["events"]);
+    assert!(k[0].starts_with("task:"), "{r}");
+    let waiting = k
+        .iter()
+        .position(|e| e.ends_with("TASK_STATE_INPUT_REQUIRED"))
+        .expect("the subscription showed input-required");
+    assert!(
+        k[waiting + 1..].contains(&"statusUpdate:TASK_STATE_WORKING".to_owned()),
+        "the subscription spans the interrupt: {r}"
+    );
+    assert_eq!(
+        k.last().unwrap(),
+        "statusUpdate:TASK_STATE_COMPLETED",
+        "{r}"
+    );
+    let last_chunk = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "artifactUpdate" && e["lastChunk"] == true)
+        .expect("the final artifact");
+    assert_eq!(last_chunk["text"], "listed 3 files");
+    assert_eq!(r["answer"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    assert_eq!(
+        r["answer"]["metadata"]["agentAdaptor"]["metadata"]["decision.0"],
+        "approved"
+    );
+    assert_eq!(r["after"]["error"], "UnsupportedOperationError", "{r}");
+    assert_eq!(r["after"]["code"], -32004);
+    assert_eq!(scenarios.calls_of("approve"), 1);
+}
+
+async fn input_required(peer: Peer) {
+    let (r, scenarios) = drive(peer, "input_required").await;
+    let first = kinds(&r["first"]);
+    assert_eq!(first[0], "task:TASK_STATE_SUBMITTED", "{r}");
+    assert_eq!(
+        first.last().unwrap(),
+        "statusUpdate:TASK_STATE_INPUT_REQUIRED"
+    );
+    let q = &r["question"];
+    assert!(
+        q["text"].as_str().unwrap().contains("Allow Bash(ls)?"),
+        "{r}"
+    );
+    let data = &q["data"][0];
+    assert_eq!(data["kind"], "permission", "{r}");
+    assert_eq!(data["toolCallId"], "call-1");
+    assert_eq!(data["details"]["toolName"], "Bash");
+    let second = kinds(&r["second"]);
+    assert_eq!(second.first().unwrap(), "task:TASK_STATE_WORKING", "{r}");
+    assert_eq!(
+        second.last().unwrap(),
+        "statusUpdate:TASK_STATE_COMPLETED",
+        "{r}"
+    );
+    let f = &r["final"];
+    assert_eq!(f["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(f["artifactText"], "listed 3 files");
+    assert_eq!(
+        f["metadata"]["agentAdaptor"]["metadata"]["decision.0"], "approved",
+        "the client's answer reached the waiting run"
+    );
+    assert_eq!(
+        scenarios.calls_of("approve"),
+        1,
+        "one run, parked and resumed"
+    );
+}
+
+#[tokio::test]
+async fn js_client_reads_the_card() {
+    card(Peer::Js).await;
+}
+
+#[tokio::test]
+async fn js_client_sends() {
+    send(Peer::Js).await;
+}
+
+#[tokio::test]
+async fn js_client_streams() {
+    stream(Peer::Js).await;
+}
+
+#[tokio::test]
+async fn js_client_gets_tasks() {
+    get(Peer::Js).await;
+}
+
+#[tokio::test]
+async fn js_client_cancels() {
+    cancel(Peer::Js).await;
+}
+
+#[tokio::test]
+async fn js_client_subscribes() {
+    subscribe(Peer::Js).await;
+}
+
+#[tokio::test]
+async fn js_client_answers_input_required() {
+    input_required(Peer::Js).await;
+}
+
+#[tokio::test]
+async fn py_client_reads_the_card() {
+    card(Peer::Python).await;
+}
+
+#[tokio::test]
+async fn py_client_sends() {
+    send(Peer::Python).await;
+}
+
+#[tokio::test]
+async fn py_client_streams() {
+    stream(Peer::Python).await;
+}
+
+#[tokio::test]
+async fn py_client_gets_tasks() {
+    get(Peer::Python).await;
+}
+
+#[tokio::test]
+async fn py_client_cancels() {
+    cancel(Peer::Python).await;
+}
+
+#[tokio::test]
+async fn py_client_subscribes() {
+    subscribe(Peer::Python).await;
+}
+
+#[tokio::test]
+async fn py_client_answers_input_required() {
+    input_required(Peer::Python).await;
+}

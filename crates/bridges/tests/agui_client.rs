@@ -1,0 +1,346 @@
+//! The official `@ag-ui/client` 1.0 (`HttpAgent`; schema enforcement and its
+//! event verifier on every event; any console warning is a failure) consumes
+//! our AG-UI SSE: text, reasoning, tool call + result, approval interrupt +
+//! resume, run error, client abort. Each test starts our server on
+//! 127.0.0.1:0, runs `node tests/bridges/agui/agui-client.mjs <url>
+//! <scenario>`, and asserts on its JSON report and on the server side.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/agui_node.rs"]
+mod agui_node;
+#[path = "support/agui_server.rs"]
+mod agui_server;
+
+use std::time::Duration;
+
+use agent_adaptor_bridges::agui::SseOptions;
+use agent_adaptor_core::FailureReason;
+use agent_adaptor_core::driver::DecisionKind;
+use agui_server::{TestServer, reason, serve};
+use serde_json::{Value, json};
+
+async fn client(url: &str, scenario: &str, options: Value) -> Value {
+    agui_node::require_node_package("@ag-ui/client");
+    let script = agui_node::bridges_dir().join("agui/agui-client.mjs");
+    let out = agui_node::run_node(
+        &script,
+        &[url.to_owned(), scenario.to_owned(), options.to_string()],
+        Duration::from_secs(60),
+    )
+    .await;
+    let report = out.json();
+    assert!(
+        report["ok"] == json!(true),
+        "@ag-ui/client reported problems: {}\nstderr: {}",
+        serde_json::to_string_pretty(&report["problems"]).unwrap(),
+        out.stderr
+    );
+    report
+}
+
+fn types(run: &Value) -> Vec<&str> {
+    run["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect()
+}
+
+fn events_of<'a>(run: &'a Value, ty: &str) -> Vec<&'a Value> {
+    run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == ty)
+        .collect()
+}
+
+/// The client's reconstructed messages of `role`.
+fn messages<'a>(report: &'a Value, role: &str) -> Vec<&'a Value> {
+    report["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == role)
+        .collect()
+}
+
+async fn start(driver: agent_adaptor_core::scripted::ScriptedDriver) -> TestServer {
+    serve(driver, SseOptions::agui()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_is_accepted_and_rebuilt_into_one_assistant_message() {
+    let t = start(agui_server::text_script()).await;
+    let report = client(
+        &t.url,
+        "run",
+        json!({"prompt": "Say hello", "threadId": "t-text"}),
+    )
+    .await;
+    let run = &report["runs"][0];
+    assert_eq!(
+        types(run),
+        [
+            "RUN_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED"
+        ]
+    );
+    let finished = events_of(run, "RUN_FINISHED")[0];
+    assert_eq!(finished["outcome"], json!({"type": "success"}));
+    assert_eq!(finished["result"], json!("Hello, world"));
+    let assistant = messages(&report, "assistant");
+    assert_eq!(assistant.len(), 1);
+    assert_eq!(assistant[0]["content"], "Hello, world");
+    // The prompt reached the agent: the last user message's text.
+    assert_eq!(t.runs.prompts(), ["Say hello"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_uses_the_1_0_reasoning_events() {
+    let t = start(agui_server::reasoning_script()).await;
+    let report = client(&t.url, "run", json!({})).await;
+    let run = &report["runs"][0];
+    assert_eq!(
+        types(run),
+        [
+            "RUN_STARTED",
+            "REASONING_START",
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_END",
+            "REASONING_END",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED"
+        ]
+    );
+    assert!(
+        !types(run).iter().any(|t| t.starts_with("THINKING")),
+        "no THINKING_* in 1.0"
+    );
+    let reasoning = messages(&report, "reasoning");
+    assert_eq!(reasoning.len(), 1, "{:#}", report["messages"]);
+    assert_eq!(reasoning[0]["content"], "Let me think about it.");
+    assert_eq!(messages(&report, "assistant")[0]["content"], "42");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_and_its_result_become_a_tool_call_and_a_tool_message() {
+    let t = start(agui_server::tool_script()).await;
+    let report = client(&t.url, "run", json!({})).await;
+    let run = &report["runs"][0];
+    assert_eq!(
+        types(run),
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "TOOL_CALL_RESULT",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "STEP_FINISHED",
+            "RUN_FINISHED"
+        ]
+    );
+    // The client rebuilt the call with its full arguments …
+    let calls: Vec<&Value> = messages(&report, "assistant")
+        .into_iter()
+        .filter_map(|m| m["toolCalls"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!(calls.len(), 1, "{:#}", report["messages"]);
+    assert_eq!(calls[0]["id"], "call-1");
+    assert_eq!(calls[0]["function"]["name"], "read_file");
+    assert_eq!(
+        serde_json::from_str::<Value>(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap(),
+        json!({"path": "a.txt"})
+    );
+    // … and the result as a tool message.
+    let tool = messages(&report, "tool");
+    assert_eq!(tool.len(), 1);
+    assert_eq!(tool[0]["toolCallId"], "call-1");
+    assert_eq!(tool[0]["content"], "file contents");
+}
+
+async fn interrupt_round_trip(kind: DecisionKind, scenario: &str) -> (Value, TestServer) {
+    let t = start(agui_server::approval_script(kind)).await;
+    let report = client(
+        &t.url,
+        scenario,
+        json!({"threadId": format!("t-{scenario}"), "answer": "b"}),
+    )
+    .await;
+    (report, t)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_an_interrupt_and_the_resume_run_continues_the_waiting_agent_run() {
+    let (report, t) = interrupt_round_trip(DecisionKind::Permission, "interrupt-approve").await;
+    let (run1, run2) = (&report["runs"][0], &report["runs"][1]);
+    // Run 1 ends with the interrupt, every lifecycle closed first (the open
+    // tool call gets its complete arguments, then its end).
+    assert_eq!(
+        types(run1),
+        [
+            "RUN_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "RUN_FINISHED"
+        ]
+    );
+    let outcome = &events_of(run1, "RUN_FINISHED")[0]["outcome"];
+    assert_eq!(outcome["type"], "interrupt");
+    let interrupt = &outcome["interrupts"][0];
+    assert!(interrupt["id"].as_str().unwrap().starts_with("apr_"));
+    assert_eq!(interrupt["reason"], "tool_approval");
+    assert_eq!(interrupt["toolCallId"], "call-1");
+    assert_eq!(interrupt["message"], "Allow bash to run `ls`?");
+    assert_eq!(interrupt["responseSchema"]["required"], json!(["approved"]));
+    assert!(interrupt["expiresAt"].is_string());
+    // Run 2 (a new runId) continues the same agent run: the tool result and
+    // the final text, then success.
+    assert_ne!(run1["runId"], run2["runId"]);
+    assert_eq!(
+        types(run2),
+        [
+            "RUN_STARTED",
+            "TOOL_CALL_RESULT",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED"
+        ]
+    );
+    assert_eq!(
+        events_of(run2, "RUN_FINISHED")[0]["outcome"],
+        json!({"type": "success"})
+    );
+    assert_eq!(report["pendingInterrupts"], json!([]));
+    // One agent run served both AG-UI runs, and it got the approval.
+    assert_eq!(t.runs.count(), 1, "the resume must not start a new run");
+    let (outcome, _) = t.runs.outcome(0, Duration::from_secs(10)).await;
+    let result = outcome.unwrap();
+    assert_eq!(result.text, "There are two files.");
+    assert_eq!(result.metadata["decision.0"], "approved");
+    assert_eq!(t.handler.pending_interrupts(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_or_cancelled_interrupt_reaches_the_agent_as_a_rejection() {
+    for scenario in ["interrupt-deny", "interrupt-cancel"] {
+        let (report, t) = interrupt_round_trip(DecisionKind::Permission, scenario).await;
+        assert_eq!(report["runs"].as_array().unwrap().len(), 2, "{scenario}");
+        let (outcome, _) = t.runs.outcome(0, Duration::from_secs(10)).await;
+        assert_eq!(
+            outcome.unwrap().metadata["decision.0"],
+            "rejected",
+            "{scenario}"
+        );
+        assert_eq!(t.runs.count(), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_interrupt_is_answered_with_a_choice() {
+    let (report, t) = interrupt_round_trip(DecisionKind::Question, "interrupt-answer").await;
+    let outcome = &events_of(&report["runs"][0], "RUN_FINISHED")[0]["outcome"];
+    let interrupt = &outcome["interrupts"][0];
+    assert_eq!(interrupt["reason"], "question");
+    assert_eq!(interrupt["metadata"]["choices"][1]["key"], "b");
+    assert_eq!(interrupt["responseSchema"]["required"], json!(["answer"]));
+    let (outcome, _) = t.runs.outcome(0, Duration::from_secs(10)).await;
+    assert_eq!(outcome.unwrap().metadata["decision.0"], "answered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_failure_ends_with_run_error_and_its_reason() {
+    let t = start(agui_server::error_script()).await;
+    let report = client(&t.url, "run", json!({})).await;
+    let run = &report["runs"][0];
+    assert_eq!(
+        types(run),
+        [
+            "RUN_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_ERROR"
+        ]
+    );
+    let err = events_of(run, "RUN_ERROR")[0];
+    assert_eq!(err["code"], "agent_error");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("the model is overloaded"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_run_ends_with_run_error_after_closing_the_open_message() {
+    let t = start(agui_server::crash_script()).await;
+    let report = client(&t.url, "run", json!({})).await;
+    let run = &report["runs"][0];
+    // The driver never closed m1: the bridge does, before the terminal.
+    assert_eq!(
+        types(run),
+        [
+            "RUN_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_ERROR"
+        ]
+    );
+    let err = events_of(run, "RUN_ERROR")[0];
+    assert_eq!(err["code"], "infrastructure_error");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("connection to the provider reset"),
+        "{err}"
+    );
+    // The partial text still reached the client.
+    assert_eq!(messages(&report, "assistant")[0]["content"], "Partial answ");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_abort_cancels_the_run_on_the_server() {
+    let t = start(agui_server::hanging_script()).await;
+    let report = client(&t.url, "abort", json!({"waitMs": 300})).await;
+    let run = &report["runs"][0];
+    assert_eq!(
+        types(run)[..3],
+        ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]
+    );
+    assert!(
+        !types(run).contains(&"RUN_FINISHED"),
+        "the client aborted before any terminal"
+    );
+    // The agent run, which only ends when cancelled, was cancelled.
+    let (outcome, _) = t.runs.outcome(0, Duration::from_secs(5)).await;
+    assert_eq!(reason(&outcome), Some(FailureReason::Cancelled));
+}

@@ -1,0 +1,207 @@
+// Drives an A2A 1.0 server with the official JS client (@a2a-js/sdk, pinned
+// in tests/bridges/package-lock.json) and prints one JSON report on stdout.
+//
+//   node a2a/client.mjs <scenario> <base-url>
+//
+// Scenarios (the server's agent answers by the prompt's first word, see
+// crates/bridges/tests/support/a2a_agents.rs): card, send, stream, get,
+// cancel, subscribe, input_required. Anything unexpected throws: the
+// process exits non-zero and the Rust test shows stderr.
+import { randomUUID } from "node:crypto";
+import { Role, taskStateToJSON } from "@a2a-js/sdk";
+import { ClientFactory } from "@a2a-js/sdk/client";
+
+const [scenario, baseUrl] = process.argv.slice(2);
+if (!scenario || !baseUrl) {
+  throw new Error("usage: node a2a/client.mjs <scenario> <base-url>");
+}
+
+function text(value) {
+  return { content: { $case: "text", value } };
+}
+
+function userMessage(parts, extra = {}) {
+  return {
+    messageId: randomUUID(),
+    role: Role.ROLE_USER,
+    parts,
+    ...extra,
+  };
+}
+
+function partsText(parts) {
+  return (parts ?? [])
+    .filter((p) => p.content?.$case === "text")
+    .map((p) => p.content.value)
+    .join("\n");
+}
+
+function partsData(parts) {
+  return (parts ?? []).filter((p) => p.content?.$case === "data").map((p) => p.content.value);
+}
+
+function summary(task) {
+  return {
+    id: task.id,
+    contextId: task.contextId,
+    state: taskStateToJSON(task.status?.state),
+    statusText: partsText(task.status?.message?.parts),
+    artifactIds: (task.artifacts ?? []).map((a) => a.artifactId),
+    artifactText: (task.artifacts ?? []).map((a) => partsText(a.parts)).join(""),
+    historyLength: (task.history ?? []).length,
+    metadata: task.metadata ?? null,
+  };
+}
+
+function event(ev) {
+  const p = ev.payload;
+  switch (p?.$case) {
+    case "task":
+      return { kind: "task", id: p.value.id, state: taskStateToJSON(p.value.status?.state) };
+    case "statusUpdate":
+      return {
+        kind: "statusUpdate",
+        taskId: p.value.taskId,
+        state: taskStateToJSON(p.value.status?.state),
+        text: partsText(p.value.status?.message?.parts),
+        data: partsData(p.value.status?.message?.parts),
+      };
+    case "artifactUpdate":
+      return {
+        kind: "artifactUpdate",
+        taskId: p.value.taskId,
+        artifactId: p.value.artifact?.artifactId,
+        text: partsText(p.value.artifact?.parts),
+        append: Boolean(p.value.append),
+        lastChunk: Boolean(p.value.lastChunk),
+      };
+    case "message":
+      return { kind: "message", text: partsText(p.value.parts) };
+    default:
+      throw new Error(`unexpected stream item: ${JSON.stringify(ev)}`);
+  }
+}
+
+async function collect(iterable) {
+  const out = [];
+  for await (const ev of iterable) out.push(event(ev));
+  return out;
+}
+
+async function failure(promise) {
+  try {
+    await promise;
+  } catch (err) {
+    return { error: err.name, code: err.envelopeCode ?? null, message: err.message };
+  }
+  throw new Error("expected the call to fail");
+}
+
+function sent(result) {
+  if (!result || !("status" in result)) {
+    throw new Error(`SendMessage returned no task: ${JSON.stringify(result)}`);
+  }
+  return result;
+}
+
+const client = await new ClientFactory().createFromUrl(baseUrl);
+let report;
+
+switch (scenario) {
+  case "card": {
+    const card = client.agentCard;
+    const iface = card.supportedInterfaces[0];
+    report = {
+      name: card.name,
+      streaming: card.capabilities?.streaming ?? null,
+      binding: iface.protocolBinding,
+      protocolVersion: iface.protocolVersion,
+      url: iface.url,
+      skills: card.skills.map((s) => s.id),
+      clientVersion: client.protocolVersion,
+    };
+    break;
+  }
+  case "send": {
+    const task = sent(await client.sendMessage({ message: userMessage([text("hello there")]) }));
+    report = { task: summary(task) };
+    break;
+  }
+  case "stream": {
+    const events = await collect(
+      client.sendMessageStream({ message: userMessage([text("hello there")]) }),
+    );
+    report = { events };
+    break;
+  }
+  case "get": {
+    const task = sent(await client.sendMessage({ message: userMessage([text("hello")]) }));
+    const got = await client.getTask({ id: task.id, historyLength: 1 });
+    const missing = await failure(client.getTask({ id: "no-such-task" }));
+    report = { sent: summary(task), got: summary(got), missing };
+    break;
+  }
+  case "cancel": {
+    const started = sent(
+      await client.sendMessage({
+        message: userMessage([text("hang until canceled")]),
+        configuration: { returnImmediately: true },
+      }),
+    );
+    const canceled = await client.cancelTask({ id: started.id });
+    const got = await client.getTask({ id: started.id });
+    const again = await failure(client.cancelTask({ id: started.id }));
+    report = { started: summary(started), canceled: summary(canceled), got: summary(got), again };
+    break;
+  }
+  case "subscribe": {
+    // The task parks on an approval, so it cannot finish before the
+    // subscription starts; the answer is sent when the subscription shows
+    // input-required, and the subscription is read to the end.
+    const started = sent(
+      await client.sendMessage({
+        message: userMessage([text("approve via a subscription")]),
+        configuration: { returnImmediately: true },
+      }),
+    );
+    const events = [];
+    let answer = null;
+    for await (const raw of client.resubscribeTask({ id: started.id })) {
+      const ev = event(raw);
+      events.push(ev);
+      if (!answer && ev.state === "TASK_STATE_INPUT_REQUIRED") {
+        answer = sent(
+          await client.sendMessage({
+            message: userMessage([text("approve")], { taskId: started.id }),
+          }),
+        );
+      }
+    }
+    const after = await failure(collect(client.resubscribeTask({ id: started.id })));
+    report = { started: summary(started), events, answer: answer && summary(answer), after };
+    break;
+  }
+  case "input_required": {
+    const first = await collect(
+      client.sendMessageStream({ message: userMessage([text("approve a listing")]) }),
+    );
+    const asked = first.at(-1);
+    if (asked?.state !== "TASK_STATE_INPUT_REQUIRED") {
+      throw new Error(`the first stream did not end input-required: ${JSON.stringify(first)}`);
+    }
+    const taskId = asked.taskId;
+    const task = await client.getTask({ id: taskId });
+    const second = await collect(
+      client.sendMessageStream({
+        message: userMessage([text("approve")], { taskId, contextId: task.contextId }),
+      }),
+    );
+    const final = await client.getTask({ id: taskId });
+    report = { first, question: { text: asked.text, data: asked.data }, second, final: summary(final) };
+    break;
+  }
+  default:
+    throw new Error(`unknown scenario ${scenario}`);
+}
+
+process.stdout.write(JSON.stringify(report));

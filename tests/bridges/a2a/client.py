@@ -1,0 +1,234 @@
+"""Drives an A2A 1.0 server with the official Python client (PyPI a2a-sdk,
+pinned in requirements.txt, installed in tests/bridges/.venv) and prints one
+JSON report on stdout.
+
+    .venv/bin/python a2a/client.py <scenario> <base-url>
+
+The scenarios and the report format are those of client.mjs, so the Rust
+tests assert the same things of both clients. Anything unexpected raises:
+the process exits non-zero and the Rust test shows stderr.
+"""
+
+import asyncio
+import json
+import sys
+import uuid
+
+import httpx
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+)
+from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP
+from google.protobuf.json_format import MessageToDict
+
+
+def user_message(text, task_id=None, context_id=None):
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=[Part(text=text)],
+        task_id=task_id,
+        context_id=context_id,
+    )
+
+
+def parts_text(parts):
+    return "\n".join(p.text for p in parts if p.WhichOneof("content") == "text")
+
+
+def parts_data(parts):
+    return [
+        MessageToDict(p.data) if p.data.WhichOneof("kind") == "struct_value" else None
+        for p in parts
+        if p.WhichOneof("content") == "data"
+    ]
+
+
+def state_name(state):
+    return TaskState.Name(state)
+
+
+def summary(task):
+    return {
+        "id": task.id,
+        "contextId": task.context_id,
+        "state": state_name(task.status.state),
+        "statusText": parts_text(task.status.message.parts),
+        "artifactIds": [a.artifact_id for a in task.artifacts],
+        "artifactText": "".join(parts_text(a.parts) for a in task.artifacts),
+        "historyLength": len(task.history),
+        "metadata": MessageToDict(task.metadata) if task.HasField("metadata") else None,
+    }
+
+
+def event(ev):
+    kind = ev.WhichOneof("payload")
+    if kind == "task":
+        return {"kind": "task", "id": ev.task.id, "state": state_name(ev.task.status.state)}
+    if kind == "status_update":
+        u = ev.status_update
+        return {
+            "kind": "statusUpdate",
+            "taskId": u.task_id,
+            "state": state_name(u.status.state),
+            "text": parts_text(u.status.message.parts),
+            "data": parts_data(u.status.message.parts),
+        }
+    if kind == "artifact_update":
+        u = ev.artifact_update
+        return {
+            "kind": "artifactUpdate",
+            "taskId": u.task_id,
+            "artifactId": u.artifact.artifact_id,
+            "text": parts_text(u.artifact.parts),
+            "append": u.append,
+            "lastChunk": u.last_chunk,
+        }
+    if kind == "message":
+        return {"kind": "message", "text": parts_text(ev.message.parts)}
+    raise RuntimeError(f"unexpected stream item: {ev}")
+
+
+async def collect(aiter):
+    return [event(ev) async for ev in aiter]
+
+
+async def failure(awaitable):
+    try:
+        await awaitable
+    except Exception as err:  # noqa: BLE001 - the report names the type
+        return {
+            "error": type(err).__name__,
+            "code": JSON_RPC_ERROR_CODE_MAP.get(type(err)),
+            "message": str(err),
+        }
+    raise RuntimeError("expected the call to fail")
+
+
+async def only_task(aiter):
+    """The task of a non-streaming send (the client yields exactly one item)."""
+    items = [ev async for ev in aiter]
+    if len(items) != 1 or items[0].WhichOneof("payload") != "task":
+        raise RuntimeError(f"SendMessage returned no single task: {items}")
+    return items[0].task
+
+
+def send_request(text, return_immediately=False):
+    return SendMessageRequest(
+        message=user_message(text),
+        configuration=SendMessageConfiguration(return_immediately=return_immediately),
+    )
+
+
+async def main(scenario, base_url):
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0)) as http:
+        streaming = await ClientFactory(
+            ClientConfig(streaming=True, httpx_client=http)
+        ).create_from_url(base_url)
+        blocking = await ClientFactory(
+            ClientConfig(streaming=False, httpx_client=http)
+        ).create_from_url(base_url)
+
+        if scenario == "card":
+            card = await A2ACardResolver(http, base_url).get_agent_card()
+            iface = card.supported_interfaces[0]
+            return {
+                "name": card.name,
+                "streaming": card.capabilities.streaming,
+                "binding": iface.protocol_binding,
+                "protocolVersion": iface.protocol_version,
+                "url": iface.url,
+                "skills": [s.id for s in card.skills],
+                "clientVersion": http.headers.get("A2A-Version"),
+            }
+        if scenario == "send":
+            task = await only_task(blocking.send_message(send_request("hello there")))
+            return {"task": summary(task)}
+        if scenario == "stream":
+            events = await collect(streaming.send_message(send_request("hello there")))
+            return {"events": events}
+        if scenario == "get":
+            task = await only_task(blocking.send_message(send_request("hello")))
+            got = await streaming.get_task(GetTaskRequest(id=task.id, history_length=1))
+            missing = await failure(streaming.get_task(GetTaskRequest(id="no-such-task")))
+            return {"sent": summary(task), "got": summary(got), "missing": missing}
+        if scenario == "cancel":
+            started = await only_task(
+                blocking.send_message(send_request("hang until canceled", return_immediately=True))
+            )
+            canceled = await streaming.cancel_task(CancelTaskRequest(id=started.id))
+            got = await streaming.get_task(GetTaskRequest(id=started.id))
+            again = await failure(streaming.cancel_task(CancelTaskRequest(id=started.id)))
+            return {
+                "started": summary(started),
+                "canceled": summary(canceled),
+                "got": summary(got),
+                "again": again,
+            }
+        if scenario == "subscribe":
+            # The task parks on an approval, so it cannot finish before the
+            # subscription starts; the answer is sent when the subscription
+            # shows input-required, and the subscription is read to the end.
+            started = await only_task(
+                blocking.send_message(
+                    send_request("approve via a subscription", return_immediately=True)
+                )
+            )
+            events = []
+            answer = None
+            async for raw in streaming.subscribe(SubscribeToTaskRequest(id=started.id)):
+                ev = event(raw)
+                events.append(ev)
+                if answer is None and ev.get("state") == "TASK_STATE_INPUT_REQUIRED":
+                    answer = await only_task(
+                        blocking.send_message(
+                            SendMessageRequest(message=user_message("approve", task_id=started.id))
+                        )
+                    )
+            after = await failure(
+                collect(streaming.subscribe(SubscribeToTaskRequest(id=started.id)))
+            )
+            return {
+                "started": summary(started),
+                "events": events,
+                "answer": summary(answer) if answer is not None else None,
+                "after": after,
+            }
+        if scenario == "input_required":
+            first = await collect(streaming.send_message(send_request("approve a listing")))
+            asked = first[-1]
+            if asked.get("state") != "TASK_STATE_INPUT_REQUIRED":
+                raise RuntimeError(f"the first stream did not end input-required: {first}")
+            task_id = asked["taskId"]
+            task = await streaming.get_task(GetTaskRequest(id=task_id))
+            second = await collect(
+                streaming.send_message(
+                    SendMessageRequest(
+                        message=user_message("approve", task_id=task_id, context_id=task.context_id)
+                    )
+                )
+            )
+            final = await streaming.get_task(GetTaskRequest(id=task_id))
+            return {
+                "first": first,
+                "question": {"text": asked["text"], "data": asked["data"]},
+                "second": second,
+                "final": summary(final),
+            }
+        raise RuntimeError(f"unknown scenario {scenario}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: client.py <scenario> <base-url>")
+    report = asyncio.run(main(sys.argv[1], sys.argv[2]))
+    sys.stdout.write(json.dumps(report))
