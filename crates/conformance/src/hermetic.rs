@@ -34,6 +34,38 @@ pub(crate) fn check(a: &dyn Driver, b: &dyn Driver, options: &Options, report: &
     }
 }
 
+/// How long `close_processes` may take (it stops processes gracefully).
+const CLOSE_BOUND: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// CAP-11: a driver that declares persistent processes can close them —
+/// `close_processes` returns, twice (it is idempotent), within a bound.
+pub(crate) async fn close_processes(a: &dyn Driver, report: &mut Report) {
+    match guarded("descriptor()", || a.descriptor().process.persistent) {
+        Err(e) => report.judge("CAP-11", SCOPE, vec![e]),
+        Ok(false) => report.skip("CAP-11", SCOPE, "the driver keeps no process between runs"),
+        Ok(true) => {
+            let mut f = Vec::new();
+            for call in ["first", "second"] {
+                let closed = futures::FutureExt::catch_unwind(AssertUnwindSafe(
+                    tokio::time::timeout(CLOSE_BOUND, a.close_processes()),
+                ))
+                .await;
+                match closed {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => f.push(format!(
+                        "the {call} close_processes() did not return within {CLOSE_BOUND:?}"
+                    )),
+                    Err(p) => f.push(format!(
+                        "the {call} close_processes() panicked: {}",
+                        panic_message(&*p)
+                    )),
+                }
+            }
+            report.judge("CAP-11", SCOPE, f);
+        }
+    }
+}
+
 fn descriptor(a: &dyn Driver, b: &dyn Driver, report: &mut Report) {
     match guarded("descriptor()", || {
         (a.descriptor(), a.descriptor(), b.descriptor())
@@ -147,7 +179,6 @@ fn capabilities(a: &dyn Driver, b: &dyn Driver, report: &mut Report) {
         ("CAP-07", "a quota probe"),
         ("CAP-08", "a config schema"),
         ("CAP-09", "skill operations"),
-        ("CAP-11", "a persistent-process lifecycle"),
     ] {
         report.skip(id, SCOPE, format!("the driver SPI has no {what} yet"));
     }

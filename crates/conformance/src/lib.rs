@@ -78,6 +78,7 @@ where
     let mut report = Report::default();
     let (a, b) = (factory(), factory());
     hermetic::check(&a, &b, &options, &mut report);
+    hermetic::close_processes(&a, &mut report).await;
 
     let timeout = options.run_timeout.unwrap_or(DEFAULT_RUN_TIMEOUT);
     if options.runs.is_empty() {

@@ -105,6 +105,19 @@ impl Agent {
         self.inner.driver.descriptor()
     }
 
+    /// Stop and reap every provider process the driver keeps between runs
+    /// (resident processes of drivers whose descriptor declares
+    /// `process.persistent`; see
+    /// [`Driver::close_processes`]).
+    ///
+    /// Call it when the host shuts down, or to release the processes early.
+    /// It is idempotent and the agent remains usable: later runs spawn anew.
+    /// Runs in progress keep their processes until they end. Clones of this
+    /// agent share the driver, so they are affected alike.
+    pub async fn close(&self) {
+        self.inner.driver.close_processes().await;
+    }
+
     fn validate(&self) -> Result<(), Error> {
         let driver = &self.inner.driver;
         match catch_unwind(AssertUnwindSafe(|| driver.validate_config())) {
@@ -160,6 +173,7 @@ impl Agent {
         request.workspace = opts.workspace.clone();
         request.metadata = opts.metadata.clone();
         request.agent = self.inner.identity.clone();
+        request.spawn = opts.spawn;
         start(Launch {
             driver,
             request,

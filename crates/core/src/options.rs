@@ -26,6 +26,7 @@ pub struct RunOptions {
     pub(crate) metadata: BTreeMap<String, String>,
     pub(crate) on_approval: Option<ApprovalHandler>,
     pub(crate) approval_timeout: Option<Option<Duration>>,
+    pub(crate) spawn: bool,
 }
 
 impl fmt::Debug for RunOptions {
@@ -38,6 +39,7 @@ impl fmt::Debug for RunOptions {
             .field("metadata_keys", &self.metadata.keys().collect::<Vec<_>>())
             .field("on_approval", &self.on_approval.is_some())
             .field("approval_timeout", &self.approval_timeout)
+            .field("spawn", &self.spawn)
             .finish()
     }
 }
@@ -69,7 +71,21 @@ impl RunOptions {
                 .clone()
                 .or_else(|| defaults.on_approval.clone()),
             approval_timeout: self.approval_timeout.or(defaults.approval_timeout),
+            spawn: self.spawn || defaults.spawn,
         }
+    }
+
+    /// Run this call in a fresh provider process: a driver that keeps
+    /// resident processes between turns (its descriptor declares
+    /// `process.persistent`) neither reuses one for this run nor keeps the
+    /// process it spawns (`Request::spawn`). The thread's resident process
+    /// does not serve the thread again as it is (this run changed the
+    /// session): Claude Code and CodeBuddy leave it running and replace it
+    /// at the next turn; Codex, which allows one process per thread, stops
+    /// it before this run. Drivers that always spawn ignore it.
+    pub fn with_spawn(mut self) -> Self {
+        self.spawn = true;
+        self
     }
 
     /// The effective approval deadline (`None` = wait forever).

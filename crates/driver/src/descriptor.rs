@@ -60,7 +60,11 @@ pub struct SessionCapabilities {
 /// Process lifecycle declarations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessCapabilities {
-    /// The driver keeps provider processes alive across runs.
+    /// The driver keeps provider processes alive across runs (resident
+    /// processes, reused by later turns of the same provider session). Such a
+    /// driver honours [`Request::spawn`](crate::Request::spawn) and reaps
+    /// every process it keeps in
+    /// [`Driver::close_processes`](crate::Driver::close_processes).
     pub persistent: bool,
 }
 

@@ -58,6 +58,16 @@ pub trait Driver: Send + Sync + 'static {
     fn session_config_fingerprint(&self) -> Option<Result<String, FingerprintError>> {
         None
     }
+
+    /// Stop and reap every provider process the driver keeps between runs
+    /// (drivers that declare
+    /// [`ProcessCapabilities::persistent`](crate::ProcessCapabilities::persistent)).
+    ///
+    /// Idempotent, and the driver stays usable: a later run spawns anew.
+    /// Processes serving a run in progress are not affected (they are
+    /// stopped or kept when that run ends, as usual). The default does
+    /// nothing, which is right for a driver that keeps no process.
+    async fn close_processes(&self) {}
 }
 
 /// Per-run context handed to [`Driver::run`].

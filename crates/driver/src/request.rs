@@ -39,6 +39,18 @@ pub struct Request {
     pub metadata: BTreeMap<String, String>,
     /// Who the agent is (for scoping host components, never for routing).
     pub agent: AgentIdentity,
+    /// Force a fresh provider process for this run: a driver that keeps
+    /// resident processes (see [`ProcessCapabilities::persistent`]) must
+    /// neither reuse one nor keep the process it spawns for this run. This
+    /// run may change the session, so a resident process of the same
+    /// session must not serve it again as it is: the driver leaves it
+    /// running and replaces it at the next turn, or stops it first when the
+    /// provider allows only one process per session. Ignored by drivers that
+    /// always spawn per run.
+    ///
+    /// [`ProcessCapabilities::persistent`]: crate::ProcessCapabilities::persistent
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spawn: bool,
 }
 
 impl Request {

@@ -8,6 +8,10 @@
 //! Parsers are sans-IO: they turn one stdout line into the live payloads,
 //! transcript items and notices it means, and at the end form every layer of
 //! the response. The transports (process, stdin protocol) feed them.
+//!
+//! Claude Code, CodeBuddy Code and the Codex app-server keep one live
+//! process per provider session between the turns of a thread
+//! ([`resident`]): turn N+1 is written to the process that served turn N.
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "claude")]
@@ -22,4 +26,5 @@ pub mod cursor;
 pub mod gemini;
 pub mod jsonl;
 pub mod pump;
+pub mod resident;
 pub mod streamjson;

@@ -249,6 +249,63 @@ async fn pump(
     }
 }
 
+/// How [`run_turn`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// The protocol's terminal event: the process keeps running.
+    Terminal,
+    /// Stdout ended before it.
+    Eof,
+}
+
+/// Drive one turn of `session` on a process that keeps running afterwards
+/// (a resident process, see [`crate::resident`]): deliver what each stdout
+/// line means, answer control frames on `stdin`, and return at the
+/// protocol's terminal event — stdin stays open, the process is not waited
+/// for — or at the end of stdout. On cancellation the session is asked to
+/// interrupt (best effort) and `Err(Cancelled)` is returned; stopping the
+/// process is the caller's job, as is every error's.
+pub async fn run_turn(
+    proc: &mut Process,
+    ctx: &RunContext,
+    sink: &dyn EventSink,
+    session: &mut dyn Duplex,
+    stdin: &mut Option<StdinController>,
+) -> Result<TurnEnd, DriverError> {
+    let mut side = Joined(session);
+    loop {
+        let next = tokio::select! {
+            biased;
+            () = ctx.cancel.cancelled() => None,
+            r = proc.next_line(sink) => Some(r),
+        };
+        let line = match next {
+            None => {
+                if let Some(c) = side.controller() {
+                    let _ =
+                        tokio::time::timeout(Duration::from_millis(200), c.interrupt(stdin)).await;
+                }
+                return Err(DriverError::Cancelled);
+            }
+            Some(Err(e)) if e.is_cancelled() => return Err(DriverError::Cancelled),
+            Some(Err(e)) => return Err(e.into()),
+            Some(Ok(None)) => return Ok(TurnEnd::Eof),
+            Some(Ok(Some(line))) => line,
+        };
+        let bytes = match line.as_memory() {
+            Some(b) => b.to_vec(),
+            None => line.bytes().to_vec()?,
+        };
+        for out in side.line(&bytes) {
+            let mut controller = side.controller();
+            deliver(out, sink, &mut controller, stdin).await?;
+        }
+        if side.terminated() {
+            return Ok(TurnEnd::Terminal);
+        }
+    }
+}
+
 /// Deliver one parsed output.
 pub async fn deliver(
     out: Out,

@@ -895,22 +895,32 @@ async fn an_unknown_thread_is_a_typed_resume_rejection() {
         }),
         ..Default::default()
     });
-    let trace = record_run(
-        &on_fake(&path, "--stdin-check type"),
-        req,
-        Duration::from_secs(60),
-    )
-    .await;
-    let resp = trace.response().unwrap();
-    let f = resp.failure.as_ref().unwrap();
-    assert_eq!(f.code, FailureCode::Other(RESUME_REJECTED.into()));
-    assert!(f.message.contains("no rollout found"), "{}", f.message);
-    assert!(resp.checkpoint.is_none());
-    assert_eq!(
-        resp.exit_code,
-        Some(0),
-        "the server exits once stdin closes"
-    );
+    // A thread run is served by a resident server unless that is off; the
+    // rejection is the same either way, and a resident one is not kept.
+    for resident in [false, true] {
+        let mut driver = on_fake(&path, "--stdin-check type");
+        if !resident {
+            let mut cfg = driver.config().clone();
+            cfg.resident = false;
+            driver = codex::driver(cfg);
+        }
+        let trace = record_run(&driver, req.clone(), Duration::from_secs(60)).await;
+        let resp = trace.response().unwrap();
+        let f = resp.failure.as_ref().unwrap();
+        assert_eq!(f.code, FailureCode::Other(RESUME_REJECTED.into()));
+        assert!(f.message.contains("no rollout found"), "{}", f.message);
+        assert!(resp.checkpoint.is_none());
+        if resident {
+            assert_eq!(resp.exit_code, None, "the turn ended at the failure");
+            assert_eq!(driver.idle_processes(), 0, "a failed turn is not kept");
+        } else {
+            assert_eq!(
+                resp.exit_code,
+                Some(0),
+                "the server exits once stdin closes"
+            );
+        }
+    }
 }
 
 #[tokio::test]

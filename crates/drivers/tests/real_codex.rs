@@ -692,3 +692,187 @@ async fn conformance_with_a_live_run() {
     report.assert_passed();
     assert!(report.passed("LIV-01"), "{report}");
 }
+
+/// Start `prompt` on `runner` with `options` (bounded) and drain it.
+async fn drain_runner(
+    runner: &impl Runner,
+    prompt: &str,
+    options: agent_adaptor_core::RunOptions,
+) -> (Vec<Event>, Result<RunResult, Error>) {
+    let mut stream = runner.stream_with(prompt, options.timeout(RUN_TIMEOUT));
+    let mut events = Vec::new();
+    while let Some(ev) = stream.next().await {
+        events.push(ev);
+    }
+    let outcome = stream.result().await;
+    (events, outcome)
+}
+
+fn spawned(events: &[Event]) -> Vec<u32> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ProcessInfo(p) if p.kind == ProcessKind::Spawn => {
+                p.metadata.get("pid")?.parse().ok()
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn reused(events: &[Event]) -> Option<u32> {
+    events.iter().find_map(|e| match e {
+        Event::Notice(n) if n.metadata.get("resident").map(String::as_str) == Some("reused") => {
+            n.metadata.get("pid")?.parse().ok()
+        }
+        _ => None,
+    })
+}
+
+/// A thread of three turns through the SQLite store on one resident
+/// `codex app-server`: every turn continues the same Codex thread (the
+/// checkpoints, and the conversation the mock receives), one process serves
+/// all three, turns 2 and 3 are a bare `turn/start`, and every message both
+/// ways validates against the binary's schema. A fourth turn with
+/// `with_spawn` runs on a server of its own (the resident one is stopped
+/// first: Codex allows one writer per thread), for the latency figure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_runs_on_one_resident_app_server() {
+    const KEYWORD: &str = "CODEXTHREAD";
+    const REPLIES: [&str; 4] = [
+        "codex-reply-one",
+        "codex-reply-two",
+        "codex-reply-three",
+        "codex-reply-four",
+    ];
+    let h = Harness::start(Script::new().on_prompt(
+        KEYWORD,
+        REPLIES.iter().map(|r| Reply::Text((*r).into())).collect(),
+    ))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = agent_adaptor_store::SqliteStore::open(dir.path().join("threads.db"))
+        .await
+        .unwrap();
+    let cfg = h.config(Transport::Auto);
+    let driver = codex::driver(cfg.clone());
+    let agent = Agent::builder(driver.clone())
+        .thread_store(std::sync::Arc::new(store))
+        .build()
+        .unwrap();
+    let thread = agent.thread("real/codex-thread");
+    let prompts = [
+        format!("{KEYWORD}: remember the word basalt-2291"),
+        "And the second turn?".to_owned(),
+        "And the third turn?".to_owned(),
+    ];
+    let mut pids = Vec::new();
+    let mut threads = Vec::new();
+    let mut took = Vec::new();
+    let mut stdout_all = String::new();
+    for (n, prompt) in prompts.iter().enumerate() {
+        let started = Instant::now();
+        let (events, outcome) =
+            drain_runner(&thread, prompt, agent_adaptor_core::RunOptions::new()).await;
+        took.push(started.elapsed());
+        let result = outcome.unwrap_or_else(|e| panic!("turn {}: {e}", n + 1));
+        assert_eq!(result.text, REPLIES[n], "turn {}", n + 1);
+        let id = result
+            .checkpoint()
+            .unwrap()
+            .state
+            .as_ref()
+            .unwrap()
+            .resume_id
+            .clone();
+        let stored = thread.checkpoint().await.unwrap().unwrap();
+        assert_eq!(stored.resume_id, id, "the SQLite record is the turn's");
+        threads.push(id);
+        if n > 0 {
+            assert_eq!(
+                reused(&events),
+                Some(pids[0]),
+                "turn {} reused the server",
+                n + 1
+            );
+        }
+        pids.extend(spawned(&events));
+        stdout_all.push_str(&String::from_utf8(result.raw().stdout.to_vec().unwrap()).unwrap());
+    }
+    assert_eq!(pids.len(), 1, "three turns, one process");
+    assert!(threads.iter().all(|t| *t == threads[0]), "{threads:?}");
+    let log = Harness::stdin_log(&cfg);
+    let methods: Vec<String> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter_map(|v| v["method"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "initialized",
+            "thread/start",
+            "turn/start",
+            "turn/start",
+            "turn/start"
+        ],
+        "one handshake, then a turn/start per turn"
+    );
+    // The turns' bytes, end to end, are the server's whole conversation.
+    check_schema(&cfg, &stdout_all);
+    let requests = h.requests(KEYWORD);
+    assert_eq!(requests.len(), 3);
+    let third = String::from_utf8_lossy(&requests[2].body).into_owned();
+    for earlier in [
+        "basalt-2291",
+        REPLIES[0],
+        REPLIES[1],
+        "And the second turn?",
+    ] {
+        assert!(
+            third.contains(earlier),
+            "turn 3's request holds {earlier:?}"
+        );
+    }
+
+    let started = Instant::now();
+    let (events, outcome) = drain_runner(
+        &thread,
+        "And the fourth turn?",
+        agent_adaptor_core::RunOptions::new().with_spawn(),
+    )
+    .await;
+    let fresh_took = started.elapsed();
+    let result = outcome.unwrap();
+    assert_eq!(result.text, REPLIES[3]);
+    assert_eq!(spawned(&events).len(), 1);
+    assert_eq!(reused(&events), None);
+    assert_eq!(
+        result
+            .checkpoint()
+            .unwrap()
+            .state
+            .as_ref()
+            .unwrap()
+            .resume_id,
+        threads[0]
+    );
+    eprintln!(
+        "codex app-server: turn 1 (spawn) {:?}, turn 2 (resident) {:?}, turn 3 (resident) {:?}, turn 4 (with_spawn, thread/resume) {fresh_took:?}",
+        took[0], took[1], took[2]
+    );
+    // Codex allows one writer per thread: the fresh server could resume the
+    // thread only because the resident one was stopped first.
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Notice(n)
+            if n.metadata.get("resident").map(String::as_str) == Some("retired"))),
+        "the resident server was retired"
+    );
+    assert!(
+        !Path::new(&format!("/proc/{}", pids[0])).exists(),
+        "and reaped"
+    );
+    assert_eq!(driver.idle_processes(), 0);
+    agent.close().await;
+}

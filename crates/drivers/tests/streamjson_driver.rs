@@ -72,6 +72,7 @@ async fn conformance_claude_one_shot() {
             report.passed("EVT-03") && report.passed("RSP-05"),
             "{fixture}:\n{report}"
         );
+        assert!(report.passed("CAP-11"), "resident processes can be closed");
     }
     // Failure captures fail the case, and still obey every contract clause.
     for fixture in [

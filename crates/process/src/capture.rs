@@ -100,9 +100,14 @@ enum State {
 }
 
 /// Every byte of one stream, in order, exactly as read.
+///
+/// Offsets are stream offsets. The capture holds the bytes from `base` (0
+/// until [`split_to`](Capture::split_to) hands the head of the stream over)
+/// to `len`; in memory, or in a spill file whose offset 0 is `base`.
 pub(crate) struct Capture {
     threshold: usize,
     dir: Option<PathBuf>,
+    base: u64,
     len: u64,
     state: State,
 }
@@ -113,12 +118,13 @@ impl Capture {
         Capture {
             threshold,
             dir,
+            base: 0,
             len: 0,
             state: State::Memory(BytesMut::new()),
         }
     }
 
-    /// Bytes captured so far.
+    /// The stream offset just past the last captured byte.
     pub(crate) fn len(&self) -> u64 {
         self.len
     }
@@ -139,7 +145,7 @@ impl Capture {
     }
 
     /// Move the capture to its spill file now (if it is not there yet) and
-    /// return the file. Offsets in the file equal stream offsets.
+    /// return the file. File offset 0 is stream offset `base`.
     pub(crate) fn spill(&mut self) -> io::Result<Arc<SpillFile>> {
         match &mut self.state {
             State::Spilled(file) => Ok(Arc::clone(file)),
@@ -156,7 +162,44 @@ impl Capture {
     /// spilling first if needed.
     pub(crate) fn file_slice(&mut self, start: u64, len: u64) -> io::Result<RawBytes> {
         let file = self.spill()?;
-        Ok(SpillSlice::raw(file, start, len))
+        Ok(SpillSlice::raw(file, start.saturating_sub(self.base), len))
+    }
+
+    /// Hand over the captured stream up to offset `at` (clamped to what is
+    /// held) and keep only what follows it, which becomes the new start of
+    /// the capture. Slices handed out earlier stay valid.
+    pub(crate) fn split_to(&mut self, at: u64) -> io::Result<RawBytes> {
+        let at = at.clamp(self.base, self.len);
+        let head_len = at - self.base;
+        let head = match &mut self.state {
+            State::Memory(buf) => {
+                let n = usize::try_from(head_len).map_err(io::Error::other)?;
+                RawBytes::from_bytes(buf.split_to(n).freeze())
+            }
+            State::Spilled(file) => {
+                let file = Arc::clone(file);
+                let rest_len = self.len - at;
+                let mut rest = SliceReader {
+                    file: Arc::clone(&file),
+                    pos: head_len,
+                    end: head_len + rest_len,
+                };
+                // The rest (usually a few bytes of the next turn) moves to
+                // memory, or to a new spill file when it is large.
+                self.state = if rest_len <= self.threshold as u64 {
+                    let mut buf = Vec::with_capacity(usize::try_from(rest_len).unwrap_or(0));
+                    rest.read_to_end(&mut buf)?;
+                    State::Memory(BytesMut::from(&buf[..]))
+                } else {
+                    let next = Arc::new(SpillFile::create(self.dir.as_deref())?);
+                    io::copy(&mut rest, &mut &next.file)?;
+                    State::Spilled(next)
+                };
+                SpillSlice::raw(file, 0, head_len)
+            }
+        };
+        self.base = at;
+        Ok(head)
     }
 
     /// True once the capture lives in a file.
@@ -165,11 +208,11 @@ impl Capture {
         matches!(self.state, State::Spilled(_))
     }
 
-    /// The complete bytes.
+    /// The complete bytes (from `base`).
     pub(crate) fn into_raw(self) -> RawBytes {
         match self.state {
             State::Memory(buf) => RawBytes::from_bytes(buf.freeze()),
-            State::Spilled(file) => SpillSlice::raw(file, 0, self.len),
+            State::Spilled(file) => SpillSlice::raw(file, 0, self.len - self.base),
         }
     }
 }
@@ -210,6 +253,32 @@ mod tests {
         a.read_exact(&mut x).unwrap();
         b.read_exact(&mut y).unwrap();
         assert_eq!(x, y);
+    }
+
+    #[test]
+    fn split_hands_over_the_head_and_keeps_the_rest() {
+        for threshold in [1 << 20, 4] {
+            let mut c = Capture::new(threshold, None);
+            c.append(b"turn one\n").unwrap();
+            c.append(b"turn two").unwrap();
+            let early = c.file_slice(0, 4).unwrap();
+            let head = c.split_to(9).unwrap();
+            assert_eq!(head.to_vec().unwrap(), b"turn one\n");
+            assert_eq!(
+                early.to_vec().unwrap(),
+                b"turn",
+                "earlier slices stay valid"
+            );
+            assert_eq!(c.len(), 17, "offsets stay stream offsets");
+            c.append(b"\nmore").unwrap();
+            let line = c.file_slice(9, 8).unwrap();
+            assert_eq!(line.to_vec().unwrap(), b"turn two");
+            let second = c.split_to(c.len()).unwrap();
+            assert_eq!(second.to_vec().unwrap(), b"turn two\nmore");
+            assert!(c.split_to(c.len()).unwrap().is_empty());
+            c.append(b"tail").unwrap();
+            assert_eq!(c.into_raw().to_vec().unwrap(), b"tail");
+        }
     }
 
     #[test]

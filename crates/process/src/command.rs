@@ -232,6 +232,20 @@ impl Command {
         &self.args
     }
 
+    /// The working directory, if one was set.
+    pub fn get_cwd(&self) -> Option<&Path> {
+        self.cwd.as_deref()
+    }
+
+    /// The complete environment the child would get if spawned now: the
+    /// recipe applied to this process's current environment, exactly as
+    /// spawning does. For comparing what two commands would run with (e.g. a
+    /// process signature); the values may be secrets — hash them, never log
+    /// them.
+    pub fn effective_env(&self) -> BTreeMap<OsString, OsString> {
+        self.resolve_env(std::env::vars_os(), |name| std::env::var_os(name))
+    }
+
     /// The program name for errors and logs (lossy UTF-8).
     pub(crate) fn program_name(&self) -> String {
         self.program.to_string_lossy().into_owned()

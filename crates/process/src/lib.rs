@@ -65,6 +65,13 @@
 //! * **Nothing survives.** `finish`/`shutdown` reap the child, bound pipes
 //!   held open by grandchildren, and sweep the group with `SIGKILL`;
 //!   dropping a live [`Process`] kills the group synchronously.
+//! * **Turns.** A child that serves several requests in turn (a driver's
+//!   resident process) stays a [`Process`] between them:
+//!   [`take_capture`](Process::take_capture) hands over the raw bytes of one
+//!   turn (stdout up to the last line pulled, stderr so far), byte-exact and
+//!   without loss; [`try_wait`](Process::try_wait) tells whether it still
+//!   runs; [`StdinController::write_line_counted`] tells "nothing reached the
+//!   child" from "part of the request may have".
 //!
 //! ## Platforms
 //!
@@ -111,9 +118,9 @@ pub use finished::{ExitInfo, Finished, Timeline};
 #[cfg(unix)]
 pub use lines::Line;
 #[cfg(unix)]
-pub use process::Process;
+pub use process::{Captured, Process};
 #[cfg(unix)]
-pub use stdin::StdinController;
+pub use stdin::{PartialWrite, StdinController};
 
 #[cfg(unix)]
 #[doc(no_inline)]

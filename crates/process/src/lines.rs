@@ -23,6 +23,8 @@ use crate::capture::Capture;
 pub struct Line {
     bytes: RawBytes,
     terminated: bool,
+    /// Stream offset just past the line (past its `\n` when terminated).
+    end: u64,
 }
 
 impl Line {
@@ -55,6 +57,11 @@ impl Line {
     /// False only for a final line that ended at end-of-file without `\n`.
     pub fn is_terminated(&self) -> bool {
         self.terminated
+    }
+
+    /// The stream offset just past this line (and its `\n`).
+    pub(crate) fn end(&self) -> u64 {
+        self.end
     }
 }
 
@@ -109,6 +116,7 @@ impl LineSplitter {
             self.ready.push_back(Line {
                 bytes: line,
                 terminated: true,
+                end: end + 1,
             });
             self.start = end + 1;
             pos = nl + 1;
@@ -136,6 +144,7 @@ impl LineSplitter {
         self.ready.push_back(Line {
             bytes: line,
             terminated: false,
+            end,
         });
         self.start = end;
         Ok(())

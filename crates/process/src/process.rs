@@ -5,7 +5,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Instant;
 
-use agent_adaptor_driver::{EventSink, RunEvent, SinkError};
+use agent_adaptor_driver::{EventSink, RawBytes, RunEvent, SinkError};
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, ChildStderr, ChildStdout};
@@ -47,6 +47,8 @@ pub struct Process {
     out_cap: Capture,
     err_cap: Capture,
     lines: LineSplitter,
+    /// Stream offset just past the last line handed out by `next_line`.
+    consumed: u64,
     stdin: Option<Arc<SharedStdin>>,
     stdin_taken: bool,
     feed: Option<StdinFeed>,
@@ -113,6 +115,7 @@ impl Process {
             out_cap: Capture::new(cmd.spill_threshold, cmd.spill_dir.clone()),
             err_cap: Capture::new(cmd.spill_threshold, cmd.spill_dir.clone()),
             lines: LineSplitter::new(cmd.max_line_in_memory),
+            consumed: 0,
             stdin,
             stdin_taken: false,
             feed,
@@ -172,6 +175,7 @@ impl Process {
                 return Err(err);
             }
             if let Some(line) = self.lines.pop() {
+                self.consumed = line.end();
                 return Ok(Some(line));
             }
             if self.stdout.is_none() {
@@ -183,6 +187,52 @@ impl Process {
             }
             self.step(sink).await?;
         }
+    }
+
+    /// Hand over the raw capture so far and start a new one, for a child
+    /// that serves several requests in turn (a resident process): stdout up
+    /// to the end of the last line [`next_line`](Process::next_line)
+    /// returned, and all of stderr read so far. Bytes already read past that
+    /// line (lines not pulled yet, a partial line) stay in the capture and
+    /// belong to the next hand-over; nothing is lost or duplicated. Lines
+    /// still to be pulled are unaffected.
+    ///
+    /// [`finish`](Process::finish) and [`shutdown`](Process::shutdown) then
+    /// report only what was captured after the last hand-over.
+    ///
+    /// # Errors
+    ///
+    /// [`ProcessError::Capture`] when the capture is (or becomes) incomplete.
+    pub fn take_capture(&mut self) -> Result<Captured, ProcessError> {
+        if let Some(err) = self.failure_copy() {
+            return Err(err);
+        }
+        let stdout = self.out_cap.split_to(self.consumed);
+        let stderr = stdout.and_then(|out| {
+            let end = self.err_cap.len();
+            self.err_cap.split_to(end).map(|err| (out, err))
+        });
+        match stderr {
+            Ok((stdout, stderr)) => Ok(Captured { stdout, stderr }),
+            Err(err) => Err(self.fail(FailureKind::Capture, err)),
+        }
+    }
+
+    /// How the child ended, if it has (reaping it); `None` while it runs.
+    /// Does not wait and reads no output.
+    pub fn try_wait(&mut self) -> Option<crate::ExitInfo> {
+        if !self.life.exited() {
+            let open = self.stdout.is_some() || self.stderr.is_some();
+            match self.child.try_wait() {
+                Ok(None) => return None,
+                Ok(Some(status)) => self.life.on_exit(Some(status), Instant::now(), open),
+                Err(err) => {
+                    self.life.on_exit(None, Instant::now(), open);
+                    self.fail(FailureKind::Io, err);
+                }
+            }
+        }
+        Some(self.life.exit_info())
     }
 
     /// Let the child run to its end: drain both streams (emitting chunks;
@@ -413,6 +463,18 @@ impl Process {
             FailureKind::Io => ProcessError::Io(copy),
         })
     }
+}
+
+/// The raw output a [`Process`] handed over with
+/// [`take_capture`](Process::take_capture): exact bytes, in memory or
+/// file-backed like the complete capture.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Captured {
+    /// Stdout bytes, ending with the last line pulled (and its `\n`).
+    pub stdout: RawBytes,
+    /// Every stderr byte read since the previous hand-over.
+    pub stderr: RawBytes,
 }
 
 impl fmt::Debug for Process {

@@ -65,6 +65,48 @@ impl StdinController {
         self.write_parts(&[line, b"\n"]).await
     }
 
+    /// Write `line` followed by `\n` and flush, like
+    /// [`write_line`](StdinController::write_line), but on failure report how
+    /// many bytes the pipe had accepted before it failed. A driver that must
+    /// never deliver a request twice uses this to tell "nothing reached the
+    /// child" (`accepted == 0`: safe to retry elsewhere) from "the child may
+    /// have read part of it".
+    pub async fn write_line_counted(&mut self, line: &[u8]) -> Result<(), PartialWrite> {
+        let mut frame = Vec::with_capacity(line.len() + 1);
+        frame.extend_from_slice(line);
+        frame.push(b'\n');
+        let shared = &self.shared;
+        let refused = |error| PartialWrite { accepted: 0, error };
+        let mut guard = tokio::select! {
+            guard = shared.pipe.lock() => guard,
+            () = shared.closed.cancelled() => return Err(refused(closed())),
+        };
+        let Some(pipe) = guard.as_mut() else {
+            return Err(refused(closed()));
+        };
+        let mut accepted = 0usize;
+        let result = tokio::select! {
+            r = async {
+                while accepted < frame.len() {
+                    let n = pipe.write(&frame[accepted..]).await?;
+                    if n == 0 {
+                        return Err(io::Error::from(io::ErrorKind::WriteZero));
+                    }
+                    accepted += n;
+                }
+                pipe.flush().await
+            } => r,
+            () = shared.closed.cancelled() => Err(closed()),
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                guard.take();
+                Err(PartialWrite { accepted, error })
+            }
+        }
+    }
+
     /// Close stdin: the child sees end-of-file.
     pub async fn close(self) {
         self.shared.closed.cancel();
@@ -100,6 +142,18 @@ impl Drop for StdinController {
     fn drop(&mut self) {
         self.shared.close();
     }
+}
+
+/// A failed [`StdinController::write_line_counted`]: the error, and how many
+/// bytes of the frame the pipe accepted before it.
+#[derive(Debug, thiserror::Error)]
+#[error("stdin write failed after {accepted} bytes: {error}")]
+pub struct PartialWrite {
+    /// Bytes the pipe accepted (0: nothing reached the child).
+    pub accepted: usize,
+    /// Why the write failed.
+    #[source]
+    pub error: io::Error,
 }
 
 fn closed() -> io::Error {

@@ -60,6 +60,24 @@ pub struct Config {
     /// Grace after stdin closes / after SIGTERM, on cancel.
     #[serde(skip)]
     pub cancel_grace: Duration,
+    /// Keep one live `codex app-server` per thread between the turns of a
+    /// thread (default on). A thread run (its request carries a
+    /// continue-or-start or continue-only session) that uses the app-server
+    /// and is not `Request::spawn` is served by a *resident* process: turn
+    /// N+1 is a `turn/start` on the server that ran turn N, where the thread
+    /// is still loaded. Not part of the session fingerprint.
+    #[serde(skip)]
+    pub resident: bool,
+    /// How long a resident app-server may stay idle before it is stopped
+    /// (default [`DEFAULT_IDLE_TIMEOUT`](crate::resident::DEFAULT_IDLE_TIMEOUT),
+    /// 5 min).
+    #[serde(skip)]
+    pub resident_idle_timeout: Duration,
+    /// When a resident app-server is stopped: how long after its stdin
+    /// closes before SIGTERM (default 2 s); SIGKILL follows after
+    /// `2 × cancel_grace`.
+    #[serde(skip)]
+    pub resident_stop_grace: Duration,
 }
 
 impl Default for Config {
@@ -79,6 +97,9 @@ impl Default for Config {
             env: BTreeMap::new(),
             inherit_env: true,
             cancel_grace: Duration::from_millis(500),
+            resident: true,
+            resident_idle_timeout: crate::resident::DEFAULT_IDLE_TIMEOUT,
+            resident_stop_grace: Duration::from_secs(2),
         }
     }
 }

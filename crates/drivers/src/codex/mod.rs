@@ -11,6 +11,10 @@
 //!   true: JSON-RPC over stdio with token-level text and reasoning deltas,
 //!   tool items, per-turn usage and approval requests routed to the host.
 //!
+//! A thread's app-server turns are served by one *resident* server
+//! ([`Config::resident`], `persistent.rs`): the next turn is a `turn/start`
+//! on the server that ran the previous one.
+//!
 //! [`Config::transport`] can force one. Both produce every response layer
 //! (output, complete raw streams with the official terminal, transcript,
 //! usage, checkpoint, structured output, failure); the checkpoint's resume id
@@ -22,6 +26,7 @@ pub mod appserver;
 pub mod argv;
 mod config;
 pub mod exec;
+mod persistent;
 pub mod record;
 pub mod wire;
 
@@ -31,15 +36,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use agent_adaptor_driver::{
     ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError,
-    HumanDecisionSupport, RawStreams, Request, Response, RunContext, SessionCodec,
+    HumanDecisionSupport, RawBytes, RawStreams, Request, Response, RunContext, SessionCodec,
     StandardSessionCodec, StreamCapability, StructuredOutput, StructuredOutputCapability,
     StructuredOutputSource, async_trait, canonical_session_config_fingerprint,
 };
-use agent_adaptor_process::{Command, Finished, StdinMode};
+use agent_adaptor_process::{Command, ExitInfo, Finished, StdinMode};
 use bytes::Bytes;
 use serde_json::Value;
 
 use crate::pump;
+use crate::resident::Pool;
 use appserver::AppServerParser;
 use appserver::protocol::ThreadParams;
 use appserver::transport::{Plan, Session};
@@ -73,21 +79,30 @@ pub const APP_SERVER_CAPABILITY: StreamCapability = StreamCapability {
 #[error("the output schema is not valid JSON: {0}")]
 pub struct InvalidOutputSchema(#[source] serde_json::Error);
 
-/// A configured Codex driver.
+/// A configured Codex driver. It owns a pool of resident app-servers
+/// ([`Config::resident`]); clones share it, [`Driver::close_processes`]
+/// (`Agent::close`) stops them, dropping the last clone stops them too.
 #[derive(Debug, Clone)]
 pub struct CodexDriver {
     config: Config,
+    pool: Pool<persistent::Loaded>,
 }
 
 /// A Codex driver.
 pub fn driver(config: Config) -> CodexDriver {
-    CodexDriver { config }
+    let pool = Pool::new(config.resident_idle_timeout);
+    CodexDriver { config, pool }
 }
 
 impl CodexDriver {
     /// The captured configuration.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// How many resident app-servers are idle in the pool.
+    pub fn idle_processes(&self) -> usize {
+        self.pool.idle_len()
     }
 }
 
@@ -110,6 +125,7 @@ impl Driver for CodexDriver {
                 ..Default::default()
             };
         }
+        d.process.persistent = self.config.resident && self.config.transport != Transport::Exec;
         d
     }
 
@@ -151,6 +167,22 @@ impl Driver for CodexDriver {
             None => None,
         };
         let cwd = req.workspace.clone().or_else(|| self.config.cwd.clone());
+        if persistent::eligible(&self.config, &req) {
+            return persistent::run(self, &ctx, &req, sink, cwd.as_deref(), schema).await;
+        }
+        if let Some(id) = resume_id(&req)
+            && let Some(pid) = self.pool.retire(&id).await
+        {
+            // This run continues the thread in a process of its own, and
+            // Codex allows one writer per thread ("thread … already has an
+            // active writer"): the thread's resident server goes first.
+            crate::resident::notice(
+                sink,
+                format!("stopped resident app-server pid {pid}: this run resumes its thread in a process of its own"),
+                &[("pid", pid.to_string()), ("resident", "retired".into())],
+            )
+            .await?;
+        }
         let (finished, parsed) = if self.config.uses_app_server(req.streaming) {
             self.run_app_server(&ctx, &req, sink, cwd.as_deref(), schema)
                 .await?
@@ -162,9 +194,14 @@ impl Driver for CodexDriver {
             &self.config,
             &req,
             parsed,
-            &finished,
+            (finished.stdout.clone(), finished.stderr.clone()),
+            Some(&finished.exit),
             cwd.as_deref(),
         ))
+    }
+
+    async fn close_processes(&self) {
+        self.pool.close().await;
     }
 }
 
@@ -215,6 +252,22 @@ impl CodexDriver {
         Ok((finished, parsed))
     }
 
+    /// What an app-server run asks of the server.
+    fn plan(&self, req: &Request, cwd: Option<&Path>, schema: Option<Value>) -> Plan {
+        let cfg = &self.config;
+        Plan {
+            thread: ThreadParams {
+                cwd: cwd.map(|d| d.to_string_lossy().into_owned()),
+                approval_policy: cfg.approval_policy.clone(),
+                sandbox: cfg.sandbox.clone(),
+                model: req.model_override.clone().or_else(|| cfg.model.clone()),
+            },
+            resume: resume_id(req),
+            prompt: req.prompt.clone(),
+            output_schema: schema,
+        }
+    }
+
     async fn run_app_server(
         &self,
         ctx: &RunContext,
@@ -224,24 +277,9 @@ impl CodexDriver {
         schema: Option<Value>,
     ) -> Result<(Finished, Parsed), DriverError> {
         let cfg = &self.config;
-        let resume = resume_id(req);
-        let previous = req
-            .session
-            .as_ref()
-            .and_then(|s| s.state.as_ref())
-            .and_then(|s| Totals::from_state(&s.data));
-        let parser = AppServerParser::new(req.streaming, resume.is_some(), previous);
-        let plan = Plan {
-            thread: ThreadParams {
-                cwd: cwd.map(|d| d.to_string_lossy().into_owned()),
-                approval_policy: cfg.approval_policy.clone(),
-                sandbox: cfg.sandbox.clone(),
-                model: req.model_override.clone().or_else(|| cfg.model.clone()),
-            },
-            resume,
-            prompt: req.prompt.clone(),
-            output_schema: schema,
-        };
+        let plan = self.plan(req, cwd, schema);
+        let parser =
+            AppServerParser::new(req.streaming, plan.resume.is_some(), previous_totals(req));
         let (mut session, setup) = Session::new(parser, plan);
         let cmd = self.command(argv::app_server_argv(cfg), cwd, StdinMode::Pipe);
         let finished =
@@ -256,12 +294,24 @@ impl CodexDriver {
     }
 }
 
+/// The thread's cumulative usage the resumed checkpoint carried.
+fn previous_totals(req: &Request) -> Option<Totals> {
+    req.session
+        .as_ref()
+        .and_then(|s| s.state.as_ref())
+        .and_then(|s| Totals::from_state(&s.data))
+}
+
 /// Every layer of the response, from one parse.
+///
+/// `raw` is the run's stdout and stderr; `exit` how the process ended, when
+/// it did (a resident server's turn leaves it running: `None`).
 fn respond(
     cfg: &Config,
     req: &Request,
     parsed: Parsed,
-    finished: &Finished,
+    raw: (RawBytes, RawBytes),
+    exit: Option<&ExitInfo>,
     cwd: Option<&Path>,
 ) -> Response {
     let checkpoint = parsed.checkpoint.map(|mut cp| {
@@ -281,8 +331,8 @@ fn respond(
         output: parsed.output,
         summary: String::new(),
         raw: RawStreams {
-            stdout: finished.stdout.clone(),
-            stderr: finished.stderr.clone(),
+            stdout: raw.0,
+            stderr: raw.1,
             terminal: parsed.terminal,
         },
         transcript: parsed.transcript,
@@ -298,7 +348,9 @@ fn respond(
             .unwrap_or_default(),
         ..Default::default()
     };
-    finished.exit.apply_to(&mut resp);
+    if let Some(exit) = exit {
+        exit.apply_to(&mut resp);
+    }
     resp
 }
 

@@ -479,6 +479,24 @@ impl Recorder {
         signaled: bool,
         terminal_name: &str,
     ) -> (Vec<Out>, Parsed) {
+        let exited_cleanly = exit_code == Some(0) && !signaled;
+        self.finish_with(exit_code, exited_cleanly, terminal_name)
+    }
+
+    /// The end of a turn served by a resident process, which keeps running:
+    /// the turn ended at its terminal event (or, without one, failed). A
+    /// successful terminal with a thread id is a valid checkpoint although
+    /// the process did not exit.
+    pub(crate) fn finish_resident(&mut self, terminal_name: &str) -> (Vec<Out>, Parsed) {
+        self.finish_with(None, true, terminal_name)
+    }
+
+    fn finish_with(
+        &mut self,
+        exit_code: Option<i32>,
+        exited_cleanly: bool,
+        terminal_name: &str,
+    ) -> (Vec<Out>, Parsed) {
         let mut out = Vec::new();
         if !self.terminated {
             let why = self
@@ -493,7 +511,7 @@ impl Recorder {
                 .insert("reason".into(), "missing_terminal".into());
             self.fail(&mut out, None, f);
         }
-        let clean = self.failure.is_none() && exit_code == Some(0) && !signaled;
+        let clean = self.failure.is_none() && exited_cleanly;
         let checkpoint = self
             .thread_id
             .as_ref()

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 use super::Family;
 
-/// How the CLI is driven.
+/// How the CLI is driven, per run, when no resident process serves the run
+/// (see [`Config::resident`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Transport {
@@ -58,6 +59,27 @@ pub struct Config {
     /// How long after SIGTERM before SIGKILL on cancel.
     #[serde(skip)]
     pub cancel_term_grace: Duration,
+    /// Keep one live CLI process per provider session between the turns of
+    /// a thread (default on). A thread run (one whose request carries a
+    /// continue-or-start or continue-only session) that streams, has no
+    /// output schema and is not [`Request::spawn`] is served by a *resident*
+    /// process: the CLI runs with `--input-format stream-json`, each turn
+    /// writes one user frame, the turn ends at the `result` line and the
+    /// process stays up for the next turn of the same session. Not part of
+    /// the session fingerprint: it changes no provider-visible behaviour.
+    #[serde(skip)]
+    pub resident: bool,
+    /// How long a resident process may stay idle before it is stopped
+    /// (default [`DEFAULT_IDLE_TIMEOUT`](crate::resident::DEFAULT_IDLE_TIMEOUT),
+    /// 5 min).
+    #[serde(skip)]
+    pub resident_idle_timeout: Duration,
+    /// When a resident process is stopped (idle, closed, replaced, or after
+    /// a failed turn): how long after its stdin closes before SIGTERM
+    /// (default 2 s, so the CLI can write its session). SIGKILL follows
+    /// after [`cancel_term_grace`](Config::cancel_term_grace).
+    #[serde(skip)]
+    pub resident_stop_grace: Duration,
 }
 
 impl Config {
@@ -78,6 +100,9 @@ impl Config {
             inherit_env: true,
             cancel_close_grace: Duration::from_millis(500),
             cancel_term_grace: Duration::from_millis(1000),
+            resident: true,
+            resident_idle_timeout: crate::resident::DEFAULT_IDLE_TIMEOUT,
+            resident_stop_grace: Duration::from_secs(2),
         }
     }
 
@@ -147,18 +172,27 @@ pub const OWNED_FLAGS: &[&str] = &[
 
 /// The command line for one run (program excluded).
 pub fn argv(family: &Family, cfg: &Config, req: &Request) -> Vec<String> {
+    argv_with(family, cfg, req, cfg.transport() == Transport::Control)
+}
+
+/// The command line of a CLI that reads its input as stream-json frames
+/// (`stdin_frames`: the control transport and resident processes) or the
+/// prompt as plain text (`-p`, one-shot). The permission-prompt flag is
+/// passed only with [`Config::host_approvals`].
+pub fn argv_with(family: &Family, cfg: &Config, req: &Request, stdin_frames: bool) -> Vec<String> {
     let mut a: Vec<String> = Vec::new();
-    match cfg.transport() {
-        Transport::OneShot => a.push("-p".into()),
-        Transport::Control => {
-            if family.print_flag_with_control {
-                a.push("-p".into());
-            }
-            a.extend(["--input-format".into(), "stream-json".into()]);
-            if let Some(flag) = family.permission_prompt_flag {
-                a.extend([flag.into(), "stdio".into()]);
-            }
+    if stdin_frames {
+        if family.print_flag_with_control {
+            a.push("-p".into());
         }
+        a.extend(["--input-format".into(), "stream-json".into()]);
+        if cfg.host_approvals
+            && let Some(flag) = family.permission_prompt_flag
+        {
+            a.extend([flag.into(), "stdio".into()]);
+        }
+    } else {
+        a.push("-p".into());
     }
     a.extend([
         "--output-format".into(),
@@ -268,6 +302,34 @@ mod tests {
         let codebuddy = argv(&CODEBUDDY, &cfg, &req);
         assert!(!codebuddy.iter().any(|a| a == "--permission-prompt-tool"));
         assert!(!codebuddy.iter().any(|a| a == "-p"));
+    }
+
+    #[test]
+    fn resident_argv_reads_frames_and_asks_only_with_host_approvals() {
+        let cfg = Config::new(&CLAUDE);
+        let mut req = Request::new("run_1", "hi");
+        req.streaming = true;
+        assert_eq!(
+            argv_with(&CLAUDE, &cfg, &req, true),
+            [
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--include-partial-messages"
+            ]
+        );
+        let mut asking = cfg.clone();
+        asking.host_approvals = true;
+        assert_eq!(
+            argv_with(&CLAUDE, &asking, &req, true),
+            argv(&CLAUDE, &asking, &req),
+            "the control transport's command line"
+        );
+        let codebuddy = argv_with(&CODEBUDDY, &Config::new(&CODEBUDDY), &req, true);
+        assert_eq!(codebuddy[..2], ["--input-format", "stream-json"]);
     }
 
     #[test]

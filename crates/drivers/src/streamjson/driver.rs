@@ -12,21 +12,39 @@ use agent_adaptor_driver::{
 use super::Family;
 use super::config::Config;
 use super::transport;
+use crate::resident::Pool;
 
 /// A configured stream-json CLI driver. Build one with
 /// [`claude::driver`](crate::claude::driver) or
 /// [`codebuddy::driver`](crate::codebuddy::driver).
+///
+/// The driver owns a pool of resident processes (see [`Config::resident`]);
+/// clones share it. [`Driver::close_processes`] (`Agent::close`) stops them;
+/// dropping the last clone stops them too (gracefully when a tokio runtime
+/// is at hand, else by killing their process groups).
 #[derive(Debug, Clone)]
 pub struct StreamJsonDriver {
     family: &'static Family,
     config: Config,
+    pool: Pool<()>,
 }
 
 impl StreamJsonDriver {
     /// A driver for `family` with `config` (captured; later changes to the
     /// caller's copy do not affect it).
     pub fn new(family: &'static Family, config: Config) -> Self {
-        StreamJsonDriver { family, config }
+        let pool = Pool::new(config.resident_idle_timeout);
+        StreamJsonDriver {
+            family,
+            config,
+            pool,
+        }
+    }
+
+    /// How many resident processes are idle in the pool (none is serving a
+    /// run).
+    pub fn idle_processes(&self) -> usize {
+        self.pool.idle_len()
     }
 
     /// The captured configuration.
@@ -40,6 +58,7 @@ impl Driver for StreamJsonDriver {
     fn descriptor(&self) -> Descriptor {
         let mut d = Descriptor::new(self.family.driver_type, self.family.display_name);
         d.sessions.supports_resume = true;
+        d.process.persistent = self.config.resident;
         if self.config.host_approvals {
             let ask = HumanDecisionSupport {
                 ask: true,
@@ -87,6 +106,10 @@ impl Driver for StreamJsonDriver {
         req: Request,
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
-        transport::run(self.family, &self.config, ctx, req, sink).await
+        transport::run(self.family, &self.config, &self.pool, ctx, req, sink).await
+    }
+
+    async fn close_processes(&self) {
+        self.pool.close().await;
     }
 }

@@ -3,15 +3,21 @@
 //! Both CLIs print one JSON object per stdout line (`system`, `assistant`,
 //! `user`, `stream_event`, `result`, control frames). They differ in details
 //! that are data here, never copies of the parser: see [`Family`].
+//!
+//! A run gets a process of its own (one-shot `-p`, or the control transport
+//! with [`Config::host_approvals`]), except a thread run, which is served by
+//! a *resident* process kept between the thread's turns
+//! ([`Config::resident`]; the pool is [`crate::resident`]).
 
 pub mod config;
 pub mod control;
 pub mod driver;
 pub mod parse;
+mod persistent;
 mod transport;
 pub mod wire;
 
-pub use config::{Config, Transport};
+pub use config::{Config, Transport, argv_with};
 pub use driver::StreamJsonDriver;
 pub use parse::{ControlFrame, ExitFacts, Out, Parsed, Parser};
 

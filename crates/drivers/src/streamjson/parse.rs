@@ -103,6 +103,7 @@ pub struct Parser {
     api_error: Option<String>,
     items: Vec<TranscriptItem>,
     result: Option<(ResultLine, String)>,
+    aborted: Option<RunFailure>,
     anonymous: u64,
     lifecycle_ids: HashSet<String>,
 }
@@ -132,6 +133,7 @@ impl Parser {
             api_error: None,
             items: Vec::new(),
             result: None,
+            aborted: None,
             anonymous: 0,
             lifecycle_ids: HashSet::new(),
         }
@@ -558,12 +560,47 @@ impl Parser {
         self.result = Some((r, String::from_utf8_lossy(raw).into_owned()));
     }
 
+    /// End the turn with `failure` before any `result` line (the transport
+    /// lost the CLI): close what is open, record the failure in the
+    /// transcript and end the run lifecycle with it. [`finish`](Self::finish)
+    /// then reports it, with no terminal and no checkpoint. Nothing happens
+    /// once the turn ended.
+    pub fn abort(&mut self, failure: RunFailure) -> Vec<Out> {
+        let mut out = Vec::new();
+        if self.terminated {
+            return out;
+        }
+        self.ensure_started(&mut out);
+        self.close_all(&mut out);
+        let mut item = TranscriptItem::new(TranscriptKind::Failure, failure.message.clone());
+        item.metadata
+            .insert("code".into(), failure.code.as_str().to_owned());
+        self.item(&mut out, item);
+        self.emit(&mut out, StreamPayload::run_error(failure.clone()));
+        self.terminated = true;
+        self.aborted = Some(failure);
+        out
+    }
+
     /// End of stdout: close what is open, end the run lifecycle if the CLI
     /// never did, and form every response layer.
     pub fn finish(&mut self, exit: ExitFacts) -> (Vec<Out>, Parsed) {
+        self.finish_with(Some(exit))
+    }
+
+    /// End of a turn served by a resident process, which keeps running: the
+    /// turn ended at its `result` line (or, without one, it failed). A
+    /// successful `result` with a session id is a valid checkpoint although
+    /// the process did not exit.
+    pub fn finish_resident(&mut self) -> (Vec<Out>, Parsed) {
+        self.finish_with(None)
+    }
+
+    fn finish_with(&mut self, exit: Option<ExitFacts>) -> (Vec<Out>, Parsed) {
         let mut out = Vec::new();
-        let mut missing = None;
+        let mut missing = self.aborted.clone();
         if !self.terminated {
+            let exit = exit.unwrap_or_default();
             self.close_all(&mut out);
             let mut f = RunFailure::new(
                 FailureCode::AgentError,
@@ -594,10 +631,9 @@ impl Parser {
                     cost_usd: r.total_cost_usd,
                     ..Default::default()
                 });
-                let clean = failure.is_none()
-                    && r.subtype == "success"
-                    && exit.code == Some(0)
-                    && !exit.signaled;
+                // A resident process did not exit: its turn ended at `result`.
+                let exited_cleanly = exit.is_none_or(|e| e.code == Some(0) && !e.signaled);
+                let clean = failure.is_none() && r.subtype == "success" && exited_cleanly;
                 let checkpoint = r
                     .session_id
                     .as_ref()

@@ -69,6 +69,7 @@ macro_rules! real_cli_tests {
             cancel_mid_stream_kills_the_process_group,
             conformance_one_shot,
             conformance_control,
+            thread_turns_share_one_process,
         );
     };
     (@cases $cli:path; $($case:ident),* $(,)?) => {
@@ -206,6 +207,32 @@ impl Run {
         }
     }
 
+    /// The processes the run spawned: (pid, transport).
+    fn spawns(&self) -> Vec<(u32, String)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ProcessInfo(p) if p.kind == ProcessKind::Spawn => Some((
+                    p.metadata.get("pid")?.parse().ok()?,
+                    p.metadata.get("transport").cloned().unwrap_or_default(),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The pid of the resident process the run reused (its lifecycle notice).
+    fn reused(&self) -> Option<u32> {
+        self.events.iter().find_map(|e| match e {
+            Event::Notice(n)
+                if n.metadata.get("resident").map(String::as_str) == Some("reused") =>
+            {
+                n.metadata.get("pid")?.parse().ok()
+            }
+            _ => None,
+        })
+    }
+
     /// The transport the driver reported in its spawn event (`one_shot`,
     /// `control`).
     fn transport(&self) -> &str {
@@ -306,8 +333,19 @@ fn tail(text: &str, max: usize) -> &str {
 
 /// Start `prompt` on `agent` under [`RUN_TIMEOUT`] and drain it, calling
 /// `on_event` for every event (it may answer approvals or cancel).
-async fn drain(agent: &Agent, prompt: &str, mut on_event: impl FnMut(&Event, &RunStream)) -> Run {
-    let mut stream = agent.stream_with(prompt, RunOptions::new().timeout(RUN_TIMEOUT));
+async fn drain(agent: &Agent, prompt: &str, on_event: impl FnMut(&Event, &RunStream)) -> Run {
+    drain_with(agent, prompt, RunOptions::new(), on_event).await
+}
+
+/// [`drain`] on any runner (an agent or a thread), with `options` (the
+/// timeout is always [`RUN_TIMEOUT`]).
+async fn drain_with(
+    runner: &impl Runner,
+    prompt: &str,
+    options: RunOptions,
+    mut on_event: impl FnMut(&Event, &RunStream),
+) -> Run {
+    let mut stream = runner.stream_with(prompt, options.timeout(RUN_TIMEOUT));
     let collect = async {
         let mut events = Vec::new();
         while let Some(event) = stream.next().await {

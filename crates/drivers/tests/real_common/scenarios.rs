@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 use agent_adaptor_conformance::{
     Expect, LiveRun, Options, Report, RunCase, record_run, test_driver, verify_trace,
 };
-use agent_adaptor_core::{Event, FailureReason, Phase, ProcessKind};
+use agent_adaptor_core::{Event, FailureReason, Phase, ProcessKind, RunOptions};
 use agent_adaptor_driver::{DecisionKind, Request, SessionContext, SessionState};
 use agent_adaptor_testkit::mock::{Reply, Script};
 use serde_json::{Value, json};
 
-use super::{Cli, Harness, RUN_TIMEOUT, Run, drain, result_text, tool_results_in};
+use super::{Cli, Harness, RUN_TIMEOUT, Run, drain, drain_with, result_text, tool_results_in};
 
 /// The bound: the CLI and its children are gone this soon after a
 /// cancel.
@@ -517,4 +517,139 @@ pub async fn conformance_one_shot(cli: &'static Cli) {
 /// Conformance over the control transport (`--input-format stream-json`).
 pub async fn conformance_control(cli: &'static Cli) {
     conformance(cli, true).await;
+}
+
+// ---------------------------------------------------------------------------
+// 8. A thread on one resident process.
+
+/// A thread of three turns through the SQLite store: every turn resumes the
+/// same provider session (the checkpoints, and the conversation the mock
+/// receives), and one process serves all three (spawns counted). A fourth
+/// turn with `with_spawn` runs in a fresh process, for the latency figure.
+pub async fn thread_turns_share_one_process(cli: &'static Cli) {
+    const KEYWORD: &str = "THREADTURNS";
+    const REPLIES: [&str; 4] = [
+        "thread-reply-one",
+        "thread-reply-two",
+        "thread-reply-three",
+        "thread-reply-four",
+    ];
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        REPLIES.iter().map(|r| Reply::Text((*r).into())).collect(),
+    );
+    let h = Harness::start(cli, script).await;
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let store = agent_adaptor_store::SqliteStore::open(dir.path().join("threads.db"))
+        .await
+        .expect("open the SQLite store");
+    let driver = h.driver(h.config(false));
+    let agent = agent_adaptor_core::Agent::builder(driver.clone())
+        .thread_store(std::sync::Arc::new(store))
+        .build()
+        .expect("an agent");
+    let thread = agent.thread("real/thread-on-one-process");
+    let prompts = [
+        format!("{KEYWORD}: remember the word quartz-5512"),
+        "And the second turn?".to_owned(),
+        "And the third turn?".to_owned(),
+    ];
+    let mut spawns = Vec::new();
+    let mut sessions = Vec::new();
+    let mut took = Vec::new();
+    for (n, prompt) in prompts.iter().enumerate() {
+        let started = Instant::now();
+        let run = drain_with(&thread, prompt, RunOptions::new(), |_, _| {}).await;
+        took.push(started.elapsed());
+        let result = run.ok(&format!("turn {}", n + 1));
+        assert_eq!(result.text, REPLIES[n], "turn {}", n + 1);
+        let resume = result
+            .checkpoint()
+            .and_then(|c| c.state.as_ref())
+            .map(|s| s.resume_id.clone())
+            .unwrap_or_else(|| panic!("turn {} has no checkpoint\n{}", n + 1, run.describe()));
+        let stored = thread
+            .checkpoint()
+            .await
+            .expect("the store answers")
+            .expect("the store holds the turn's checkpoint");
+        assert_eq!(stored.resume_id, resume, "the SQLite record is the turn's");
+        sessions.push(resume);
+        let spawned = run.spawns();
+        if n == 0 {
+            assert_eq!(spawned.len(), 1, "{}", run.describe());
+            assert_eq!(spawned[0].1, "resident");
+        } else {
+            assert_eq!(
+                run.reused(),
+                Some(spawns[0]),
+                "{}: turn {} reused the process\n{}",
+                cli.recipe.name,
+                n + 1,
+                run.describe()
+            );
+        }
+        spawns.extend(spawned.into_iter().map(|(pid, _)| pid));
+    }
+    assert_eq!(
+        spawns.len(),
+        1,
+        "{}: three turns, one process",
+        cli.recipe.name
+    );
+    assert!(
+        sessions.iter().all(|s| *s == sessions[0]),
+        "{}: every turn continued one provider session: {sessions:?}",
+        cli.recipe.name
+    );
+    // The mock saw one conversation grow: turn N's request carries the
+    // N - 1 earlier exchanges.
+    let requests = h.model_requests(KEYWORD);
+    assert_eq!(requests.len(), 3, "{}", h.describe_requests());
+    let third = String::from_utf8_lossy(&h.request_after(KEYWORD, 2).body).into_owned();
+    for earlier in [
+        "quartz-5512",
+        REPLIES[0],
+        REPLIES[1],
+        "And the second turn?",
+    ] {
+        assert!(
+            third.contains(earlier),
+            "turn 3's request holds {earlier:?}"
+        );
+    }
+
+    // For comparison: a turn in a process of its own.
+    let started = Instant::now();
+    let fresh = drain_with(
+        &thread,
+        "And the fourth turn?",
+        RunOptions::new().with_spawn(),
+        |_, _| {},
+    )
+    .await;
+    let fresh_took = started.elapsed();
+    let result = fresh.ok("turn 4 (with_spawn)");
+    assert_eq!(result.text, REPLIES[3]);
+    let spawned = fresh.spawns();
+    assert_eq!(spawned.len(), 1);
+    assert_eq!(spawned[0].1, "one_shot");
+    assert_eq!(
+        result
+            .checkpoint()
+            .and_then(|c| c.state.as_ref())
+            .map(|s| s.resume_id.clone()),
+        Some(sessions[0].clone()),
+        "the fresh process resumed the same session"
+    );
+    eprintln!(
+        "{}: turn 1 (spawn) {:?}, turn 2 (resident) {:?}, turn 3 (resident) {:?}, turn 4 (with_spawn, --resume) {fresh_took:?}",
+        cli.recipe.name, took[0], took[1], took[2]
+    );
+    assert!(driver.idle_processes() == 1);
+    agent.close().await;
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", spawns[0])).exists(),
+        "close reaped the resident process"
+    );
 }

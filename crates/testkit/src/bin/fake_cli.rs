@@ -39,7 +39,7 @@ fn main() {
         usage_error("missing --fixture PATH")
     };
     let capture = match fixtures::load_path(&replay::resolve_fixture(fixture)) {
-        Ok(capture) => capture,
+        Ok(capture) => replay::with_session(&capture, &invocation.foreign, std::process::id()),
         Err(e) => usage_error(&e.to_string()),
     };
     if options.wait_stdin_eof && capture.is_transcript() {
@@ -51,7 +51,10 @@ fn main() {
         ignore_sigterm();
     }
 
-    let read_stdin = capture.is_transcript() || options.wait_stdin_eof;
+    if options.serve_turns && capture.is_transcript() {
+        usage_error("--serve-turns is for .jsonl captures (a transcript has its own turns)");
+    }
+    let read_stdin = capture.is_transcript() || options.wait_stdin_eof || options.serve_turns;
     let mut io = match ProcessIo::start(read_stdin, options.record_stdin.as_deref()) {
         Ok(io) => io,
         Err(e) => usage_error(&format!("cannot set up stdin: {e}")),

@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// The path of the `fake-cli` binary of this workspace's target directory,
-/// building it first when it is missing (tests of other crates get no
-/// `CARGO_BIN_EXE_*` for it). `AGENT_ADAPTOR_FAKE_CLI` overrides the path.
+/// building it first when it is missing or older than the running test
+/// binary (tests of other crates get no `CARGO_BIN_EXE_*` for it, and cargo
+/// does not rebuild a dependency's binaries with them).
+/// `AGENT_ADAPTOR_FAKE_CLI` overrides the path.
 pub fn fake_cli_binary() -> std::io::Result<PathBuf> {
     if let Some(p) = std::env::var_os("AGENT_ADAPTOR_FAKE_CLI") {
         return Ok(PathBuf::from(p));
@@ -18,7 +20,13 @@ pub fn fake_cli_binary() -> std::io::Result<PathBuf> {
         .and_then(|deps| deps.parent())
         .ok_or_else(|| std::io::Error::other("cannot locate the target directory"))?;
     let bin = profile_dir.join(format!("fake-cli{}", std::env::consts::EXE_SUFFIX));
-    if !bin.exists() {
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    // A test binary rebuilt after fake-cli may expect flags the old fake lacks.
+    let stale = match (modified(&bin), modified(&exe)) {
+        (Some(fake), Some(test)) => fake < test,
+        _ => true,
+    };
+    if stale {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "-p", "agent-adaptor-testkit", "--bin", "fake-cli"]);
@@ -30,6 +38,12 @@ pub fn fake_cli_binary() -> std::io::Result<PathBuf> {
             return Err(std::io::Error::other(format!(
                 "could not build fake-cli (cargo exited with {status})"
             )));
+        }
+        // An up-to-date build leaves the file alone: mark it checked, so
+        // the next test does not build again (best effort; a read-only
+        // handle, since other tests may be running the binary).
+        if let Ok(file) = std::fs::File::open(&bin) {
+            let _ = file.set_modified(std::time::SystemTime::now());
         }
     }
     Ok(bin)

@@ -7,7 +7,11 @@
 //! stdout/stderr line, sleep and stdin read in order.
 //!
 //! * A `.jsonl` capture is printed line by line (optionally after reading stdin to EOF,
-//!   like `codex exec` with an open stdin).
+//!   like `codex exec` with an open stdin). With [`Options::serve_turns`] it is served
+//!   once per turn instead, like a CLI kept running with stream-json input (a resident
+//!   process): each `user` frame read from stdin prints the capture again, with
+//!   `{{turn}}` replaced by the turn number; `control_request` frames get a success
+//!   `control_response`; stdin EOF ends the replay.
 //! * A `.transcript` capture is played as the CLI side: the `CLI->SDK` frames are printed
 //!   in order, and where the capture has `SDK->CLI` frames the engine first reads that
 //!   many lines from stdin, checking each against the recorded frame
@@ -99,9 +103,14 @@ pub fn replay<I: ReplayIo + ?Sized>(
     let mut out = Emitter {
         options,
         written: 0,
-        total: capture.stdout_lines().len(),
+        total: if options.serve_turns {
+            usize::MAX
+        } else {
+            capture.stdout_lines().len()
+        },
     };
     let reason = match capture {
+        Capture::Lines(lines) if options.serve_turns => serve_turns(lines, &mut out, io)?,
         Capture::Lines(lines) => {
             if options.wait_stdin_eof {
                 while io.stdin_line()?.is_some() {}
@@ -159,6 +168,86 @@ fn replay_transcript<I: ReplayIo + ?Sized>(
     // Like the real CLIs in a stdin protocol: stay until the host closes stdin.
     if !options.exit_after_replay && !options.hang {
         while io.stdin_line()?.is_some() {}
+    }
+    Ok(EndReason::Completed)
+}
+
+/// The placeholder a served capture's lines hold for the turn number.
+pub const TURN_PLACEHOLDER: &str = "{{turn}}";
+
+/// The placeholder for the session id (see [`with_session`]).
+pub const SESSION_PLACEHOLDER: &str = "{{session}}";
+
+/// `capture` with [`SESSION_PLACEHOLDER`] replaced: by the value of a `--resume`
+/// argument in `foreign` (a resumed CLI keeps its session id), else by
+/// `fake-session-<pid>` (a fresh CLI gets a session of its own).
+pub fn with_session(capture: &Capture, foreign: &[String], pid: u32) -> Capture {
+    let resumed = foreign
+        .iter()
+        .position(|a| a == "--resume")
+        .and_then(|i| foreign.get(i + 1))
+        .cloned();
+    let session = resumed.unwrap_or_else(|| format!("fake-session-{pid}"));
+    let fill = |line: &String| line.replace(SESSION_PLACEHOLDER, &session);
+    match capture {
+        Capture::Lines(lines) => Capture::Lines(lines.iter().map(fill).collect()),
+        Capture::Transcript(frames) => Capture::Transcript(
+            frames
+                .iter()
+                .map(|f| Frame {
+                    dir: f.dir,
+                    line: fill(&f.line),
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// [`Options::serve_turns`]: one turn per `user` frame (or one for plain-text stdin).
+fn serve_turns<I: ReplayIo + ?Sized>(
+    lines: &[String],
+    out: &mut Emitter<'_>,
+    io: &mut I,
+) -> std::io::Result<EndReason> {
+    let mut turn = 0u64;
+    let mut plain_prompt = false;
+    while let Some(received) = io.stdin_line()? {
+        let text = received.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let frame: Option<Value> = serde_json::from_str(text).ok();
+        let kind = frame
+            .as_ref()
+            .and_then(|v| v.get("type"))
+            .and_then(Value::as_str);
+        match kind {
+            Some("control_request") => {
+                let id = frame
+                    .as_ref()
+                    .and_then(|v| v.get("request_id"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let reply = json!({"type": "control_response", "response": {"subtype": "success", "request_id": id, "response": {}}});
+                out.emit(io, &reply.to_string())?;
+                if out.truncated() {
+                    return Ok(EndReason::Truncated);
+                }
+                continue;
+            }
+            Some("user") => {}
+            // Plain text is a one-shot prompt: one turn, however many lines it has.
+            None if frame.is_none() && !plain_prompt => plain_prompt = true,
+            _ => continue,
+        }
+        turn += 1;
+        let number = turn.to_string();
+        for line in lines {
+            out.emit(io, &line.replace(TURN_PLACEHOLDER, &number))?;
+            if out.truncated() {
+                return Ok(EndReason::Truncated);
+            }
+        }
     }
     Ok(EndReason::Completed)
 }

@@ -43,10 +43,17 @@ usage: fake-cli --fixture PATH [options] [-- FOREIGN-ARGS...]
   --ignore-key NAME     (exact-json) ignore this object key at any depth (repeatable)
   --exit-after-replay   (.transcript) exit after the last frame instead of waiting for
                         stdin EOF
+  --serve-turns         (.jsonl) serve turns like a CLI reading stream-json input:
+                        answer each control_request line with a success
+                        control_response, print the capture for each user frame (or
+                        once for plain-text stdin, a one-shot prompt), exit at stdin
+                        EOF. `{{turn}}` in the capture becomes the turn number
   -h, --help            print this text
 
-Everything after `--` is ignored (but recorded by --args-out). Exit codes: the
---exit-code value, 2 on bad flags, 3 on a stdin mismatch, 1 on an I/O error.
+Everything after `--` is ignored (but recorded by --args-out). In the capture,
+`{{session}}` becomes the value of a foreign `--resume` argument, or
+`fake-session-<pid>` without one. Exit codes: the --exit-code value, 2 on bad flags,
+3 on a stdin mismatch, 1 on an I/O error.
 ";
 
 /// How `fake-cli` compares a line read from stdin with the recorded `SDK->CLI` frame.
@@ -129,6 +136,9 @@ pub struct Options {
     pub ignore_keys: Vec<String>,
     /// `--exit-after-replay`: do not wait for stdin EOF after the last transcript frame.
     pub exit_after_replay: bool,
+    /// `--serve-turns`: serve a `.jsonl` capture once per user frame read from stdin
+    /// (see [`replay`](crate::replay::replay)).
+    pub serve_turns: bool,
     /// `--help`.
     pub help: bool,
 }
@@ -160,6 +170,7 @@ impl Options {
                     Flag::IgnoreSigterm => options.ignore_sigterm = true,
                     Flag::WaitStdinEof => options.wait_stdin_eof = true,
                     Flag::ExitAfterReplay => options.exit_after_replay = true,
+                    Flag::ServeTurns => options.serve_turns = true,
                     Flag::Help => options.help = true,
                 }
                 continue;
@@ -207,6 +218,7 @@ enum Flag {
     IgnoreSigterm,
     WaitStdinEof,
     ExitAfterReplay,
+    ServeTurns,
     Help,
 }
 
@@ -217,6 +229,7 @@ impl Flag {
             "--ignore-sigterm" => Some(Flag::IgnoreSigterm),
             "--wait-stdin-eof" => Some(Flag::WaitStdinEof),
             "--exit-after-replay" => Some(Flag::ExitAfterReplay),
+            "--serve-turns" => Some(Flag::ServeTurns),
             "-h" | "--help" => Some(Flag::Help),
             _ => None,
         }
@@ -299,6 +312,7 @@ mod tests {
             "--ignore-key",
             "request_id",
             "--exit-after-replay",
+            "--serve-turns",
         ])
         .unwrap();
         assert_eq!(
@@ -315,6 +329,7 @@ mod tests {
                 && options.ignore_sigterm
                 && options.wait_stdin_eof
                 && options.exit_after_replay
+                && options.serve_turns
         );
         assert_eq!(options.record_stdin, Some(PathBuf::from("in.txt")));
         assert_eq!(options.args_out, Some(PathBuf::from("args.jsonl")));

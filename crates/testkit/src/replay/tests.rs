@@ -328,3 +328,73 @@ fn exact_json_ignores_formatting_and_listed_keys_at_any_depth() {
     );
     assert_eq!(io.stdout_bytes(), capture.stdout_bytes());
 }
+
+#[test]
+fn serve_turns_prints_the_capture_per_user_frame_and_answers_control_requests() {
+    let options = Options {
+        serve_turns: true,
+        ..Options::default()
+    };
+    let capture = lines(&["start {{turn}}", "end {{turn}}"]);
+    let init =
+        r#"{"type":"control_request","request_id":"init_1","request":{"subtype":"initialize"}}"#;
+    let user = r#"{"type":"user","message":{"role":"user","content":"hi"}}"#;
+    let (outcome, io) = run(
+        &capture,
+        &options,
+        &[init, user, r#"{"type":"control_response"}"#, "", user],
+    );
+    assert_eq!(outcome.reason, EndReason::Completed);
+    let out: Vec<String> = String::from_utf8(io.stdout_bytes())
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(out.len(), 5, "{out:?}");
+    let reply: Value = serde_json::from_str(&out[0]).unwrap();
+    assert_eq!(reply["type"], "control_response");
+    assert_eq!(reply["response"]["request_id"], "init_1");
+    assert_eq!(reply["response"]["subtype"], "success");
+    assert_eq!(out[1..], ["start 1", "end 1", "start 2", "end 2"]);
+}
+
+#[test]
+fn serve_turns_takes_plain_text_as_one_prompt_and_truncates_across_turns() {
+    let served = Options {
+        serve_turns: true,
+        ..Options::default()
+    };
+    let (_, io) = run(&lines(&["t{{turn}}"]), &served, &["line one", "line two"]);
+    assert_eq!(
+        io.stdout_bytes(),
+        b"t1\n",
+        "a multi-line prompt is one turn"
+    );
+
+    let user = r#"{"type":"user"}"#;
+    let truncated = Options {
+        serve_turns: true,
+        truncate_after: Some(3),
+        ..Options::default()
+    };
+    let (outcome, io) = run(
+        &lines(&["a{{turn}}", "b{{turn}}"]),
+        &truncated,
+        &[user, user, user],
+    );
+    assert_eq!(outcome.reason, EndReason::Truncated);
+    assert_eq!(io.stdout_bytes(), b"a1\nb1\na2\n");
+    assert_eq!(io.unread_stdin(), 1, "the third turn was never read");
+}
+
+#[test]
+fn the_session_placeholder_follows_resume() {
+    let capture = lines(&[r#"{"session_id":"{{session}}"}"#]);
+    let fresh = with_session(&capture, &["-p".into()], 42);
+    assert_eq!(
+        fresh.stdout_lines(),
+        [r#"{"session_id":"fake-session-42"}"#]
+    );
+    let resumed = with_session(&capture, &["--resume".into(), "s-9".into()], 42);
+    assert_eq!(resumed.stdout_lines(), [r#"{"session_id":"s-9"}"#]);
+}

@@ -429,6 +429,24 @@ impl AppServerParser {
     pub fn finish(&mut self, exit_code: Option<i32>, signaled: bool) -> (Vec<Out>, Parsed) {
         self.rec.finish(exit_code, signaled, "turn/completed")
     }
+
+    /// The end of a turn on a resident app-server, which keeps running: the
+    /// turn ended at `turn/completed`; a completed turn with a thread id is a
+    /// valid checkpoint although the process did not exit.
+    pub fn finish_resident(&mut self) -> (Vec<Out>, Parsed) {
+        self.rec.finish_resident("turn/completed")
+    }
+
+    /// End the turn with `failure` before `turn/completed` (the transport
+    /// lost the server): open lifecycles close, the failure is recorded and
+    /// ends the run lifecycle. Nothing happens once the turn ended.
+    pub fn abort(&mut self, failure: RunFailure) -> Vec<Out> {
+        let mut out = Vec::new();
+        if !self.rec.terminated() {
+            self.rec.fail(&mut out, None, failure);
+        }
+        out
+    }
 }
 
 fn item_id(item: &ThreadItem) -> Option<&str> {

@@ -395,13 +395,13 @@ pub fn choose_decision(offered: &[Value], result: DecisionResult) -> Option<Valu
 }
 
 /// The next id of a client request, and the frames the client sends.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Client {
     next_id: i64,
 }
 
 /// The overrides `thread/start` and `thread/resume` carry.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadParams {
     /// The working directory.

@@ -69,6 +69,35 @@ impl Session {
         (session, vec![frame])
     }
 
+    /// A session for a turn on a resident app-server that already has
+    /// `thread` loaded (it served the thread's previous turn): no handshake,
+    /// only `turn/start`. Returns the session, what opening the thread in
+    /// the parser means (deliver it first), and the `turn/start` frame,
+    /// which the caller writes itself (it must know whether any byte of it
+    /// reached the server).
+    pub(crate) fn resident_turn(
+        mut parser: AppServerParser,
+        plan: Plan,
+        mut client: Client,
+        thread: &str,
+    ) -> (Self, Vec<Out>, String) {
+        let opened = parser.thread_opened(thread);
+        let (id, frame) = client.turn_start(thread, &plan.prompt, plan.output_schema.as_ref());
+        let session = Session {
+            parser,
+            client,
+            pending: HashMap::from([(id, Pending::TurnStart)]),
+            plan,
+        };
+        (session, opened, frame)
+    }
+
+    /// The client (its request ids go on in the next turn of a resident
+    /// process).
+    pub(crate) fn into_client(self) -> Client {
+        self.client
+    }
+
     async fn send(
         &mut self,
         stdin: &mut Option<StdinController>,

@@ -1,0 +1,301 @@
+//! Resident processes for the stream-json family: a thread's turns are
+//! written, one user frame each, to one live CLI started with
+//! `--input-format stream-json`; a turn ends at the parser's `result` line
+//! and the process stays up for the next turn of the same session
+//! (`crate::resident` holds the pool and its rules).
+//!
+//! Per turn:
+//!
+//! 1. The process filed under the request's resume id is checked out. It is
+//!    reused when it is alive, has the run's [`Signature`], was not marked
+//!    stale, and still has its stdin; otherwise it is stopped (and waited
+//!    for) and a new one is spawned with `--resume`. A new process gets
+//!    `initialize` and the prompt only after answering it: what it prints
+//!    before (CodeBuddy replays a resumed session's history, `result`
+//!    included) is not parsed as the turn.
+//! 2. Reuse writes the prompt. A write the pipe refused before accepting any
+//!    byte means the process is gone: fall back, once, to a spawn with
+//!    `--resume`. A write that failed after some bytes, or a process that
+//!    ends during the turn, may have received the prompt: the run fails and
+//!    the prompt is never written again.
+//! 3. The turn's response is formed from this turn's bytes only
+//!    ([`Process::take_capture`]); a successful turn with a valid checkpoint
+//!    files the process under the checkpoint's resume id, any other outcome
+//!    stops it.
+//!
+//! A spawn is reported as `RunEvent::Spawn` (`transport` = `resident`);
+//! a reuse as a lifecycle notice "reused resident process pid N", so hosts
+//! and tests can count spawns. The steps every protocol shares (take,
+//! deliver, settle, the notices) are in `crate::resident`.
+
+use std::path::Path;
+
+use agent_adaptor_driver::{
+    DriverError, EventSink, RawStreams, Request, Response, RunContext, RunFailure, SessionMode,
+};
+use agent_adaptor_process::Process;
+
+use super::Family;
+use super::config::Config;
+use super::control;
+use super::parse::ExitFacts;
+use super::transport::{
+    INIT_ID, Session, await_initialized, command, next_line, resume_id, workspace, write,
+};
+use crate::resident::{self, Delivery, Pool, Resident, Signature, Taken};
+
+/// A resident process of this family (no protocol state beyond the process).
+type Proc = Resident<()>;
+
+/// Whether `req` is served by a resident process: the feature is on, the run
+/// belongs to a thread that continues (or starts) its session, streams, has
+/// no output schema and does not ask for a fresh process.
+pub(super) fn eligible(cfg: &Config, req: &Request) -> bool {
+    cfg.resident
+        && req.streaming
+        && !req.spawn
+        && req.output_schema.is_none()
+        && req.session.as_ref().is_some_and(|s| {
+            matches!(
+                s.mode,
+                SessionMode::ContinueOrStart | SessionMode::ContinueOnly
+            )
+        })
+}
+
+/// What one turn works with.
+struct Turn<'a> {
+    family: &'static Family,
+    cfg: &'a Config,
+    pool: &'a Pool<()>,
+    ctx: &'a RunContext,
+    req: &'a Request,
+    sink: &'a dyn EventSink,
+    cwd: Option<&'a Path>,
+}
+
+/// One turn on a resident process (reused, or spawned for it).
+pub(super) async fn run(
+    family: &'static Family,
+    cfg: &Config,
+    pool: &Pool<()>,
+    ctx: RunContext,
+    req: Request,
+    sink: &dyn EventSink,
+) -> Result<Response, DriverError> {
+    let cwd = workspace(cfg, &req);
+    let turn = Turn {
+        family,
+        cfg,
+        pool,
+        ctx: &ctx,
+        req: &req,
+        sink,
+        cwd: cwd.as_deref(),
+    };
+    let signature = turn.signature();
+    if let Taken::Reusable(resident) = pool.take(resume_id(&req), &signature, sink).await? {
+        let mut resident = *resident;
+        resident::notice_reused(sink, &resident).await?;
+        let pid = resident.pid();
+        match resident::deliver(&mut resident, &control::user_frame(&req.prompt)).await {
+            Delivery::Delivered => return turn.serve(resident, true).await,
+            Delivery::Refused(error) => {
+                // Nothing reached the process: safe to start over, once.
+                resident.stop().await;
+                resident::notice_fallback(sink, pid, &error, "--resume").await?;
+            }
+            Delivery::MaybeDelivered(w) => {
+                let what = format!(
+                    "failed while the prompt was written ({} bytes accepted: {})",
+                    w.accepted, w.error
+                );
+                let failure = resident::lost_failure(family.driver_type, pid, &what);
+                let session = Session::new(family, cfg, true);
+                return turn.lose(resident, session, failure).await;
+            }
+        }
+    }
+    let resident = turn.spawn(signature).await?;
+    turn.serve(resident, false).await
+}
+
+/// How a turn's reading ended.
+enum Ended {
+    /// The `result` line arrived: the process may serve again.
+    Terminal,
+    /// Stdout closed first: the process is gone.
+    Eof,
+}
+
+impl Turn<'_> {
+    /// The signature of the process this run needs: its command line without
+    /// the session (the resume id is the pool key, not part of the process).
+    fn signature(&self) -> Signature {
+        let mut bare = self.req.clone();
+        bare.session = None;
+        bare.prompt.clear();
+        let cmd = command(self.family, self.cfg, &bare, true, self.cwd);
+        Signature::of(
+            &format!("{}/resident-process/v1", self.family.driver_type),
+            &cmd,
+        )
+    }
+
+    /// Spawn a resident process for this turn (resuming the request's
+    /// session), initialize it and send it the prompt.
+    async fn spawn(&self, signature: Signature) -> Result<Proc, DriverError> {
+        let mut cmd = command(self.family, self.cfg, self.req, true, self.cwd);
+        cmd.close_grace(self.cfg.resident_stop_grace);
+        let mut process = Process::spawn(&cmd)?;
+        let stdin = process.take_stdin();
+        let spawned =
+            resident::spawn_event(self.family.display_name, &process, resume_id(self.req));
+        // On a refusal the process is dropped, which kills its group.
+        self.sink.emit(spawned).await?;
+        let mut resident = Resident::new(process, stdin, signature, ());
+        // A fresh process that cannot take its frames ends without a result
+        // line, which the turn reports.
+        write(&mut resident.stdin, &control::initialize_frame(INIT_ID)).await;
+        let initialized = await_initialized(
+            self.family,
+            &mut resident.process,
+            &mut resident.stdin,
+            self.ctx,
+            self.sink,
+        )
+        .await;
+        if let Err(e) = initialized {
+            resident.stop().await;
+            return Err(e);
+        }
+        write(&mut resident.stdin, &control::user_frame(&self.req.prompt)).await;
+        Ok(resident)
+    }
+
+    /// Read the turn to its `result` line (or the process's end) and form
+    /// the response; keep or stop the process.
+    async fn serve(&self, mut resident: Proc, reused: bool) -> Result<Response, DriverError> {
+        let mut session = Session::new(self.family, self.cfg, true);
+        let ended = match self.read(&mut session, &mut resident).await {
+            Ok(ended) => ended,
+            Err(e) => {
+                resident.stop().await;
+                return Err(e);
+            }
+        };
+        match ended {
+            Ended::Terminal => self.finish(resident, session).await,
+            Ended::Eof if reused => {
+                let failure = resident::lost_failure(
+                    self.family.driver_type,
+                    resident.pid(),
+                    "ended during the turn, after the prompt was delivered",
+                );
+                self.lose(resident, session, failure).await
+            }
+            Ended::Eof => self.lose_fresh(resident, session).await,
+        }
+    }
+
+    async fn read(&self, session: &mut Session, resident: &mut Proc) -> Result<Ended, DriverError> {
+        loop {
+            let line = next_line(
+                &mut resident.process,
+                &mut resident.stdin,
+                self.ctx,
+                true,
+                self.sink,
+            )
+            .await?;
+            let Some(line) = line else {
+                return Ok(Ended::Eof);
+            };
+            session.line(&line, &mut resident.stdin, self.sink).await?;
+            if session.parser.terminated() {
+                return Ok(Ended::Terminal);
+            }
+        }
+    }
+
+    /// The turn reached its `result` line: respond with this turn's bytes;
+    /// keep the process after a success with a valid checkpoint.
+    async fn finish(
+        &self,
+        mut resident: Proc,
+        mut session: Session,
+    ) -> Result<Response, DriverError> {
+        let captured = match resident.process.take_capture() {
+            Ok(c) => c,
+            Err(e) => {
+                resident.stop().await;
+                return Err(e.into());
+            }
+        };
+        let (tail, parsed) = session.parser.finish_resident();
+        for out in tail {
+            if let Err(e) = session.deliver(out, &mut resident.stdin, self.sink).await {
+                resident.stop().await;
+                return Err(e);
+            }
+        }
+        let raw = RawStreams {
+            stdout: captured.stdout,
+            stderr: captured.stderr,
+            terminal: None,
+        };
+        let resp = session.response(parsed, raw, self.cwd);
+        let keep = resp
+            .checkpoint
+            .as_ref()
+            .filter(|c| c.valid && resp.failure.is_none())
+            .and_then(|c| c.state.as_ref())
+            .map(|s| s.resume_id.clone());
+        self.pool.settle(keep, resident);
+        Ok(resp)
+    }
+
+    /// A reused process was lost once the prompt may have reached it: fail
+    /// the turn with `failure` (never replaying the prompt) and reap it.
+    async fn lose(
+        &self,
+        resident: Proc,
+        mut session: Session,
+        failure: RunFailure,
+    ) -> Result<Response, DriverError> {
+        for out in session.parser.abort(failure) {
+            if let Err(e) = session.deliver(out, &mut None, self.sink).await {
+                resident.stop().await;
+                return Err(e);
+            }
+        }
+        self.lose_fresh(resident, session).await
+    }
+
+    /// The process ended without a `result` line: reap it and report the
+    /// turn as the parse saw it.
+    async fn lose_fresh(
+        &self,
+        resident: Proc,
+        mut session: Session,
+    ) -> Result<Response, DriverError> {
+        let Resident { process, stdin, .. } = resident;
+        drop(stdin);
+        let finished = process.shutdown(self.sink).await?;
+        let (tail, parsed) = session.parser.finish(ExitFacts {
+            code: finished.exit.code,
+            signaled: finished.exit.signal.is_some(),
+        });
+        for out in tail {
+            session.deliver(out, &mut None, self.sink).await?;
+        }
+        let raw = RawStreams {
+            stdout: finished.stdout.clone(),
+            stderr: finished.stderr.clone(),
+            terminal: None,
+        };
+        let mut resp = session.response(parsed, raw, self.cwd);
+        finished.exit.apply_to(&mut resp);
+        Ok(resp)
+    }
+}
