@@ -166,6 +166,12 @@ impl Agent {
         }
         let opts = options.over(&self.inner.defaults);
         let driver = self.inner.driver.clone();
+        // The run policy is checked against the driver before anything is
+        // started (no lease, no driver call).
+        let descriptor = driver.descriptor();
+        if let Err(e) = opts.policy.validate(&descriptor) {
+            return refused(run_id.into(), e);
+        }
         let mut request = Request::new(run_id, prompt);
         request.streaming = driver.stream_capability().is_some();
         request.model_override = opts.model.clone();
@@ -174,18 +180,38 @@ impl Agent {
         request.metadata = opts.metadata.clone();
         request.agent = self.inner.identity.clone();
         request.spawn = opts.spawn;
+        request.policy = opts.policy.run_policy();
+        // Structured output: schema compiled and mechanism chosen before
+        // anything is started; a refusal never reaches the driver.
+        let structured = match crate::structured::prepare(
+            &opts.schema,
+            &driver.descriptor(),
+            driver.stream_capability().is_some(),
+            &mut request,
+        ) {
+            Ok(s) => s,
+            Err(e) => return refused(request.run_id.as_str().into(), e),
+        };
         start(Launch {
             driver,
             request,
             timeout: opts.timeout,
             approvals: ApprovalRouting {
                 handler: opts.on_approval.clone(),
-                timeout: opts.effective_approval_timeout(),
+                policy: crate::policy::Effective::resolve(
+                    &opts.policy.approvals,
+                    &descriptor.run_policy,
+                ),
+                clock: opts
+                    .policy
+                    .active_execution_timeout
+                    .map(|budget| Arc::new(crate::policy::ActiveClock::new(budget))),
             },
             broker: self.inner.broker,
             cancel_grace: self.inner.cancel_grace,
             thread_key: thread.as_ref().map(|t| t.key.clone()),
             thread,
+            structured,
         })
     }
 }

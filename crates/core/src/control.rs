@@ -16,6 +16,12 @@ pub(crate) enum StopReason {
     ApprovalHandler(String),
     /// The thread's lease was lost (expired or taken over).
     LeaseLost(String),
+    /// A human rejected a decision and the policy says abort.
+    ApprovalDenied(Box<crate::policy::DecisionRecord>),
+    /// A decision was not answered in time and the policy says abort.
+    ApprovalTimeout(Box<crate::policy::DecisionRecord>),
+    /// The active-execution budget (this long) ran out.
+    ActiveExecutionTimeout(std::time::Duration),
 }
 
 /// Cancellation plus its reason; the first `stop` wins.

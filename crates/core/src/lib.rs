@@ -50,11 +50,13 @@ mod control;
 pub mod event;
 mod id;
 pub mod options;
+pub mod policy;
 pub mod result;
 mod run;
 pub mod scripted;
 mod sink;
 pub mod stream;
+pub mod structured;
 pub mod thread;
 mod translate;
 
@@ -69,8 +71,10 @@ pub use event::{
     notice_kind,
 };
 pub use options::{DEFAULT_APPROVAL_TIMEOUT, RunOptions};
+pub use policy::{ApprovalPolicy, DecidedBy, DecisionRecord, Policy};
 pub use result::{DecodeError, Error, FailureReason, RunCause, RunError, RunResult};
 pub use stream::{RunHandle, RunStream};
+pub use structured::{InvalidOutputSchemaError, RunAs, StructuredOutputUnsupportedError, run_as};
 pub use thread::{MemoryStore, Thread, ThreadError, ThreadStore};
 
 pub use agent_adaptor_driver as driver;

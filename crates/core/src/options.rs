@@ -27,6 +27,10 @@ pub struct RunOptions {
     pub(crate) on_approval: Option<ApprovalHandler>,
     pub(crate) approval_timeout: Option<Option<Duration>>,
     pub(crate) spawn: bool,
+    /// Structured output (per call only; see `structured.rs`).
+    pub(crate) schema: crate::structured::SchemaSpec,
+    /// Run policy (merged field by field; see `policy.rs`).
+    pub(crate) policy: crate::policy::Policy,
 }
 
 impl fmt::Debug for RunOptions {
@@ -40,6 +44,8 @@ impl fmt::Debug for RunOptions {
             .field("on_approval", &self.on_approval.is_some())
             .field("approval_timeout", &self.approval_timeout)
             .field("spawn", &self.spawn)
+            .field("schema", &self.schema)
+            .field("policy", &self.policy)
             .finish()
     }
 }
@@ -72,7 +78,23 @@ impl RunOptions {
                 .or_else(|| defaults.on_approval.clone()),
             approval_timeout: self.approval_timeout.or(defaults.approval_timeout),
             spawn: self.spawn || defaults.spawn,
+            schema: self.schema.clone(),
+            policy: self.scoped_policy().over(&defaults.scoped_policy()),
         }
+    }
+
+    /// This scope's policy, with the legacy
+    /// [`approval_timeout`](Self::approval_timeout) as its approval timeout
+    /// when the policy sets none.
+    fn scoped_policy(&self) -> crate::policy::Policy {
+        let mut policy = self.policy;
+        if policy.approvals.timeout.is_none() {
+            policy.approvals.timeout = self.approval_timeout.map(|t| match t {
+                Some(d) => crate::policy::ApprovalTimeout::After(d),
+                None => crate::policy::ApprovalTimeout::Never,
+            });
+        }
+        policy
     }
 
     /// Run this call in a fresh provider process: a driver that keeps
@@ -86,12 +108,6 @@ impl RunOptions {
     pub fn with_spawn(mut self) -> Self {
         self.spawn = true;
         self
-    }
-
-    /// The effective approval deadline (`None` = wait forever).
-    pub(crate) fn effective_approval_timeout(&self) -> Option<Duration> {
-        self.approval_timeout
-            .unwrap_or(Some(DEFAULT_APPROVAL_TIMEOUT))
     }
 }
 
@@ -160,8 +176,20 @@ macro_rules! shared_option_setters {
             }
 
             /// How long a human has to answer (default 30 s); `None` waits forever.
+            /// A timeout set in the [`policy`](Self::policy) at the same
+            /// scope takes precedence.
             pub fn approval_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
                 self.shared_options_mut().approval_timeout = Some(timeout);
+                self
+            }
+
+            /// The run policy: sandbox, web search, browser, approvals and
+            /// the active-execution budget. Merged field by field: what the
+            /// call sets wins over the agent's default, inherit fields take
+            /// the default's (see [`Policy`](crate::policy::Policy)). Setting
+            /// it again replaces the earlier value at this scope.
+            pub fn policy(mut self, policy: $crate::policy::Policy) -> Self {
+                self.shared_options_mut().policy = policy;
                 self
             }
         }

@@ -110,6 +110,7 @@ pub struct RunResult {
     pub(crate) structured: Option<StructuredOutput>,
     pub(crate) checkpoint: Option<Checkpoint>,
     pub(crate) exit_code: Option<i32>,
+    pub(crate) decisions: Arc<[crate::policy::DecisionRecord]>,
 }
 
 impl RunResult {
@@ -141,6 +142,13 @@ impl RunResult {
     /// The provider's exit code, when a process ran.
     pub fn exit_code(&self) -> Option<i32> {
         self.exit_code
+    }
+
+    /// Every human decision of the run, in the order they were settled:
+    /// who decided (a human, the policy, a timeout), what the driver was
+    /// answered, the attempts and the fallback applied.
+    pub fn decisions(&self) -> &[crate::policy::DecisionRecord] {
+        &self.decisions
     }
 
     /// Decode the answer: the validated structured output when there is one,
@@ -211,6 +219,24 @@ pub enum RunCause {
     /// The thread could not be persisted (lease lost, no checkpoint …).
     #[error(transparent)]
     Thread(crate::thread::ThreadError),
+    /// A human rejected a decision and the run policy said abort
+    /// (`on_reject`).
+    #[error("{} denied: {}", .0.kind.as_str(), .0.title)]
+    ApprovalDenied(Box<crate::policy::DecisionRecord>),
+    /// A decision was not answered in time and the run policy said abort
+    /// (`on_timeout`, or retries exhausted).
+    #[error("{} not answered in time: {}", .0.kind.as_str(), .0.title)]
+    ApprovalTimeout(Box<crate::policy::DecisionRecord>),
+    /// The active-execution budget ran out.
+    #[error("active execution budget of {limit:?} exhausted")]
+    ActiveExecutionTimeout {
+        /// The budget.
+        limit: Duration,
+    },
+    /// The structured output did not validate against the schema; every
+    /// validation error.
+    #[error("structured output is invalid: {}", .0.join("; "))]
+    InvalidStructuredOutput(Vec<String>),
 }
 
 /// A run that was admitted and did not succeed.
@@ -267,6 +293,55 @@ pub enum Error {
         option: &'static str,
         /// What is wrong with it.
         reason: String,
+    },
+    /// A run-policy value is out of its domain (refused before anything
+    /// started).
+    #[error("invalid policy for driver {driver}: {field} = {value}")]
+    InvalidPolicy {
+        /// The driver type.
+        driver: String,
+        /// The policy field (`approvals.timeout` …).
+        field: &'static str,
+        /// The offending value.
+        value: String,
+    },
+    /// An explicit sandbox, web-search or browser value the driver does not
+    /// declare (refused before anything started).
+    #[error("driver {driver} does not support {dimension} = {value}")]
+    PolicyCapabilityUnsupported {
+        /// The driver type.
+        driver: String,
+        /// `sandbox`, `web_search` or `browser`.
+        dimension: &'static str,
+        /// The requested value (`read_only` …).
+        value: &'static str,
+    },
+    /// An explicit approval mode the driver does not declare for that kind
+    /// (refused before anything started).
+    #[error("driver {driver} does not support {mode} for {} decisions", .kind.as_str())]
+    HumanDecisionModeUnsupported {
+        /// The driver type.
+        driver: String,
+        /// The decision kind.
+        kind: agent_adaptor_driver::DecisionKind,
+        /// The requested mode (`ask`, `auto_approve`, `auto_deny`).
+        mode: &'static str,
+    },
+    /// The output schema is unusable (refused before anything started).
+    #[error(transparent)]
+    InvalidOutputSchema(crate::structured::InvalidOutputSchemaError),
+    /// The driver cannot produce structured output for this run (refused
+    /// before anything started).
+    #[error(transparent)]
+    StructuredOutputUnsupported(crate::structured::StructuredOutputUnsupportedError),
+    /// [`run_as`](crate::run_as): the run succeeded but its output could not
+    /// be decoded into the requested type.
+    #[error("the run succeeded but its output could not be decoded: {error}")]
+    Decode {
+        /// Why decoding failed.
+        error: DecodeError,
+        /// The successful run's result.
+        result: Box<RunResult>,
     },
 }
 

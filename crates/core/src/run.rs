@@ -34,6 +34,8 @@ pub(crate) struct Launch {
     pub(crate) cancel_grace: Duration,
     pub(crate) thread_key: Option<Arc<str>>,
     pub(crate) thread: Option<ThreadPlan>,
+    /// The compiled schema and mechanism of a structured-output run.
+    pub(crate) structured: Option<crate::structured::Prepared>,
 }
 
 /// A stream that failed before it started: no events, `result` is `err`.
@@ -82,6 +84,13 @@ async fn execute(
     let _ = sink
         .publish_core(|meta| Event::RunStarted(RunStarted { meta }))
         .await;
+    // An explicit retry the driver cannot honour degrades to abort: one
+    // warning, up front.
+    if let Some((text, data)) = sink.approvals().policy.retry_warning() {
+        let _ = sink
+            .publish_core(|meta| translate::notice(meta, notice_kind::LIFECYCLE, text, Some(data)))
+            .await;
+    }
 
     // A thread run takes its lease and resolves its record before the
     // driver is entered; failing that, the driver is never called.
@@ -118,6 +127,8 @@ async fn execute(
         deadline,
         launch.cancel_grace,
     );
+    // The active-execution budget stops the run when it runs out.
+    let driving = crate::policy::budgeted(driving, sink.active_clock(), &control);
     let driven = match &thread {
         None => driving.await,
         Some(t) => {
@@ -137,6 +148,9 @@ async fn execute(
         end_of_run_checks(&mut st, resp, streaming).await;
     }
     let mut outcome = conclude(&*launch.driver, &mut st, driven, stop, launch.timeout).await;
+    if let Some(prepared) = &launch.structured {
+        outcome = crate::structured::finish(prepared, outcome);
+    }
     if let Some(t) = thread {
         outcome = persist(t, outcome).await;
     }
@@ -335,6 +349,45 @@ async fn conclude(
             let cause = Some(RunCause::ApprovalHandler(msg.clone()));
             return fail(FailureReason::AgentError, msg, cause, result, None);
         }
+        Some(StopReason::ApprovalDenied(record)) => {
+            let details = Some(json!({"decision": &*record, "decisions": &st.decisions}));
+            let cause = RunCause::ApprovalDenied(record);
+            let msg = cause.to_string();
+            return fail(
+                FailureReason::ApprovalDenied,
+                msg,
+                Some(cause),
+                result,
+                details,
+            );
+        }
+        Some(StopReason::ApprovalTimeout(record)) => {
+            let details = Some(json!({"decision": &*record, "decisions": &st.decisions}));
+            let cause = RunCause::ApprovalTimeout(record);
+            let msg = cause.to_string();
+            return fail(
+                FailureReason::ApprovalTimeout,
+                msg,
+                Some(cause),
+                result,
+                details,
+            );
+        }
+        Some(StopReason::ActiveExecutionTimeout(limit)) => {
+            let details = Some(json!({
+                "limit_ms": u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                "decisions": &st.decisions,
+            }));
+            let cause = RunCause::ActiveExecutionTimeout { limit };
+            let msg = cause.to_string();
+            return fail(
+                FailureReason::ActiveExecutionTimeout,
+                msg,
+                Some(cause),
+                result,
+                details,
+            );
+        }
         Some(StopReason::LeaseLost(key)) => {
             let e = ThreadError::LeaseLost { key };
             let msg = e.to_string();
@@ -458,6 +511,7 @@ fn build_result(
         structured: resp.structured_output,
         checkpoint,
         exit_code: resp.exit_code,
+        decisions: st.decisions.clone().into(),
     }
 }
 

@@ -81,7 +81,8 @@ impl std::fmt::Debug for ScriptedDriver {
 
 impl ScriptedDriver {
     /// A driver that plays `steps` then ends with `ending`, declaring every
-    /// stream capability.
+    /// stream capability and no run-policy capability (see
+    /// [`with_run_policy`](Self::with_run_policy)).
     pub fn new(steps: impl Into<Vec<Step>>, ending: Ending) -> Self {
         ScriptedDriver {
             descriptor: Descriptor::new("scripted", "Scripted driver"),
@@ -185,9 +186,79 @@ impl ScriptedDriver {
         self
     }
 
+    /// Run-policy declarations for a scripted driver whose
+    /// [`Step::Decide`]s are all routed to core: every decision kind can be
+    /// asked, auto-approved (not questions) and auto-denied; no retry, no
+    /// sandbox, web or browser.
+    pub const ROUTED_DECISIONS: agent_adaptor_driver::RunPolicyCapabilities = {
+        let routed = agent_adaptor_driver::HumanDecisionSupport {
+            ask: true,
+            auto_approve: true,
+            auto_reject: true,
+            retry: false,
+        };
+        agent_adaptor_driver::RunPolicyCapabilities {
+            isolation: false,
+            web_search: false,
+            browser: false,
+            permission: routed,
+            plan_review: routed,
+            question: agent_adaptor_driver::QuestionSupport {
+                ask: true,
+                auto_reject: true,
+                retry: false,
+            },
+            sandbox_levels: agent_adaptor_driver::SandboxSupport {
+                read_only: false,
+                workspace_write: false,
+                unrestricted: false,
+            },
+            web_search_levels: agent_adaptor_driver::FeatureSupport {
+                allow: false,
+                deny: false,
+            },
+            browser_levels: agent_adaptor_driver::FeatureSupport {
+                allow: false,
+                deny: false,
+            },
+        }
+    };
+
+    /// Declare these run-policy capabilities (sandbox, web, browser and the
+    /// decision modes) in the descriptor.
+    pub fn with_run_policy(
+        mut self,
+        capabilities: agent_adaptor_driver::RunPolicyCapabilities,
+    ) -> Self {
+        self.descriptor.run_policy = capabilities;
+        self
+    }
+
     /// Make `validate_config` fail with `reason`.
     pub fn with_invalid_config(mut self, reason: &str) -> Self {
         self.config_error = Some(reason.to_owned());
+        self
+    }
+
+    /// Declare these structured-output mechanisms in the descriptor.
+    pub fn with_structured_output(
+        mut self,
+        capability: agent_adaptor_driver::StructuredOutputCapability,
+    ) -> Self {
+        self.descriptor.structured_output = capability;
+        self
+    }
+
+    /// Return `structured` as the response's structured output (what a
+    /// driver with a native JSON-schema mode reports). No effect on a
+    /// script that ends in a failure.
+    pub fn with_response_structured_output(
+        mut self,
+        structured: agent_adaptor_driver::StructuredOutput,
+    ) -> Self {
+        if let Ending::Respond(resp) = &mut self.ending {
+            resp.structured_output = Some(structured);
+        }
         self
     }
 }

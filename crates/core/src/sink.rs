@@ -3,7 +3,7 @@
 //! routing of human decisions.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_adaptor_driver::{
     DecisionError, DecisionRequest, DecisionResponse, DecisionResult, DecisionSink, EventSink,
@@ -14,19 +14,23 @@ use chrono::Utc;
 use futures::future::{BoxFuture, ready};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, MutexGuard};
+use tokio::time::Instant;
 
 use crate::approval::{Answer, ApprovalHandler, ApprovalRequest, Responder};
 use crate::broker::{Offer, Publisher, Waiting};
 use crate::control::{RunControl, StopReason};
 use crate::event::{Event, notice_kind};
+use crate::policy::{ActiveClock, DecisionRecord, Effective};
 use crate::translate::{self, Routed};
 
-/// How human decisions are routed for this run.
+/// How human decisions are routed and decided for this run.
 #[derive(Clone, Default)]
 pub(crate) struct ApprovalRouting {
     pub(crate) handler: Option<ApprovalHandler>,
-    /// `None` = no deadline.
-    pub(crate) timeout: Option<Duration>,
+    /// The run's approval policy, resolved against the driver.
+    pub(crate) policy: Effective,
+    /// The active-execution clock, paused while a human is asked.
+    pub(crate) clock: Option<Arc<ActiveClock>>,
 }
 
 /// Everything the sink tracks, behind one FIFO lock: publication order is
@@ -39,6 +43,8 @@ pub(crate) struct SinkState {
     pub(crate) provider: ProviderCoords,
     pub(crate) terminal_usage: Option<Usage>,
     pub(crate) terminal_error: Option<RunFailure>,
+    /// Every decision settled so far (for the result).
+    pub(crate) decisions: Vec<DecisionRecord>,
 }
 
 /// The sink core hands to [`Driver::run`](agent_adaptor_driver::Driver::run).
@@ -64,6 +70,7 @@ impl CoreSink {
                 provider: ProviderCoords::default(),
                 terminal_usage: None,
                 terminal_error: None,
+                decisions: Vec::new(),
             }),
             control,
             approvals,
@@ -222,30 +229,67 @@ impl EventSink for CoreSink {
 impl DecisionSink for CoreSink {
     async fn request_decision(
         &self,
-        mut req: DecisionRequest,
+        req: DecisionRequest,
     ) -> Result<DecisionResponse, DecisionError> {
-        if req.kind == agent_adaptor_driver::DecisionKind::Question
-            && req.prompt.trim().is_empty()
-            && req.choices.is_empty()
-        {
-            return Err(DecisionError::InvalidRequest(
-                "a question needs a prompt or choices".into(),
-            ));
-        }
+        crate::policy::decide(self, req).await
+    }
+}
+
+impl CoreSink {
+    /// The run's approval routing and policy.
+    pub(crate) fn approvals(&self) -> &ApprovalRouting {
+        &self.approvals
+    }
+
+    /// The run's active-execution clock, if it has a budget.
+    pub(crate) fn active_clock(&self) -> Option<Arc<ActiveClock>> {
+        self.approvals.clock.clone()
+    }
+
+    /// Stop the run (a policy decided so).
+    pub(crate) fn stop(&self, reason: StopReason) {
+        self.control.stop(reason);
+    }
+
+    /// True once the run is stopping (cancelled, timed out, or stopped by
+    /// a policy): nobody is asked any more.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.control.is_stopped()
+    }
+
+    /// Keep a settled decision for the result.
+    pub(crate) async fn record_decision(&self, record: DecisionRecord) {
+        self.state.lock().await.decisions.push(record);
+    }
+
+    /// Publish a core notice; fails only when the run is cancelled.
+    pub(crate) async fn notice(
+        &self,
+        kind: &'static str,
+        text: String,
+        data: Value,
+    ) -> Result<(), DecisionError> {
+        self.publish_core(|meta| translate::notice(meta, kind, text, Some(data)))
+            .await
+            .map_err(|_| DecisionError::Cancelled)
+    }
+
+    /// Put one attempt of `req` to the host — the `on_approval` handler, or
+    /// the event stream — and wait for the answer, the deadline (`timeout`
+    /// from now; `None` waits forever) or cancellation. Sets the request's
+    /// `created_at` and `deadline`.
+    pub(crate) async fn ask_host(
+        &self,
+        req: &mut DecisionRequest,
+        timeout: Option<Duration>,
+    ) -> Result<Answer, DecisionError> {
         let now = Utc::now();
-        if req.request_id.is_empty() {
-            req.request_id = crate::id::new_id("apr_");
-        }
         req.created_at = Some(now);
-        req.deadline = self
-            .approvals
-            .timeout
+        req.deadline = timeout
             .and_then(|t| chrono::Duration::from_std(t).ok())
             .map(|t| now + t);
-        let started = Instant::now();
-        let expiry = self.approvals.timeout.map(|t| started + t);
+        let expiry = timeout.map(|t| Instant::now() + t);
         let (responder, rx) = Responder::new();
-        let request_json = serde_json::to_value(&req).unwrap_or(Value::Null);
         let build = |meta| ApprovalRequest {
             meta,
             id: req.request_id.clone(),
@@ -260,19 +304,11 @@ impl DecisionSink for CoreSink {
             attempt: req.retry_attempt,
             responder: responder.clone(),
         };
-        let answer = match &self.approvals.handler {
+        match &self.approvals.handler {
             Some(handler) => {
-                let audit = request_json.clone();
-                self.publish_core(|meta| {
-                    translate::notice(
-                        meta,
-                        notice_kind::APPROVAL_REQUESTED,
-                        req.prompt.clone(),
-                        Some(audit),
-                    )
-                })
-                .await
-                .map_err(|_| DecisionError::Cancelled)?;
+                let audit = serde_json::to_value(&*req).unwrap_or(Value::Null);
+                self.notice(notice_kind::APPROVAL_REQUESTED, req.prompt.clone(), audit)
+                    .await?;
                 let meta = self.state.lock().await.publisher.meta();
                 let call = handler(build(meta));
                 let outcome = tokio::select! {
@@ -283,13 +319,13 @@ impl DecisionSink for CoreSink {
                         return Err(DecisionError::Cancelled);
                     }
                 };
-                self.handler_answer(outcome, &responder, rx)?
+                self.handler_answer(outcome, &responder, rx)
             }
             None => {
                 self.publish_core(|meta| Event::ApprovalRequest(Box::new(build(meta))))
                     .await
                     .map_err(|_| DecisionError::Cancelled)?;
-                tokio::select! {
+                Ok(tokio::select! {
                     a = rx => a.unwrap_or(Answer {
                         result: DecisionResult::Aborted,
                         choice: String::new(),
@@ -303,39 +339,11 @@ impl DecisionSink for CoreSink {
                         responder.expire();
                         return Err(DecisionError::Cancelled);
                     }
-                }
+                })
             }
-        };
-        let resp = DecisionResponse {
-            request_id: req.request_id.clone(),
-            result: answer.result,
-            choice: answer.choice,
-            answer: Default::default(),
-            text: answer.text,
-        };
-        let latency_ms = started.elapsed().as_millis() as u64;
-        let audit = json!({
-            "request_id": resp.request_id,
-            "result": resp.result.as_str(),
-            "choice": resp.choice,
-            "attempt": req.retry_attempt,
-            "latency_ms": latency_ms,
-        });
-        self.publish_core(|meta| {
-            translate::notice(
-                meta,
-                notice_kind::APPROVAL_RESOLVED,
-                resp.result.as_str().to_owned(),
-                Some(audit),
-            )
-        })
-        .await
-        .map_err(|_| DecisionError::Cancelled)?;
-        Ok(resp)
+        }
     }
-}
 
-impl CoreSink {
     fn handler_answer(
         &self,
         outcome: Option<Result<(), crate::approval::BoxError>>,
@@ -376,7 +384,7 @@ fn timed_out() -> Answer {
 
 async fn sleep_until(at: Option<Instant>) {
     match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
+        Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
 }

@@ -107,6 +107,41 @@ pub struct RunPolicyCapabilities {
     pub plan_review: HumanDecisionSupport,
     /// Questions.
     pub question: QuestionSupport,
+    /// The sandbox levels that can be chosen, one by one. A driver that
+    /// sets only `isolation` is taken to honour every level (see
+    /// [`RunPolicyCapabilities::sandbox_support`]).
+    #[serde(default)]
+    pub sandbox_levels: SandboxSupport,
+    /// The web-search levels that can be chosen (see
+    /// [`RunPolicyCapabilities::web_search_support`]).
+    #[serde(default)]
+    pub web_search_levels: FeatureSupport,
+    /// The browser levels that can be chosen (see
+    /// [`RunPolicyCapabilities::browser_support`]).
+    #[serde(default)]
+    pub browser_levels: FeatureSupport,
+}
+
+/// Which explicit sandbox levels a driver honours
+/// ([`SandboxLevel`](crate::SandboxLevel)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxSupport {
+    /// `read_only`.
+    pub read_only: bool,
+    /// `workspace_write`.
+    pub workspace_write: bool,
+    /// `unrestricted`.
+    pub unrestricted: bool,
+}
+
+/// Which explicit levels of an optional feature (web search, browser) a
+/// driver honours ([`FeatureLevel`](crate::FeatureLevel)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeatureSupport {
+    /// `allow`.
+    pub allow: bool,
+    /// `deny`.
+    pub deny: bool,
 }
 
 /// Structured-output mechanisms and where they work (SO-01).

@@ -58,6 +58,7 @@ pub mod descriptor;
 pub mod driver;
 pub mod event;
 pub mod lifecycle;
+pub mod policy;
 pub mod request;
 pub mod response;
 pub mod session;
@@ -75,9 +76,15 @@ pub use descriptor::{
     Descriptor, HumanDecisionSupport, ModelInfo, ProcessCapabilities, QuestionSupport,
     RunPolicyCapabilities, SessionCapabilities, StreamCapability, StructuredOutputCapability,
 };
+pub use descriptor::{FeatureSupport, SandboxSupport};
 pub use driver::{ConfigError, Driver, DriverError, RunContext};
 pub use event::{OperationalEvent, OutputStream, RunEvent};
 pub use lifecycle::{LifecycleChecker, Violation};
+pub use policy::{
+    ApprovalMode, ApprovalTimeout, DEFAULT_HUMAN_DECISION_MAX_RETRIES,
+    DEFAULT_HUMAN_DECISION_TIMEOUT, FallbackAction, FeatureLevel, HumanDecisionPolicy,
+    QuestionMode, RunPolicy, SandboxLevel,
+};
 pub use request::{AgentIdentity, OnInvalid, OutputSchema, Request};
 pub use response::{
     FailureCode, HumanDecisionFailure, RawBytes, RawSource, RawStreams, Response, RunFailure,

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::policy::RunPolicy;
+use crate::response::StructuredOutputSource;
 use crate::session::SessionContext;
 
 /// A single invocation that core has resolved: options merged, workspace,
@@ -51,6 +53,22 @@ pub struct Request {
     /// [`ProcessCapabilities::persistent`]: crate::ProcessCapabilities::persistent
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub spawn: bool,
+    /// The run policy (sandbox, web search, browser, human decisions),
+    /// merged and validated by core: every explicit value is one the
+    /// driver's descriptor declares. Inherit values mean "keep the
+    /// driver's own behaviour" and add no flag. See [`RunPolicy`].
+    #[serde(default, skip_serializing_if = "RunPolicy::is_inherit")]
+    pub policy: RunPolicy,
+    /// How core enforces [`output_schema`](Self::output_schema), set by core
+    /// together with it: [`Native`](StructuredOutputSource::Native) means the
+    /// driver passes the schema to the provider's own JSON-schema mode;
+    /// [`PromptValidate`](StructuredOutputSource::PromptValidate) means core
+    /// already appended the instruction to the prompt and validates the
+    /// final text itself, so the driver must *not* pass the schema on.
+    /// `None` with a schema (a request not built by core) means native.
+    /// See [`native_output_schema`](Self::native_output_schema).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output_source: Option<StructuredOutputSource>,
 }
 
 impl Request {
@@ -60,6 +78,16 @@ impl Request {
             run_id: run_id.into(),
             prompt: prompt.into(),
             ..Default::default()
+        }
+    }
+
+    /// The schema a driver passes to the provider's native JSON-schema mode:
+    /// the [`output_schema`](Self::output_schema), unless core chose prompt
+    /// validation for it ([`structured_output_source`](Self::structured_output_source)).
+    pub fn native_output_schema(&self) -> Option<&OutputSchema> {
+        match self.structured_output_source {
+            Some(StructuredOutputSource::PromptValidate) => None,
+            _ => self.output_schema.as_ref(),
         }
     }
 }

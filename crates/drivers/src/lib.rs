@@ -25,6 +25,9 @@ pub mod cursor;
 #[cfg(feature = "gemini")]
 pub mod gemini;
 pub mod jsonl;
+pub mod policy;
 pub mod pump;
 pub mod resident;
 pub mod streamjson;
+#[cfg(any(feature = "cursor", feature = "gemini"))]
+mod structured;

@@ -39,3 +39,7 @@ static CLI: Cli = Cli {
 };
 
 real_cli_tests!(CLI);
+
+// Claude Code removes disallowed tools from what it offers the model
+// (CodeBuddy Code keeps them declared and denies the call: its deny rules).
+real_cli_tests!(@cases CLI; policy_web_search_deny_removes_the_web_tools);

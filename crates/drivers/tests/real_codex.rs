@@ -876,3 +876,85 @@ async fn a_thread_runs_on_one_resident_app_server() {
     assert_eq!(driver.idle_processes(), 0);
     agent.close().await;
 }
+
+/// The run policy reaches the real Codex: a `read_only` sandbox and denied
+/// web search become `-s read-only -c web_search="disabled"` in exec's argv
+/// (recorded by a wrapper around the real binary) and `sandbox:
+/// "read-only"` in the app-server's `thread/start`; both runs succeed, and
+/// Codex tells the model its sandbox is read-only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_policy_reaches_codex() {
+    use agent_adaptor_core::RunOptions;
+    use agent_adaptor_core::policy::{FeatureLevel, Policy};
+    let h = Harness::start(
+        Script::new().on_prompt("SANDBOXED", vec![Reply::Text("Sandboxed.".into())]),
+    )
+    .await;
+    let policy = Policy::READ_ONLY.web_search(FeatureLevel::Deny);
+    let opts = || RunOptions::new().policy(policy).timeout(RUN_TIMEOUT);
+
+    // exec, through a wrapper that records the argv it is given.
+    let mut cfg = h.config(Transport::Exec);
+    let args_log = h.home.path().join("exec-args.txt");
+    let wrapper = h.home.path().join("codex-args");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$AA_ARGS_LOG\"\nexec \"$AA_CODEX\" \"$@\"\n",
+    )
+    .unwrap();
+    make_executable(&wrapper);
+    cfg.env.insert(
+        "AA_ARGS_LOG".into(),
+        args_log.to_string_lossy().into_owned(),
+    );
+    cfg.env.insert(
+        "AA_CODEX".into(),
+        cfg.command.to_string_lossy().into_owned(),
+    );
+    cfg.command = wrapper;
+    let agent = Agent::new(codex::driver(cfg));
+    let result = agent
+        .run_with("SANDBOXED exec", opts())
+        .await
+        .unwrap_or_else(|e| panic!("exec: {e}"));
+    assert_eq!(result.text, "Sandboxed.");
+    let argv: Vec<String> = std::fs::read_to_string(&args_log)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        argv.windows(2).any(|w| w == ["-s", "read-only"]),
+        "{argv:?}"
+    );
+    assert!(
+        argv.windows(2)
+            .any(|w| w == ["-c", "web_search=\"disabled\""]),
+        "{argv:?}"
+    );
+
+    // The app-server: the sandbox travels in thread/start.
+    let cfg = h.config(Transport::Auto);
+    let agent = Agent::new(codex::driver(cfg.clone()));
+    let result = agent
+        .run_with("SANDBOXED app-server", opts())
+        .await
+        .unwrap_or_else(|e| panic!("app-server: {e}"));
+    assert_eq!(result.text, "Sandboxed.");
+    let start: Value = Harness::stdin_log(&cfg)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|f| f["method"] == "thread/start")
+        .unwrap();
+    assert_eq!(start["params"]["sandbox"], "read-only", "{start}");
+
+    // Codex applied it: the model is told its sandbox is read-only.
+    for keyword in ["SANDBOXED exec", "SANDBOXED app-server"] {
+        let requests = h.requests(keyword);
+        let body = String::from_utf8_lossy(&requests[0].body).into_owned();
+        assert!(
+            body.contains("`sandbox_mode` is `read-only`"),
+            "{keyword}: {body}"
+        );
+    }
+}

@@ -342,6 +342,64 @@ impl ThreadStore for PgStore {
         let outcome = finalize_in(&mut tx, &request, params).await;
         settle(tx, OP, outcome).await
     }
+
+    async fn list(&self, limit: usize) -> Result<Vec<ThreadRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {RECORD_COLUMNS} FROM agent_adaptor_thread_records \
+             WHERE status = 'active' ORDER BY updated_at DESC, seq DESC LIMIT $1"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| backend("postgres list", &e))?;
+        rows.iter().map(decode).collect()
+    }
+
+    async fn delete(&self, key: &str) -> Result<u64, StoreError> {
+        const OP: &str = "postgres delete";
+        let mut tx = self.begin(OP).await?;
+        let outcome = delete_in(&mut tx, key).await;
+        settle(tx, OP, outcome).await
+    }
+}
+
+/// The body of `delete`, inside its transaction: a lease row held by a
+/// run (unexpired) refuses it; the lease row is locked first, so a run
+/// cannot take it while the records go.
+async fn delete_in(tx: &mut Transaction<'static, Postgres>, key: &str) -> Result<u64, StoreError> {
+    let err = |e: sqlx::Error| backend("postgres delete", &e);
+    let target = format!("key:{key}");
+    let held: Option<bool> = sqlx::query_scalar(
+        "SELECT expires_at > clock_timestamp() FROM agent_adaptor_thread_leases \
+         WHERE target = $1 FOR UPDATE",
+    )
+    .bind(&target)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(|e| {
+        if is_lock_timeout(&e) {
+            StoreError::Busy {
+                target: target.clone(),
+            }
+        } else {
+            err(e)
+        }
+    })?;
+    if held == Some(true) {
+        return Err(StoreError::Busy { target });
+    }
+    sqlx::query("DELETE FROM agent_adaptor_thread_leases WHERE target = $1")
+        .bind(&target)
+        .execute(&mut **tx)
+        .await
+        .map_err(err)?;
+    let done = sqlx::query("DELETE FROM agent_adaptor_thread_records WHERE key = $1")
+        .bind(key)
+        .execute(&mut **tx)
+        .await
+        .map_err(err)?;
+    Ok(done.rows_affected())
 }
 
 /// The body of `finalize`, inside its transaction.

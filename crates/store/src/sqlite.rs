@@ -440,6 +440,56 @@ impl ThreadStore for SqliteStore {
         let outcome = finalize_in(&mut tx, &request, params).await;
         settle(tx, OP, outcome).await
     }
+
+    async fn list(&self, limit: usize) -> Result<Vec<ThreadRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {RECORD_COLUMNS} FROM agent_adaptor_thread_records \
+             WHERE status = 'active' ORDER BY updated_at DESC, seq DESC LIMIT ?1"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| backend("sqlite list", &e))?;
+        rows.iter().map(decode).collect()
+    }
+
+    async fn delete(&self, key: &str) -> Result<u64, StoreError> {
+        const OP: &str = "sqlite delete";
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let outcome = delete_in(&mut tx, key).await;
+        settle(tx, OP, outcome).await
+    }
+}
+
+/// The body of `delete`, inside the write transaction: refuse while a run
+/// holds the key's lease, else drop the lease row and every record.
+async fn delete_in(tx: &mut Transaction<'static, Sqlite>, key: &str) -> Result<u64, StoreError> {
+    let err = |e: sqlx::Error| backend("sqlite delete", &e);
+    let target = format!("key:{key}");
+    let held: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM agent_adaptor_thread_leases WHERE target = ?1 AND expires_at > ?2",
+    )
+    .bind(&target)
+    .bind(now_micros())
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(err)?;
+    if held.is_some() {
+        return Err(StoreError::Busy { target });
+    }
+    sqlx::query("DELETE FROM agent_adaptor_thread_leases WHERE target = ?1")
+        .bind(&target)
+        .execute(&mut **tx)
+        .await
+        .map_err(err)?;
+    let done = sqlx::query("DELETE FROM agent_adaptor_thread_records WHERE key = ?1")
+        .bind(key)
+        .execute(&mut **tx)
+        .await
+        .map_err(err)?;
+    Ok(done.rows_affected())
 }
 
 /// The body of `finalize`, inside the write transaction.

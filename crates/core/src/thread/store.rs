@@ -128,6 +128,28 @@ pub trait ThreadStore: Send + Sync {
     /// Atomically: check the lease, archive the key's current record, save
     /// the new one as active.
     async fn finalize(&self, request: FinalizeRequest) -> Result<ThreadRecord, StoreError>;
+
+    /// The active record of every key, most recently updated first, at most
+    /// `limit` of them (for listings: the CLI's `threads list`, the web
+    /// chat's thread list). The default says the store cannot list.
+    async fn list(&self, limit: usize) -> Result<Vec<ThreadRecord>, StoreError> {
+        let _ = limit;
+        Err(StoreError::Backend(
+            "this thread store cannot list threads".into(),
+        ))
+    }
+
+    /// Delete every record of `key` (active and archived) and its lease, in
+    /// one atomic step; `Busy` while another owner holds an unexpired lease
+    /// on `key:<key>` (a run in progress). Returns how many records were
+    /// deleted (0: the key was unknown). The default says the store cannot
+    /// delete.
+    async fn delete(&self, key: &str) -> Result<u64, StoreError> {
+        let _ = key;
+        Err(StoreError::Backend(
+            "this thread store cannot delete threads".into(),
+        ))
+    }
 }
 
 #[derive(Default)]
@@ -277,5 +299,34 @@ impl ThreadStore for MemoryStore {
         record.updated_at = now;
         inner.records.push(record.clone());
         Ok(record)
+    }
+
+    async fn list(&self, limit: usize) -> Result<Vec<ThreadRecord>, StoreError> {
+        let inner = self.lock();
+        let mut active: Vec<ThreadRecord> = inner
+            .records
+            .iter()
+            .filter(|r| r.status == RecordStatus::Active)
+            .cloned()
+            .collect();
+        active.sort_by_key(|r| std::cmp::Reverse(r.updated_at));
+        active.truncate(limit);
+        Ok(active)
+    }
+
+    async fn delete(&self, key: &str) -> Result<u64, StoreError> {
+        let mut inner = self.lock();
+        let target = format!("key:{key}");
+        if inner
+            .leases
+            .get(&target)
+            .is_some_and(|held| held.expires_at > Utc::now())
+        {
+            return Err(StoreError::Busy { target });
+        }
+        inner.leases.remove(&target);
+        let before = inner.records.len();
+        inner.records.retain(|r| r.key != key);
+        Ok((before - inner.records.len()) as u64)
     }
 }

@@ -27,6 +27,7 @@ pub mod argv;
 mod config;
 pub mod exec;
 mod persistent;
+pub mod policy;
 pub mod record;
 pub mod wire;
 
@@ -35,10 +36,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError,
-    HumanDecisionSupport, RawBytes, RawStreams, Request, Response, RunContext, SessionCodec,
-    StandardSessionCodec, StreamCapability, StructuredOutput, StructuredOutputCapability,
-    StructuredOutputSource, async_trait, canonical_session_config_fingerprint,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, RawBytes,
+    RawStreams, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
+    StreamCapability, StructuredOutput, StructuredOutputCapability, StructuredOutputSource,
+    async_trait, canonical_session_config_fingerprint,
 };
 use agent_adaptor_process::{Command, ExitInfo, Finished, StdinMode};
 use bytes::Bytes;
@@ -113,18 +114,17 @@ impl Driver for CodexDriver {
         d.sessions.supports_resume = true;
         d.structured_output = StructuredOutputCapability {
             json_schema_native: true,
-            json_schema_prompt_validate: false,
+            // Codex follows an instruction in the prompt as well; core
+            // prefers the native mode.
+            json_schema_prompt_validate: true,
             works_with_run: true,
             works_with_streaming: true,
             works_with_hitl: self.config.transport != Transport::Exec,
             notes: "exec --output-schema / app-server turn/start.outputSchema".into(),
         };
-        if self.config.transport != Transport::Exec {
-            d.run_policy.permission = HumanDecisionSupport {
-                ask: true,
-                ..Default::default()
-            };
-        }
+        // Run policy: exactly what Codex's table translates (approvals
+        // asked only through the app-server).
+        policy::table(&self.config).declare(&mut d.run_policy);
         d.process.persistent = self.config.resident && self.config.transport != Transport::Exec;
         d
     }
@@ -159,7 +159,23 @@ impl Driver for CodexDriver {
         req: Request,
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
-        let schema = match &req.output_schema {
+        if let std::borrow::Cow::Owned(config) =
+            policy::table(&self.config).apply(&self.config, &req.policy)
+        {
+            // The run policy changes this run's configuration only: run it
+            // as a driver so configured (sharing the resident pool), with the
+            // policy already applied.
+            let applied = CodexDriver {
+                config,
+                pool: self.pool.clone(),
+            };
+            let mut req = req;
+            req.policy = agent_adaptor_driver::RunPolicy::default();
+            return applied.run(ctx, req, sink).await;
+        }
+        // Only a schema core enforces natively goes to Codex; a prompt-
+        // validated one is already in the prompt.
+        let schema = match req.native_output_schema() {
             Some(s) => Some(
                 serde_json::from_str::<Value>(&s.schema_json)
                     .map_err(|e| DriverError::Other(Box::new(InvalidOutputSchema(e))))?,
@@ -323,8 +339,7 @@ fn respond(
         cp
     });
     let structured_output = req
-        .output_schema
-        .as_ref()
+        .native_output_schema()
         .filter(|_| parsed.failure.is_none())
         .map(|_| structured(&parsed.last_message));
     let mut resp = Response {
@@ -396,24 +411,87 @@ fn previous_usage(req: &Request) -> Option<ExecUsage> {
     })
 }
 
-/// exec's `--output-schema` file, removed when dropped.
+/// exec's `--output-schema` file: created by this process (never an
+/// existing file or a planted link), readable by its owner only (0600 on
+/// Unix), removed when dropped, i.e. when the run ends however it ends.
 struct SchemaFile(PathBuf);
 
 impl SchemaFile {
     fn write(schema: &Value) -> Result<SchemaFile, DriverError> {
+        use std::io::Write as _;
         static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let mut nonce = [0u8; 8];
+        nonce_bytes(&mut nonce);
         let path = std::env::temp_dir().join(format!(
-            "agent-adaptor-codex-schema-{}-{}.json",
+            "agent-adaptor-codex-schema-{}-{}-{}.json",
             std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()
         ));
-        std::fs::write(&path, schema.to_string())?;
-        Ok(SchemaFile(path))
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.mode(0o600);
+        }
+        let mut file = options.open(&path)?;
+        // From here on the file is ours: dropping the guard removes it.
+        let guard = SchemaFile(path);
+        file.write_all(schema.to_string().as_bytes())?;
+        file.sync_all()?;
+        Ok(guard)
     }
+
+    /// The file's path.
+    #[cfg(test)]
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+/// Unpredictable bytes for a temp file name (the standard library's
+/// randomly seeded hasher; no extra dependency).
+fn nonce_bytes(out: &mut [u8; 8]) {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    *out = h.finish().to_le_bytes();
 }
 
 impl Drop for SchemaFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod schema_file_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_schema_file_is_private_complete_and_removed_on_drop() {
+        let schema = serde_json::json!({"type": "object", "required": ["a"]});
+        let file = SchemaFile::write(&schema).unwrap();
+        let path = file.path().to_owned();
+        let written: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(written, schema);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        }
+        let other = SchemaFile::write(&schema).unwrap();
+        assert_ne!(other.path(), path, "every run gets a file of its own");
+        drop(file);
+        assert!(!path.exists());
+        assert!(other.path().exists());
     }
 }

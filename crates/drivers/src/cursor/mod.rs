@@ -19,6 +19,7 @@
 
 pub mod argv;
 pub mod parse;
+pub mod policy;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -130,6 +131,8 @@ impl Driver for CursorDriver {
     fn descriptor(&self) -> Descriptor {
         let mut d = Descriptor::new("cursor", "Cursor Agent");
         d.sessions.supports_resume = true;
+        d.structured_output = crate::structured::prompt_only("Cursor Agent");
+        policy::table().declare(&mut d.run_policy);
         d
     }
 
@@ -159,7 +162,9 @@ impl Driver for CursorDriver {
         req: Request,
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
-        let cfg = &self.config;
+        // The run policy's flags, for this run only.
+        let applied = policy::table().apply(&self.config, &req.policy);
+        let cfg = &*applied;
         let cwd = req.workspace.clone().or_else(|| cfg.cwd.clone());
         let args = argv::argv(cfg, &req);
         let spec = OneShot {

@@ -19,6 +19,7 @@
 
 pub mod argv;
 pub mod parse;
+pub mod policy;
 pub mod wire;
 
 use std::collections::BTreeMap;
@@ -167,6 +168,8 @@ impl Driver for GeminiDriver {
     fn descriptor(&self) -> Descriptor {
         let mut d = Descriptor::new("gemini", "Gemini CLI");
         d.sessions.supports_resume = true;
+        d.structured_output = crate::structured::prompt_only("Gemini CLI");
+        policy::table().declare(&mut d.run_policy);
         d
     }
 
@@ -201,7 +204,9 @@ impl Driver for GeminiDriver {
         req: Request,
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
-        let cfg = &self.config;
+        // The run policy's flags, for this run only.
+        let applied = policy::table().apply(&self.config, &req.policy);
+        let cfg = &*applied;
         if req.prompt.len() > MAX_PROMPT_BYTES {
             return Err(DriverError::Other(Box::new(PromptTooLarge {
                 len: req.prompt.len(),

@@ -168,6 +168,7 @@ pub const OWNED_FLAGS: &[&str] = &[
     "--max-turns",
     "--permission-mode",
     "--effort",
+    "--json-schema",
 ];
 
 /// The command line for one run (program excluded).
@@ -232,8 +233,29 @@ pub fn argv_with(family: &Family, cfg: &Config, req: &Request, stdin_frames: boo
     for d in &cfg.add_dirs {
         a.extend(["--add-dir".into(), d.to_string_lossy().into_owned()]);
     }
+    if let Some(schema) = req.native_output_schema() {
+        // The CLI adds a `StructuredOutput` tool with this input schema,
+        // validates the call and reports it as `result.structured_output`
+        // (stream-json, one-shot and control transports alike).
+        a.extend(["--json-schema".into(), cli_schema(&schema.schema_json)]);
+    }
     a.extend(cfg.extra_args.iter().cloned());
     a
+}
+
+/// The schema as the CLI takes it: without a top-level `$schema`. Both CLIs
+/// compile `--json-schema` with a draft-07 validator that knows no other
+/// meta-schema and exits 1 on `"$schema": "…/draft/2020-12/schema"` (what
+/// `schemars` writes; observed with Claude Code 2.1.332). Core compiled the
+/// schema as Draft 2020-12 already and validates the answer itself.
+fn cli_schema(schema_json: &str) -> String {
+    match serde_json::from_str::<Value>(schema_json) {
+        Ok(Value::Object(mut map)) if map.contains_key("$schema") => {
+            map.remove("$schema");
+            Value::Object(map).to_string()
+        }
+        _ => schema_json.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -341,6 +363,50 @@ mod tests {
         let i = a.iter().position(|x| x == "--mcp-config").unwrap();
         let v: Value = serde_json::from_str(&a[i + 1]).unwrap();
         assert_eq!(v["mcpServers"]["files"]["command"], "mcp-files");
+    }
+
+    #[test]
+    fn a_native_output_schema_becomes_json_schema() {
+        use agent_adaptor_driver::{OnInvalid, OutputSchema, StructuredOutputSource};
+        let schema = r#"{"type":"object"}"#;
+        let mut req = Request::new("r", "p");
+        req.output_schema = Some(OutputSchema {
+            format: "json_schema".into(),
+            schema_json: schema.into(),
+            name: String::new(),
+            description: String::new(),
+            on_invalid: OnInvalid::FailRun,
+        });
+        req.structured_output_source = Some(StructuredOutputSource::Native);
+        for family in [&CLAUDE, &CODEBUDDY] {
+            for frames in [false, true] {
+                let a = argv_with(family, &Config::new(family), &req, frames);
+                assert!(
+                    a.windows(2).any(|w| w == ["--json-schema", schema]),
+                    "{a:?}"
+                );
+            }
+        }
+        // The CLIs' draft-07 validator refuses a 2020-12 `$schema`.
+        let mut with_meta = req.clone();
+        if let Some(s) = with_meta.output_schema.as_mut() {
+            s.schema_json =
+                r#"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}"#
+                    .into();
+        }
+        let a = argv(&CLAUDE, &Config::new(&CLAUDE), &with_meta);
+        assert!(
+            a.windows(2).any(|w| w == ["--json-schema", schema]),
+            "{a:?}"
+        );
+        // Core validates a prompt-validated schema itself: not passed on.
+        req.structured_output_source = Some(StructuredOutputSource::PromptValidate);
+        let a = argv(&CLAUDE, &Config::new(&CLAUDE), &req);
+        assert!(!a.iter().any(|x| x == "--json-schema"), "{a:?}");
+        // The flag belongs to the driver.
+        let mut cfg = Config::new(&CLAUDE);
+        cfg.extra_args = vec!["--json-schema".into(), schema.into()];
+        assert!(cfg.validate(&CLAUDE).is_err());
     }
 
     #[test]

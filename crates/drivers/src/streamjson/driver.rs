@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError,
-    HumanDecisionSupport, QuestionSupport, Request, Response, RunContext, SessionCodec,
-    StandardSessionCodec, StreamCapability, async_trait, canonical_session_config_fingerprint,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, Request, Response,
+    RunContext, SessionCodec, StandardSessionCodec, StreamCapability, StructuredOutputCapability,
+    async_trait, canonical_session_config_fingerprint,
 };
 
 use super::Family;
@@ -53,24 +53,39 @@ impl StreamJsonDriver {
     }
 }
 
+/// Where the family's `--json-schema` is native ([`Family::native_json_schema`]),
+/// it works on every transport: observed with Claude Code 2.1.332 on
+/// one-shot stream-json (with and without partial messages) and on the
+/// control transport, where the CLI's own `StructuredOutput` tool is never
+/// routed to the host as a permission request. Every family can follow a
+/// prompt instruction.
+fn structured_output_capability(family: &Family) -> StructuredOutputCapability {
+    StructuredOutputCapability {
+        json_schema_native: family.native_json_schema,
+        json_schema_prompt_validate: true,
+        works_with_run: true,
+        works_with_streaming: true,
+        works_with_hitl: true,
+        notes: if family.native_json_schema {
+            "--json-schema: a StructuredOutput tool, reported as result.structured_output".into()
+        } else {
+            "prompt instruction, final text validated by core (--json-schema does not show the \
+             model the schema)"
+                .into()
+        },
+    }
+}
+
 #[async_trait]
 impl Driver for StreamJsonDriver {
     fn descriptor(&self) -> Descriptor {
         let mut d = Descriptor::new(self.family.driver_type, self.family.display_name);
         d.sessions.supports_resume = true;
         d.process.persistent = self.config.resident;
-        if self.config.host_approvals {
-            let ask = HumanDecisionSupport {
-                ask: true,
-                ..Default::default()
-            };
-            d.run_policy.permission = ask;
-            d.run_policy.plan_review = ask;
-            d.run_policy.question = QuestionSupport {
-                ask: true,
-                ..Default::default()
-            };
-        }
+        d.structured_output = structured_output_capability(self.family);
+        // Run policy: exactly what the family's table translates (asking
+        // a human only with host approvals).
+        super::policy::table(self.family, &self.config).declare(&mut d.run_policy);
         d
     }
 

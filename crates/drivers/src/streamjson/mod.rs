@@ -14,6 +14,7 @@ pub mod control;
 pub mod driver;
 pub mod parse;
 mod persistent;
+pub mod policy;
 mod transport;
 pub mod wire;
 
@@ -48,6 +49,13 @@ pub struct Family {
     pub print_flag_with_control: bool,
     /// Environment the SDKs set for the CLI (quiet, no self-update).
     pub env_defaults: &'static [(&'static str, &'static str)],
+    /// Whether the CLI has `--chrome` / `--no-chrome` (browser use).
+    pub browser_flags: bool,
+    /// Whether `--json-schema` is the family's native structured output:
+    /// the CLI gives the model the schema (its `StructuredOutput` tool's
+    /// input schema) and reports `result.structured_output`. Otherwise core
+    /// puts the schema into the prompt and validates the final text.
+    pub native_json_schema: bool,
 }
 
 /// Claude Code.
@@ -63,6 +71,8 @@ pub static CLAUDE: Family = Family {
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
         ("DISABLE_AUTOUPDATER", "1"),
     ],
+    browser_flags: true,
+    native_json_schema: true,
 };
 
 /// CodeBuddy Code.
@@ -78,4 +88,11 @@ pub static CODEBUDDY: Family = Family {
         ("CODEBUDDY_DISABLE_AUTO_MEMORY", "1"),
         ("DISABLE_AUTOUPDATER", "1"),
     ],
+    browser_flags: false,
+    // 0.3.201 accepts `--json-schema` but never shows the model the schema:
+    // its `StructuredOutput` tool takes an untyped `{"data": {...}}`, the
+    // first request carries no trace of the schema, and whatever the tool
+    // gets is reported as `result.structured_output` unchecked (observed
+    // against the mock). Prompt validation tells the model the shape.
+    native_json_schema: false,
 };

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use agent_adaptor_driver::{
     Checkpoint, DecisionResponse, DecisionResult, DriverError, EventSink, OperationalEvent,
-    RawStreams, Request, Response, RunContext, RunEvent,
+    RawStreams, Request, Response, RunContext, RunEvent, StructuredOutput, StructuredOutputSource,
 };
 use agent_adaptor_process::{Command, Line, Process, StdinController, StdinMode};
 use bytes::Bytes;
@@ -28,6 +28,9 @@ pub(crate) async fn run(
     req: Request,
     sink: &dyn EventSink,
 ) -> Result<Response, DriverError> {
+    // The run policy's flags and transport, for this run only.
+    let applied = super::policy::table(family, cfg).apply(cfg, &req.policy);
+    let cfg = &*applied;
     if persistent::eligible(cfg, &req) {
         return persistent::run(family, cfg, pool, ctx, req, sink).await;
     }
@@ -107,6 +110,10 @@ async fn run_once(
     for out in tail {
         session.deliver(out, &mut None, sink).await?;
     }
+    let structured = req
+        .native_output_schema()
+        .and(parsed.structured_output.clone())
+        .map(native_structured_output);
     let mut resp = session.response(
         parsed,
         RawStreams {
@@ -117,7 +124,23 @@ async fn run_once(
         cwd.as_deref(),
     );
     finished.exit.apply_to(&mut resp);
+    resp.structured_output = structured;
     Ok(resp)
+}
+
+/// What the CLI reported as `result.structured_output` (it validated the
+/// tool call against the schema itself; core validates again). A run whose
+/// model never called the tool reports none, and core reads the final text.
+fn native_structured_output(value: serde_json::Value) -> StructuredOutput {
+    StructuredOutput {
+        format: "json_schema".into(),
+        source: StructuredOutputSource::Native,
+        raw_json: value.to_string(),
+        value: Some(value),
+        valid: true,
+        validation_errors: Vec::new(),
+        schema_hash: String::new(),
+    }
 }
 
 /// Read stdout to the end (or until cancelled), delivering everything; with

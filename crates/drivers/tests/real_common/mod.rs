@@ -70,6 +70,9 @@ macro_rules! real_cli_tests {
             conformance_one_shot,
             conformance_control,
             thread_turns_share_one_process,
+            policy_reject_continue_lets_the_model_go_on,
+            policy_reject_abort_fails_the_run,
+            policy_auto_deny_asks_nobody,
         );
     };
     (@cases $cli:path; $($case:ident),* $(,)?) => {

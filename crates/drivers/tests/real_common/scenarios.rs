@@ -6,7 +6,10 @@ use std::time::{Duration, Instant};
 use agent_adaptor_conformance::{
     Expect, LiveRun, Options, Report, RunCase, record_run, test_driver, verify_trace,
 };
-use agent_adaptor_core::{Event, FailureReason, Phase, ProcessKind, RunOptions};
+use agent_adaptor_core::policy::{ApprovalMode, FallbackAction, FeatureLevel, Policy};
+use agent_adaptor_core::{
+    DecidedBy, Event, FailureReason, Phase, ProcessKind, RunOptions, notice_kind,
+};
 use agent_adaptor_driver::{DecisionKind, Request, SessionContext, SessionState};
 use agent_adaptor_testkit::mock::{Reply, Script};
 use serde_json::{Value, json};
@@ -651,5 +654,219 @@ pub async fn thread_turns_share_one_process(cli: &'static Cli) {
     assert!(
         !std::path::Path::new(&format!("/proc/{}", spawns[0])).exists(),
         "close reaped the resident process"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Run policy: approvals decided by core, web search flags.
+
+/// Runs the `touch` tool call under `policy` (with `host_approvals` or not),
+/// answering each approval request with `approve` (`None`: nobody may be
+/// asked).
+async fn touch_under_policy(
+    cli: &'static Cli,
+    host_approvals: bool,
+    policy: Policy,
+    approve: Option<bool>,
+) -> Touch {
+    const KEYWORD: &str = "POLICYTOUCH";
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        vec![
+            Reply::ToolCall {
+                name: cli.shell_tool.into(),
+                arguments: json!({"command": TOUCH_COMMAND}),
+            },
+            Reply::Text("Done touching.".into()),
+        ],
+    );
+    let h = Harness::start(cli, script).await;
+    let agent = h.agent(h.config(host_approvals));
+    let mut approvals = 0;
+    let run = drain_with(
+        &agent,
+        &format!("{KEYWORD} please"),
+        RunOptions::new().policy(policy),
+        |event, _| {
+            if let Event::ApprovalRequest(req) = event {
+                approvals += 1;
+                match approve {
+                    Some(true) => req.approve().expect("answerable"),
+                    Some(false) => req.deny(DENIAL).expect("answerable"),
+                    None => panic!("nobody may be asked: {req:?}"),
+                }
+            }
+        },
+    )
+    .await;
+    assert_eq!(run.transport(), "control", "{}", run.describe());
+    let back = h
+        .model_requests(KEYWORD)
+        .iter()
+        .find(|r| r.conversation().is_some_and(|c| c.assistant_turns == 1))
+        .map(tool_results_in)
+        .unwrap_or_default();
+    Touch {
+        h,
+        run,
+        approvals,
+        back,
+    }
+}
+
+/// `ask` with `on_reject = continue`: the human's denial reaches the CLI,
+/// the tool does not run, and the model goes on (it answers after the
+/// denial). The decision is in the result.
+pub async fn policy_reject_continue_lets_the_model_go_on(cli: &'static Cli) {
+    let policy = Policy::default()
+        .permission(ApprovalMode::Ask)
+        .on_reject(FallbackAction::Continue);
+    let Touch {
+        h,
+        run,
+        approvals,
+        back,
+    } = touch_under_policy(cli, true, policy, Some(false)).await;
+    assert_eq!(approvals, 1);
+    let result = run.ok("denied, continue");
+    assert_eq!(result.text, "Done touching.");
+    assert!(
+        !h.workspace().join(TOUCHED_FILE).exists(),
+        "the tool did not run"
+    );
+    let told = cli.fixed_denial_text.unwrap_or(DENIAL);
+    assert!(back.iter().any(|t| t.contains(told)), "{back:?}");
+    let [record] = result.decisions() else {
+        panic!("{:?}", result.decisions())
+    };
+    assert_eq!(record.decided_by, DecidedBy::Human);
+    assert_eq!(record.fallback, Some(FallbackAction::Continue));
+    assert_eq!(record.text, DENIAL);
+}
+
+/// `on_reject = abort`: the denial stops the run with `approval_denied`,
+/// and the tool never runs.
+pub async fn policy_reject_abort_fails_the_run(cli: &'static Cli) {
+    let policy = Policy::default().on_reject(FallbackAction::Abort);
+    let Touch { h, run, .. } = touch_under_policy(cli, true, policy, Some(false)).await;
+    let err = match &run.outcome {
+        Err(e) => e,
+        Ok(r) => panic!("the run must fail: {:?}\n{}", r.text, run.describe()),
+    };
+    let failure = err.as_run_error().unwrap();
+    assert_eq!(
+        failure.reason,
+        FailureReason::ApprovalDenied,
+        "{}",
+        failure.message
+    );
+    assert_eq!(
+        failure.details.as_ref().unwrap()["decision"]["text"],
+        DENIAL
+    );
+    assert!(
+        !h.workspace().join(TOUCHED_FILE).exists(),
+        "the tool did not run"
+    );
+}
+
+/// `auto_deny` without host approvals: the run uses the control transport,
+/// core denies without asking anyone (visible as notices and in the
+/// result), the tool does not run, and the model goes on.
+pub async fn policy_auto_deny_asks_nobody(cli: &'static Cli) {
+    let policy = Policy::default().permission(ApprovalMode::AutoDeny);
+    let Touch {
+        h, run, approvals, ..
+    } = touch_under_policy(cli, false, policy, None).await;
+    assert_eq!(approvals, 0);
+    let result = run.ok("auto-deny");
+    assert_eq!(result.text, "Done touching.");
+    assert!(
+        !h.workspace().join(TOUCHED_FILE).exists(),
+        "the tool did not run"
+    );
+    let [record] = result.decisions() else {
+        panic!("{:?}", result.decisions())
+    };
+    assert_eq!(
+        (record.decided_by, record.mode),
+        (DecidedBy::Policy, ApprovalMode::AutoDeny)
+    );
+    assert!(run.events.iter().any(|e| matches!(
+        e,
+        Event::Notice(n) if n.kind == notice_kind::APPROVAL_RESOLVED
+            && n.data.as_ref().is_some_and(|d| d["decided_by"] == "policy")
+    )));
+}
+
+/// The web tools a model request offers the model: declared in `tools`
+/// (Anthropic `tools[].name`, Chat Completions `tools[].function.name`), or
+/// listed one per line as deferred tools the model can load (Claude Code's
+/// `<system-reminder>`). A tool merely named in prose (a subagent's
+/// description) is not offered.
+#[allow(dead_code)] // used by real_claude.rs only
+fn web_tools_in(request: &agent_adaptor_testkit::mock::RecordedRequest) -> Vec<&'static str> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.extend(s.lines().map(|l| l.trim().to_owned())),
+            Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+            Value::Object(o) => {
+                if let Some(name) = o
+                    .get("name")
+                    .or_else(|| o.get("function").and_then(|f| f.get("name")))
+                    .and_then(Value::as_str)
+                {
+                    out.push(name.to_owned());
+                }
+                o.values().for_each(|v| walk(v, out));
+            }
+            _ => {}
+        }
+    }
+    let mut offered = Vec::new();
+    walk(&request.json().unwrap_or_default(), &mut offered);
+    ["WebSearch", "WebFetch"]
+        .into_iter()
+        .filter(|t| offered.iter().any(|o| o == t))
+        .collect()
+}
+
+/// `web_search = deny` reaches the CLI: its model request no longer offers
+/// the web tools a run without the policy offers. (Claude Code only:
+/// CodeBuddy Code keeps a disallowed tool declared and denies its calls.)
+#[allow(dead_code)] // used by real_claude.rs only
+pub async fn policy_web_search_deny_removes_the_web_tools(cli: &'static Cli) {
+    const KEYWORD: &str = "WEBTOOLS";
+    let h = Harness::start(
+        cli,
+        Script::new().on_prompt(KEYWORD, vec![Reply::Text("No web today.".into())]),
+    )
+    .await;
+    let agent = h.agent(h.config(false));
+    let baseline = drain(&agent, &format!("{KEYWORD} baseline"), |_, _| {}).await;
+    baseline.ok("baseline");
+    let denied = drain_with(
+        &agent,
+        &format!("{KEYWORD} denied"),
+        RunOptions::new().policy(Policy::default().web_search(FeatureLevel::Deny)),
+        |_, _| {},
+    )
+    .await;
+    denied.ok("web search denied");
+    let web_of = |tag: &str| {
+        let requests = h.model_requests(&format!("{KEYWORD} {tag}"));
+        assert!(!requests.is_empty(), "{tag}: {}", h.describe_requests());
+        web_tools_in(&requests[0])
+    };
+    assert_eq!(
+        web_of("baseline"),
+        ["WebSearch", "WebFetch"],
+        "{}: a plain run offers both web tools",
+        cli.recipe.name
+    );
+    assert!(
+        web_of("denied").is_empty(),
+        "{}: web search denied",
+        cli.recipe.name
     );
 }

@@ -80,7 +80,9 @@ impl LlmDriver {
         if let Some(model) = req.model_override.as_ref().filter(|m| !m.is_empty()) {
             config.model = model.clone();
         }
-        if let Some(schema) = &req.output_schema {
+        // Only a schema core enforces natively becomes the response format;
+        // a prompt-validated one is already in the prompt.
+        if let Some(schema) = req.native_output_schema() {
             let value: serde_json::Value =
                 serde_json::from_str(&schema.schema_json).map_err(|error| {
                     DriverError::Protocol(format!("the output schema is not JSON: {error}"))
@@ -93,6 +95,27 @@ impl LlmDriver {
             config.response_format = Some(ResponseFormat::json_schema(name, value));
         }
         Ok(config)
+    }
+}
+
+/// Native where the wire protocol has a response format (Chat Completions,
+/// Responses, Gemini, OpenRouter's Chat); Anthropic Messages has none, so
+/// there core appends the instruction and validates the text. Every
+/// protocol can follow the instruction.
+fn structured_output_capability(protocol: &str) -> StructuredOutputCapability {
+    let native = protocol != "anthropic";
+    StructuredOutputCapability {
+        json_schema_native: native,
+        json_schema_prompt_validate: true,
+        works_with_run: true,
+        works_with_streaming: true,
+        works_with_hitl: false,
+        notes: if native {
+            "sent as the protocol's response format (json_schema, strict)".into()
+        } else {
+            "Anthropic Messages has no response format: prompt instruction, validated by core"
+                .into()
+        },
     }
 }
 
@@ -122,15 +145,7 @@ impl Driver for LlmDriver {
                 label: String::new(),
             });
         }
-        descriptor.structured_output = StructuredOutputCapability {
-            json_schema_native: true,
-            works_with_run: true,
-            works_with_streaming: true,
-            notes: "sent as the provider's response format where its protocol has one \
-                    (Chat Completions, Responses, Gemini); Anthropic Messages has none"
-                .into(),
-            ..StructuredOutputCapability::default()
-        };
+        descriptor.structured_output = structured_output_capability(self.provider.driver().id());
         descriptor
     }
 

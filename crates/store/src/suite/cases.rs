@@ -378,6 +378,79 @@ pub async fn resolve_with_and_without_archived(store: Arc<dyn ThreadStore>) -> O
     must(store.release_lease(&lease).await, "release")
 }
 
+/// `list` returns active records only, newest first; `delete` refuses a
+/// key whose lease is held, removes every record of a key (archived too)
+/// and its lease, and reports 0 for an unknown key.
+pub async fn list_and_delete(store: Arc<dyn ThreadStore>) -> Outcome {
+    let first = unique_key("list-a");
+    let second = unique_key("list-b");
+    for key in [&first, &second] {
+        let lease = must(
+            store.acquire_lease(&target(key), "o", LONG).await,
+            "acquire",
+        )?;
+        let one = sample_record(key, 1, None);
+        let saved = must(
+            store.finalize(request(&lease, &one, false)).await,
+            "finalize 1",
+        )?;
+        let two = sample_record(key, 2, Some(&saved));
+        must(
+            store.finalize(request(&lease, &two, false)).await,
+            "finalize 2",
+        )?;
+        must(store.release_lease(&lease).await, "release")?;
+    }
+    let listed = must(store.list(100_000).await, "list")?;
+    let ours: Vec<&ThreadRecord> = listed
+        .iter()
+        .filter(|r| r.key == first || r.key == second)
+        .collect();
+    ensure!(
+        ours.len() == 2,
+        "one active record per key expected: {ours:?}"
+    );
+    ensure!(
+        ours[0].key == second && ours[1].key == first,
+        "newest first: {:?}",
+        ours.iter().map(|r| &r.key).collect::<Vec<_>>()
+    );
+    ensure!(
+        ours.iter()
+            .all(|r| r.status == RecordStatus::Active && turn_of(r) == Some(2)),
+        "only the active records: {ours:?}"
+    );
+    let limited = must(store.list(1).await, "list 1")?;
+    ensure!(limited.len() == 1, "limit 1 gave {}", limited.len());
+
+    let lease = must(
+        store.acquire_lease(&target(&first), "runner", LONG).await,
+        "acquire",
+    )?;
+    match store.delete(&first).await {
+        Err(StoreError::Busy { .. }) => {}
+        other => return Err(format!("delete under a held lease: {other:?}")),
+    }
+    must(store.release_lease(&lease).await, "release")?;
+    let deleted = must(store.delete(&first).await, "delete")?;
+    ensure!(deleted == 2, "both records deleted, got {deleted}");
+    let gone = must(store.resolve(&first, true).await, "resolve deleted")?;
+    ensure!(gone.is_none(), "deleted key still resolves: {gone:?}");
+    let again = must(store.delete(&first).await, "delete again")?;
+    ensure!(again == 0, "second delete removed {again}");
+    // The key is usable again, and the other key was untouched.
+    must(
+        store.acquire_lease(&target(&first), "new", LONG).await,
+        "acquire after delete",
+    )?;
+    let other = must(store.resolve(&second, false).await, "resolve other")?;
+    ensure!(
+        other.is_some_and(|r| turn_of(&r) == Some(2)),
+        "the other key changed"
+    );
+    must(store.delete(&second).await, "delete other").map(|_| ())
+}
+
 /// 32 tasks acquire one target at once: exactly one wins, the others are
 /// `Busy` (not a backend error) — for a free target and for an expired one.
 pub async fn concurrent_acquires_exactly_one_wins(store: Arc<dyn ThreadStore>) -> Outcome {

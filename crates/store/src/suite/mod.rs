@@ -38,8 +38,9 @@
 //! The cases: leases (busy, renew, release, same-owner re-acquisition,
 //! expiry takeover), finalize (archives and rebinds, stale or expired lease
 //! writes nothing, fork onto an occupied key), resolve (with and without
-//! archived records), concurrency (many tasks acquire at once: exactly one
-//! wins; many tasks take turns: no turn lost), and end to end through core
+//! archived records), listing and deletion, concurrency (many tasks
+//! acquire at once: exactly one wins; many tasks take turns: no turn lost),
+//! and end to end through core
 //! (`Agent::builder(…).thread_store(store)`: two turns resume, concurrent
 //! runs on one key, resume-only on a missing key, fork, failed runs).
 
@@ -59,7 +60,8 @@ pub use cases::{
     concurrent_acquires_exactly_one_wins, concurrent_turns_lose_nothing,
     finalize_archives_and_rebinds, finalize_with_stale_lease_writes_nothing,
     fork_onto_occupied_key_already_exists, lease_busy_renew_release, lease_expiry_takeover,
-    lease_same_owner_reacquires, resolve_with_and_without_archived, sample_record, turn_of,
+    lease_same_owner_reacquires, list_and_delete, resolve_with_and_without_archived, sample_record,
+    turn_of,
 };
 
 /// A case's outcome: `Err` says where and what differed.
@@ -83,6 +85,7 @@ macro_rules! __thread_store_cases {
             finalize_with_stale_lease_writes_nothing,
             fork_onto_occupied_key_already_exists,
             resolve_with_and_without_archived,
+            list_and_delete,
             concurrent_acquires_exactly_one_wins,
             concurrent_turns_lose_nothing,
             agent_two_turns_resume,
