@@ -1,0 +1,298 @@
+//! The command line (clap): subcommands and their flags.
+//!
+//! Driver names are taken as plain strings and checked by
+//! [`DriverName::parse`], so an unknown one is a single clear error line
+//! rather than clap's multi-line usage error.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::error::CliError;
+
+/// `agent-adaptor`: run coding agents and LLM APIs behind one API.
+#[derive(Debug, Parser)]
+#[command(name = "agent-adaptor", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one prompt and render the run live (or as JSON lines).
+    Run(RunArgs),
+    /// Serve a web chat, AG-UI and raw SSE endpoints, and an A2A server.
+    Serve(ServeArgs),
+    /// List, show, fork or delete stored threads.
+    Threads(ThreadsArgs),
+    /// Report which drivers are usable here: binary, version, auth, models.
+    Inspect(InspectArgs),
+    /// Run the scripted mock model server (for trying real CLIs offline).
+    MockModel(MockModelArgs),
+}
+
+/// How approval requests are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApproveMode {
+    /// Ask on the terminal (the default when stdin is a terminal).
+    Ask,
+    /// Approve every permission and plan review; decline questions.
+    All,
+    /// Deny everything (the default when stdin is not a terminal).
+    None,
+}
+
+/// The LLM API a `--driver llm` run calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderName {
+    /// OpenAI Chat Completions (any OpenAI-compatible server).
+    Openai,
+    /// OpenAI Responses.
+    OpenaiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Google Gemini.
+    Gemini,
+    /// OpenRouter (Chat Completions dialect).
+    Openrouter,
+}
+
+impl ProviderName {
+    /// Every provider, in the order auto-selection tries them.
+    pub const ALL: [ProviderName; 5] = [
+        ProviderName::Anthropic,
+        ProviderName::Openai,
+        ProviderName::OpenaiResponses,
+        ProviderName::Gemini,
+        ProviderName::Openrouter,
+    ];
+
+    /// The name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderName::Openai => "openai",
+            ProviderName::OpenaiResponses => "openai-responses",
+            ProviderName::Anthropic => "anthropic",
+            ProviderName::Gemini => "gemini",
+            ProviderName::Openrouter => "openrouter",
+        }
+    }
+
+    /// The conventional variable holding the API key.
+    pub fn key_var(self) -> &'static str {
+        match self {
+            ProviderName::Openai | ProviderName::OpenaiResponses => "OPENAI_API_KEY",
+            ProviderName::Anthropic => "ANTHROPIC_API_KEY",
+            ProviderName::Gemini => "GEMINI_API_KEY",
+            ProviderName::Openrouter => "OPENROUTER_API_KEY",
+        }
+    }
+
+    /// The model used when `--model` is not given.
+    pub fn default_model(self) -> &'static str {
+        match self {
+            ProviderName::Openai | ProviderName::OpenaiResponses => "gpt-4.1-mini",
+            ProviderName::Anthropic => "claude-sonnet-4-5",
+            ProviderName::Gemini => "gemini-2.5-flash",
+            ProviderName::Openrouter => "openrouter/auto",
+        }
+    }
+}
+
+/// A driver the CLI can build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DriverName {
+    /// Claude Code.
+    Claude,
+    /// Codex.
+    Codex,
+    /// Cursor Agent.
+    Cursor,
+    /// CodeBuddy Code.
+    Codebuddy,
+    /// Gemini CLI.
+    Gemini,
+    /// An LLM HTTP API (`--provider`).
+    Llm,
+}
+
+impl DriverName {
+    /// Every driver, in the order auto-selection tries the CLIs.
+    pub const ALL: [DriverName; 6] = [
+        DriverName::Claude,
+        DriverName::Codex,
+        DriverName::Gemini,
+        DriverName::Cursor,
+        DriverName::Codebuddy,
+        DriverName::Llm,
+    ];
+
+    /// The name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriverName::Claude => "claude",
+            DriverName::Codex => "codex",
+            DriverName::Cursor => "cursor",
+            DriverName::Codebuddy => "codebuddy",
+            DriverName::Gemini => "gemini",
+            DriverName::Llm => "llm",
+        }
+    }
+
+    /// Parse a `--driver` value.
+    pub fn parse(name: &str) -> Result<DriverName, CliError> {
+        DriverName::ALL
+            .into_iter()
+            .find(|d| d.as_str() == name)
+            .ok_or_else(|| {
+                CliError::usage(format!(
+                    "unknown driver {name:?} (expected one of: claude, codex, cursor, codebuddy, gemini, llm)"
+                ))
+            })
+    }
+}
+
+/// Which driver a run or server uses.
+#[derive(Debug, Clone, Args)]
+pub struct DriverArgs {
+    /// The driver: claude, codex, cursor, codebuddy, gemini or llm. Without
+    /// it the first usable CLI (on PATH, with credentials) is used, else an
+    /// LLM API whose key is set, else the offline playground.
+    #[arg(long, value_name = "NAME")]
+    pub driver: Option<String>,
+    /// The model (default: the CLI's own; for llm, a per-provider default).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// For `--driver llm`: which API (default: the first whose key is set).
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub provider: Option<ProviderName>,
+    /// For `--driver llm`: the API base URL (default: the provider's).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Use the offline playground (the built-in scripted model server)
+    /// even when a real driver is usable.
+    #[arg(long, conflicts_with_all = ["driver", "provider", "base_url"])]
+    pub playground: bool,
+}
+
+/// `agent-adaptor run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The driver.
+    #[command(flatten)]
+    pub driver: DriverArgs,
+    /// Run under this thread key: the conversation continues across runs.
+    #[arg(long, value_name = "KEY")]
+    pub thread: Option<String>,
+    /// With `--thread NEW`: start NEW as a fork of this thread (the provider
+    /// forks its session on this run).
+    #[arg(long, value_name = "KEY", requires = "thread")]
+    pub fork_from: Option<String>,
+    /// The thread store: `sqlite:PATH` (default: a file in the user's data
+    /// directory) or `postgres://…`.
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<String>,
+    /// The agent's working directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Request structured output matching this JSON Schema file.
+    #[arg(long, value_name = "FILE")]
+    pub schema: Option<PathBuf>,
+    /// Print one JSON object per event, one a line, then a result line.
+    #[arg(long)]
+    pub json: bool,
+    /// How approvals are answered (default: ask on a terminal, none otherwise).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub approve: Option<ApproveMode>,
+    /// The prompt.
+    #[arg(value_name = "PROMPT", required = true, num_args = 1.., trailing_var_arg = true)]
+    pub prompt: Vec<String>,
+}
+
+/// `agent-adaptor serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// The driver.
+    #[command(flatten)]
+    pub driver: DriverArgs,
+    /// Where to listen.
+    #[arg(long, default_value = "127.0.0.1:8787", value_name = "ADDR")]
+    pub addr: SocketAddr,
+    /// The thread store: `sqlite:PATH` (default: a file in the user's data
+    /// directory) or `postgres://…` (shared by several `serve` instances).
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<String>,
+    /// The agents' working directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Listen on a non-loopback address although `serve` authenticates
+    /// nobody (put it behind a proxy that does).
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
+}
+
+/// `agent-adaptor threads`.
+#[derive(Debug, Clone, Args)]
+pub struct ThreadsArgs {
+    /// The thread store (as for `run`).
+    #[arg(long, global = true, value_name = "STORE")]
+    pub store: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ThreadsCommand,
+}
+
+/// The `threads` subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ThreadsCommand {
+    /// List the threads that have an active record.
+    List,
+    /// Show a thread's record (and its conversation, for llm threads).
+    Show {
+        /// The thread key.
+        key: String,
+    },
+    /// Copy thread KEY to NEW (llm threads; CLI threads fork with
+    /// `run --thread NEW --fork-from KEY`).
+    Fork {
+        /// The source key.
+        key: String,
+        /// The new key (must not exist).
+        new: String,
+    },
+    /// Delete a thread: every record and its lease.
+    Delete {
+        /// The thread key.
+        key: String,
+    },
+}
+
+/// `agent-adaptor inspect`.
+#[derive(Debug, Clone, Args)]
+pub struct InspectArgs {
+    /// Only this driver.
+    #[arg(long, value_name = "NAME")]
+    pub driver: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `agent-adaptor mock-model`.
+#[derive(Debug, Clone, Args)]
+pub struct MockModelArgs {
+    /// Where to listen.
+    #[arg(long, default_value = "127.0.0.1:8788", value_name = "ADDR")]
+    pub addr: SocketAddr,
+    /// A script file (JSON; see the testkit's `Script`). Default: the
+    /// playground's script.
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+}

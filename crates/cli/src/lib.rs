@@ -1,0 +1,129 @@
+//! # agent-adaptor-cli
+//!
+//! The `agent-adaptor` binary: the library's pipeline at a terminal and on
+//! the web.
+//!
+//! ```text
+//! agent-adaptor run "hello"                         # live rendering; the playground when nothing else is usable
+//! agent-adaptor run --driver claude --thread t1 "…" # a real CLI, a durable thread
+//! agent-adaptor run --json "…"                      # one JSON object per event, then a result line
+//! agent-adaptor serve                               # web chat at http://127.0.0.1:8787/ (AG-UI, raw SSE, A2A)
+//! agent-adaptor threads list | show KEY | fork KEY NEW | delete KEY
+//! agent-adaptor inspect [--driver X]                # binary, version, auth, models
+//! agent-adaptor mock-model [--addr 127.0.0.1:8788]  # the scripted mock model server
+//! ```
+//!
+//! What each part owns:
+//!
+//! * [`args`] — the command line (clap); [`error`] — one-line failures and
+//!   exit codes (0 success, 1 failure, 2 usage, 130 cancelled).
+//! * [`select`] — which driver runs: `--driver` exactly (never a silent
+//!   fallback), else the first usable agent CLI, else an LLM API whose key
+//!   is set, else the [`playground`].
+//! * [`chat`] — the CLI's `llm` driver: an agent loop over an LLM HTTP
+//!   provider with approved tools and threads (the library's `LlmDriver`
+//!   runs one turn only).
+//! * [`run`], [`render`], [`approve`], [`json_out`] — `run`: live
+//!   rendering, terminal approvals, Ctrl-C, JSON lines.
+//! * [`serve`] — the web chat page, AG-UI and raw SSE, A2A, thread API.
+//! * [`threads`], [`inspect`], [`mock_model`], [`store`] — the other
+//!   commands and `--store`.
+//!
+//! Unlike the library crates, this one depends on `agent-adaptor-testkit`:
+//! the playground and `mock-model` embed its mock model server. It is
+//! therefore not published.
+#![forbid(unsafe_code)]
+
+pub mod approve;
+pub mod args;
+pub mod chat;
+pub mod error;
+pub mod inspect;
+pub mod json_out;
+pub mod mock_model;
+pub mod playground;
+pub mod render;
+pub mod run;
+pub mod select;
+pub mod serve;
+pub mod store;
+pub mod threads;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+use crate::error::{CliError, EXIT_USAGE};
+
+/// Parse the command line, run the command, and turn its outcome into the
+/// exit code, printing a failure as one line on stderr.
+pub fn main_entry() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        eprintln!(
+            "agent-adaptor: internal error: {} (please report it)",
+            error::one_line(&what)
+        );
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            let text = e.to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
+            eprintln!("agent-adaptor: error: {first} (see agent-adaptor --help)");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("agent-adaptor: error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(dispatch(cli.command));
+    // Background work (a blocked stdin read, a server task) must not hold
+    // the exit up.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agent-adaptor: error: {}", e.one_line());
+            ExitCode::from(e.code)
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> Result<(), CliError> {
+    match command {
+        Command::Run(args) => run::run(args).await,
+        Command::Serve(args) => serve::serve(args).await,
+        Command::Threads(args) => threads::threads(args).await,
+        Command::Inspect(args) => inspect::inspect(args).await,
+        Command::MockModel(args) => mock_model::mock_model(args).await,
+    }
+}

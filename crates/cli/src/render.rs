@@ -1,0 +1,348 @@
+//! Live terminal rendering of a run.
+//!
+//! The answer text goes to stdout as it streams; everything else goes to
+//! stderr: reasoning (dimmed), tool calls (a spinner while they run, then
+//! a check mark with the duration), approvals, notes and the final usage
+//! line. With a terminal on stderr, ANSI styles and the spinner are used;
+//! otherwise plain lines.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use agent_adaptor_core::driver::Usage;
+use agent_adaptor_core::{Event, Phase, notice_kind};
+use serde_json::Value;
+
+const DIM: &str = "\x1b[2m";
+const BOLD: &str = "\x1b[1m";
+const GREEN: &str = "\x1b[32m";
+const RED: &str = "\x1b[31m";
+const CYAN: &str = "\x1b[36m";
+const RESET: &str = "\x1b[0m";
+const CLEAR_LINE: &str = "\r\x1b[2K";
+const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// A tool call being shown.
+#[derive(Debug)]
+struct Tool {
+    name: String,
+    args: String,
+    started: Instant,
+}
+
+/// Renders events to stdout/stderr (see the [module docs](self)).
+#[derive(Debug)]
+pub struct Renderer {
+    styled: bool,
+    /// The stdout text does not end with a newline.
+    text_mid_line: bool,
+    /// Reasoning is being printed (stderr, mid-line).
+    thinking_mid_line: bool,
+    /// A spinner line is on stderr (no newline after it).
+    spinner_drawn: bool,
+    tools: HashMap<String, Tool>,
+    /// Tool ids in start order, for the spinner.
+    running: Vec<String>,
+    frame: usize,
+}
+
+impl Renderer {
+    /// A renderer; `styled` enables ANSI styles and the spinner.
+    pub fn new(styled: bool) -> Self {
+        Renderer {
+            styled,
+            text_mid_line: false,
+            thinking_mid_line: false,
+            spinner_drawn: false,
+            tools: HashMap::new(),
+            running: Vec::new(),
+            frame: 0,
+        }
+    }
+
+    fn style(&self, style: &str, text: &str) -> String {
+        if self.styled {
+            format!("{style}{text}{RESET}")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    /// Clear the spinner line and end any open stdout/reasoning line, so a
+    /// whole line can be written to stderr.
+    fn line_start(&mut self) {
+        let mut err = std::io::stderr().lock();
+        if self.spinner_drawn {
+            let _ = write!(err, "{CLEAR_LINE}");
+            self.spinner_drawn = false;
+        }
+        if self.thinking_mid_line {
+            let _ = writeln!(err, "{}", if self.styled { RESET } else { "" });
+            self.thinking_mid_line = false;
+        }
+        if self.text_mid_line {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out);
+            let _ = out.flush();
+            self.text_mid_line = false;
+        }
+        let _ = err.flush();
+    }
+
+    /// Write one whole line to stderr.
+    pub fn note(&mut self, line: &str) {
+        self.line_start();
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{line}");
+        let _ = err.flush();
+    }
+
+    /// A dimmed note line.
+    pub fn dim_note(&mut self, line: &str) {
+        let styled = self.style(DIM, line);
+        self.note(&styled);
+    }
+
+    /// Stop drawing the spinner (before a prompt); it comes back on the
+    /// next [`tick`](Self::tick).
+    pub fn suspend(&mut self) {
+        self.line_start();
+    }
+
+    /// Redraw the spinner (call about every 100 ms).
+    pub fn tick(&mut self) {
+        if !self.styled || self.thinking_mid_line || self.text_mid_line {
+            return;
+        }
+        let Some(id) = self.running.last() else {
+            return;
+        };
+        let Some(tool) = self.tools.get(id) else {
+            return;
+        };
+        self.frame = (self.frame + 1) % FRAMES.len();
+        let line = format!(
+            "{CLEAR_LINE}{CYAN}{}{RESET} {BOLD}{}{RESET} {DIM}{} {}{RESET}",
+            FRAMES[self.frame],
+            tool.name,
+            preview(&tool.args, 60),
+            seconds(tool.started.elapsed())
+        );
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{line}");
+        let _ = err.flush();
+        self.spinner_drawn = true;
+    }
+
+    /// Render one event.
+    pub fn event(&mut self, event: &Event) {
+        match event {
+            Event::TextDelta(d) if d.phase == Phase::Content && !d.text.is_empty() => {
+                if self.spinner_drawn || self.thinking_mid_line {
+                    self.line_start();
+                }
+                let mut out = std::io::stdout().lock();
+                let _ = write!(out, "{}", d.text);
+                let _ = out.flush();
+                self.text_mid_line = !d.text.ends_with('\n');
+            }
+            Event::Thinking(t) => match t.phase {
+                Phase::Start => {
+                    self.line_start();
+                    let label = self.style(DIM, "thinking: ");
+                    let mut err = std::io::stderr().lock();
+                    let _ = write!(err, "{label}{}", if self.styled { DIM } else { "" });
+                    let _ = err.flush();
+                    self.thinking_mid_line = true;
+                }
+                Phase::Content => {
+                    if !self.thinking_mid_line {
+                        self.line_start();
+                        self.thinking_mid_line = true;
+                        if self.styled {
+                            eprint!("{DIM}");
+                        }
+                    }
+                    let mut err = std::io::stderr().lock();
+                    let _ = write!(err, "{}", t.text);
+                    let _ = err.flush();
+                }
+                Phase::End => self.line_start(),
+            },
+            Event::ToolCall(c) => self.tool_call(c),
+            Event::ToolResult(r) => self.tool_done(&r.id, r.result.as_ref()),
+            Event::Notice(n) if n.kind == notice_kind::APPROVAL_RESOLVED => {
+                let by = n
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("decided_by"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("host");
+                let line = format!("approval {} (decided by {by})", n.text);
+                self.dim_note(&line);
+            }
+            Event::Notice(n) if n.kind == notice_kind::DRIVER_VIOLATION => {
+                let line = self.style(RED, &format!("driver violation: {}", n.text));
+                self.note(&line);
+            }
+            Event::Dropped(d) => {
+                self.dim_note(&format!("[{} events dropped: {}]", d.count, d.reason))
+            }
+            Event::RunFinished(_) => {
+                self.line_start();
+                self.running.clear();
+            }
+            _ => {}
+        }
+    }
+
+    fn tool_call(&mut self, c: &agent_adaptor_core::ToolCall) {
+        match c.phase {
+            Phase::Start => {
+                let args = c.args.as_ref().map(Value::to_string).unwrap_or_default();
+                self.tools.insert(
+                    c.id.clone(),
+                    Tool {
+                        name: c.name.clone(),
+                        args,
+                        started: Instant::now(),
+                    },
+                );
+                self.running.push(c.id.clone());
+                if !self.styled {
+                    let line = format!("tool {} started", c.name);
+                    self.note(&line);
+                }
+                self.tick();
+            }
+            Phase::Content => {
+                if let Some(tool) = self.tools.get_mut(&c.id) {
+                    tool.args.push_str(&c.args_delta);
+                }
+            }
+            Phase::End => {
+                if let Some(result) = &c.result {
+                    self.tool_done(&c.id, Some(result));
+                }
+            }
+        }
+    }
+
+    fn tool_done(&mut self, id: &str, result: Option<&Value>) {
+        self.running.retain(|r| r != id);
+        let Some(tool) = self.tools.remove(id) else {
+            return;
+        };
+        let text = match result {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => String::new(),
+        };
+        let denied = text.starts_with("The user did not allow");
+        let mark = if denied {
+            self.style(RED, "✗")
+        } else {
+            self.style(GREEN, "✓")
+        };
+        let head = format!(
+            "{mark} {} {} {}",
+            self.style(BOLD, &tool.name),
+            preview(&tool.args, 60),
+            self.style(DIM, &seconds(tool.started.elapsed()))
+        );
+        self.note(&head);
+        for line in text.lines().take(4) {
+            let line = format!("    {}", preview(line, 100));
+            self.dim_note(&line);
+        }
+        if text.lines().count() > 4 {
+            self.dim_note("    …");
+        }
+    }
+
+    /// The final usage line.
+    pub fn usage(&mut self, usage: Option<&Usage>, elapsed: Duration, what: &str) {
+        let line = format!("— {} · {} · {what}", usage_text(usage), seconds(elapsed));
+        self.dim_note(&line);
+    }
+
+    /// End the output (a final newline after streamed text).
+    pub fn finish(&mut self) {
+        self.line_start();
+    }
+}
+
+/// `12 in (3 cached) · 4 out (1 reasoning)`, or "usage not reported".
+pub fn usage_text(usage: Option<&Usage>) -> String {
+    let Some(u) = usage else {
+        return "usage not reported".into();
+    };
+    let mut parts = Vec::new();
+    if let Some(i) = u.input_tokens {
+        let cached = u
+            .cached_input_tokens
+            .filter(|c| *c > 0)
+            .map(|c| format!(" ({c} cached)"))
+            .unwrap_or_default();
+        parts.push(format!("{i} tokens in{cached}"));
+    }
+    if let Some(o) = u.output_tokens {
+        let reasoning = u
+            .reasoning_tokens
+            .filter(|r| *r > 0)
+            .map(|r| format!(" ({r} reasoning)"))
+            .unwrap_or_default();
+        parts.push(format!("{o} out{reasoning}"));
+    }
+    if let Some(c) = u.cost_usd {
+        parts.push(format!("${c:.4}"));
+    }
+    if parts.is_empty() {
+        "usage not reported".into()
+    } else {
+        parts.join(" · ")
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+/// The first line of `text`, at most `max` characters.
+fn preview(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() > max {
+        let cut: String = line.chars().take(max).collect();
+        format!("{cut}…")
+    } else {
+        line.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_lines_say_what_was_reported() {
+        assert_eq!(usage_text(None), "usage not reported");
+        let u = Usage {
+            input_tokens: Some(100),
+            cached_input_tokens: Some(20),
+            output_tokens: Some(10),
+            reasoning_tokens: Some(3),
+            ..Usage::default()
+        };
+        assert_eq!(
+            usage_text(Some(&u)),
+            "100 tokens in (20 cached) · 10 out (3 reasoning)"
+        );
+    }
+
+    #[test]
+    fn previews_are_one_short_line() {
+        assert_eq!(preview("abc\ndef", 10), "abc");
+        assert_eq!(preview("abcdef", 3), "abc…");
+    }
+}

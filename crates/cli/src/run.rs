@@ -1,0 +1,289 @@
+//! `agent-adaptor run`: one prompt, rendered live or as JSON lines.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_adaptor_core::{
+    Agent, Error, Event, FailureReason, RunOptions, RunResult, RunStream, Runner, approve_all,
+    deny_all,
+};
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::approve;
+use crate::args::{ApproveMode, RunArgs};
+use crate::error::CliError;
+use crate::json_out;
+use crate::render::Renderer;
+use crate::select::{Selected, select};
+use crate::store::StoreSpec;
+
+/// How long a driver may take to stop after Ctrl-C before core drops it
+/// (which kills its process group).
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// Read and check a `--schema` file: it must be one JSON object.
+pub fn read_schema(path: &Path) -> Result<(Vec<u8>, Value), CliError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError::usage(format!("cannot read schema file {}: {e}", path.display())))?;
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| CliError::usage(format!("schema file {} is not JSON: {e}", path.display())))?;
+    if !value.is_object() {
+        return Err(CliError::usage(format!(
+            "schema file {} must hold one JSON object (a JSON Schema)",
+            path.display()
+        )));
+    }
+    Ok((bytes, value))
+}
+
+/// Ask for structured output matching `schema` (the file's bytes).
+pub fn with_schema(options: RunOptions, schema: &[u8]) -> RunOptions {
+    options.with_schema_json(schema)
+}
+
+/// The approval mode in effect: the flag, else `ask` when stdin is a
+/// terminal and `none` otherwise.
+pub fn approve_mode(flag: Option<ApproveMode>) -> ApproveMode {
+    flag.unwrap_or(if std::io::stdin().is_terminal() {
+        ApproveMode::Ask
+    } else {
+        ApproveMode::None
+    })
+}
+
+/// Run `agent-adaptor run`.
+pub async fn run(args: RunArgs) -> Result<(), CliError> {
+    let prompt = args.prompt.join(" ");
+    if prompt.trim().is_empty() {
+        return Err(CliError::usage("the prompt is empty"));
+    }
+    let schema = args.schema.as_deref().map(read_schema).transpose()?;
+    if let Some(dir) = &args.cwd
+        && !dir.is_dir()
+    {
+        return Err(CliError::usage(format!(
+            "--cwd {}: not a directory",
+            dir.display()
+        )));
+    }
+    let mode = approve_mode(args.approve);
+    let store = if args.thread.is_some() || args.store.is_some() {
+        Some(StoreSpec::parse(args.store.as_deref())?.open().await?)
+    } else {
+        None
+    };
+    let selected = select(&args.driver, schema.as_ref().map(|(_, v)| v)).await?;
+    let styled = !args.json && std::io::stderr().is_terminal();
+    let mut renderer = Renderer::new(styled);
+    if !args.json {
+        renderer.dim_note(&format!("▸ {}", selected.label));
+        if let Some(store) = &store {
+            renderer.dim_note(&format!("▸ threads: {}", store.description));
+        }
+    }
+
+    let mut builder = Agent::builder_shared(selected.driver.clone()).cancel_grace(CANCEL_GRACE);
+    if let Some(store) = &store {
+        builder = builder.thread_store(store.store.clone());
+    }
+    let agent = builder
+        .build()
+        .map_err(|e| CliError::failure(e.to_string()))?;
+    let mut options = RunOptions::new();
+    if let Some(model) = &args.driver.model {
+        options = options.model(model.clone());
+    }
+    if let Some(dir) = &args.cwd {
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+        options = options.workspace(dir);
+    }
+    if let Some((bytes, _)) = &schema {
+        options = with_schema(options, bytes);
+    }
+    options = match mode {
+        // A human at the terminal may take their time.
+        ApproveMode::Ask => options.approval_timeout(None),
+        ApproveMode::All => options.approval_handler(approve_all()),
+        ApproveMode::None => options.approval_handler(deny_all(
+            "denied by --approve none (a run without a terminal on stdin denies every request)",
+        )),
+    };
+    let runner: Arc<dyn Runner> = match (&args.thread, &args.fork_from) {
+        (Some(key), Some(parent)) => Arc::new(agent.thread(parent.clone()).fork(key.clone())),
+        (Some(key), None) => Arc::new(agent.thread(key.clone())),
+        (None, _) => Arc::new(agent.clone()),
+    };
+    let started = Instant::now();
+    let stream = runner.stream_with(&prompt, options);
+    let outcome = drive(stream, &mut renderer, args.json, mode, styled).await;
+    agent.close().await;
+    report(outcome, &mut renderer, args.json, started, &selected)
+}
+
+/// What the event loop ended with.
+struct Outcome {
+    result: Result<RunResult, Error>,
+    run_id: String,
+    interrupted: bool,
+}
+
+/// Drain the stream: render or print each event, answer approvals, cancel
+/// on Ctrl-C.
+async fn drive(
+    mut stream: RunStream,
+    renderer: &mut Renderer,
+    json: bool,
+    mode: ApproveMode,
+    styled: bool,
+) -> Outcome {
+    let run_id = stream.run_id().to_owned();
+    let handle = stream.handle();
+    let mut interrupted = false;
+    let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    let mut signals = Signals::new();
+    loop {
+        tokio::select! {
+            event = stream.next() => {
+                let Some(event) = event else { break };
+                if json {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "{}", json_out::event_line(&event));
+                    let _ = out.flush();
+                } else {
+                    renderer.event(&event);
+                }
+                if let Event::ApprovalRequest(req) = &event
+                    && mode == ApproveMode::Ask
+                    && !interrupted
+                {
+                    renderer.suspend();
+                    eprint!("{}", approve::prompt_text(req, styled));
+                    let _ = std::io::stderr().flush();
+                    tokio::select! {
+                        line = approve::read_line() => {
+                            let answer = approve::interpret(req, line.as_deref());
+                            if let Err(e) = approve::deliver(req, &answer) {
+                                renderer.dim_note(&format!("approval not delivered: {e}"));
+                            }
+                        }
+                        () = signals.recv() => {
+                            eprintln!();
+                            interrupted = true;
+                            handle.cancel();
+                            renderer.dim_note("cancelling…");
+                        }
+                    }
+                }
+            }
+            _ = ticker.tick(), if !json => renderer.tick(),
+            () = signals.recv() => {
+                if !json {
+                    renderer.dim_note(if interrupted { "still cancelling…" } else { "cancelling…" });
+                }
+                interrupted = true;
+                handle.cancel();
+            }
+        }
+    }
+    let result = stream.result().await;
+    Outcome {
+        result,
+        run_id,
+        interrupted,
+    }
+}
+
+/// Ctrl-C (SIGINT) and SIGTERM, as one repeatable event.
+struct Signals {
+    int: Option<tokio::signal::unix::Signal>,
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        Signals {
+            int: signal(SignalKind::interrupt()).ok(),
+            term: signal(SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// The next SIGINT or SIGTERM (never, when neither could be hooked).
+    async fn recv(&mut self) {
+        let Signals { int, term } = self;
+        let int = async {
+            match int.as_mut() {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        let term = async {
+            match term.as_mut() {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = int => {}
+            _ = term => {}
+        }
+    }
+}
+
+/// Print the end of the run and turn its outcome into the exit status.
+fn report(
+    outcome: Outcome,
+    renderer: &mut Renderer,
+    json: bool,
+    started: Instant,
+    selected: &Selected,
+) -> Result<(), CliError> {
+    if json {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "{}",
+            json_out::result_line(&outcome.result, &outcome.run_id)
+        );
+        let _ = out.flush();
+    } else {
+        renderer.finish();
+    }
+    let what = if selected.playground.is_some() {
+        "playground".to_owned()
+    } else {
+        selected.name.as_str().to_owned()
+    };
+    match outcome.result {
+        Ok(result) => {
+            if !json {
+                if let Some(so) = result.structured_output()
+                    && let Some(value) = &so.value
+                {
+                    renderer.dim_note(&format!("structured output (valid: {}):", so.valid));
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(value).unwrap_or_default()
+                    );
+                }
+                renderer.usage(result.usage.as_ref(), started.elapsed(), &what);
+            }
+            Ok(())
+        }
+        Err(e) => Err(describe(&e, outcome.interrupted)),
+    }
+}
+
+/// One line for a failed run.
+fn describe(e: &Error, interrupted: bool) -> CliError {
+    match e.as_run_error() {
+        Some(re) if re.reason == FailureReason::Cancelled || interrupted => {
+            CliError::cancelled("run cancelled (Ctrl-C)")
+        }
+        Some(re) => CliError::failure(format!("run failed ({}): {}", re.reason, re.message)),
+        None => CliError::failure(format!("run refused: {e}")),
+    }
+}

@@ -1,0 +1,374 @@
+//! Which driver a command uses, and what can be told about each driver
+//! without running it (binary on `PATH`, credentials present).
+//!
+//! Without `--driver`, the first agent CLI that is on `PATH` **and** has
+//! credentials is used (claude, codex, gemini, cursor, codebuddy), else the
+//! `llm` driver with the first API whose key variable is set, else the
+//! playground. `--driver X` never falls back: if X cannot run, the command
+//! fails and says why.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agent_adaptor_driver::Driver;
+use agent_adaptor_llm::{
+    AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, OpenRouterDriver,
+    Provider,
+};
+use serde_json::Value;
+
+use crate::args::{DriverArgs, DriverName, ProviderName};
+use crate::chat::ChatDriver;
+use crate::error::CliError;
+use crate::playground::Playground;
+
+/// The driver a command runs with.
+pub struct Selected {
+    /// The driver.
+    pub driver: Arc<dyn Driver>,
+    /// Which one.
+    pub name: DriverName,
+    /// One line saying what runs (printed at start).
+    pub label: String,
+    /// The playground, when that is what runs (keeps its server alive).
+    pub playground: Option<Playground>,
+}
+
+/// Where an agent CLI keeps its credentials, and what its binary is called.
+struct CliFacts {
+    name: DriverName,
+    programs: &'static [&'static str],
+    env: &'static [&'static str],
+    /// (variable naming a directory, default directory under `$HOME`, file).
+    files: &'static [(&'static str, &'static str, &'static str)],
+}
+
+const CLIS: [CliFacts; 5] = [
+    CliFacts {
+        name: DriverName::Claude,
+        programs: &["claude"],
+        env: &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "CLAUDE_CODE_USE_VERTEX",
+        ],
+        files: &[("CLAUDE_CONFIG_DIR", ".claude", ".credentials.json")],
+    },
+    CliFacts {
+        name: DriverName::Codex,
+        programs: &["codex"],
+        env: &["OPENAI_API_KEY", "CODEX_API_KEY"],
+        files: &[("CODEX_HOME", ".codex", "auth.json")],
+    },
+    CliFacts {
+        name: DriverName::Gemini,
+        programs: &["gemini"],
+        env: &[
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+            "GOOGLE_GENAI_USE_VERTEXAI",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+        ],
+        files: &[("", ".gemini", "oauth_creds.json")],
+    },
+    CliFacts {
+        name: DriverName::Cursor,
+        programs: &["agent", "cursor-agent"],
+        env: &["CURSOR_API_KEY"],
+        files: &[],
+    },
+    CliFacts {
+        name: DriverName::Codebuddy,
+        programs: &["codebuddy"],
+        env: &["CODEBUDDY_API_KEY", "CODEBUDDY_AUTH_TOKEN"],
+        files: &[],
+    },
+];
+
+/// What is known about one driver on this machine.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Probe {
+    /// The driver.
+    pub driver: &'static str,
+    /// The binary found on `PATH` (`None` for llm, or when missing).
+    pub binary: Option<PathBuf>,
+    /// The programs looked for.
+    pub programs: Vec<&'static str>,
+    /// Evidence of credentials: variable names that are set, files that
+    /// exist (never their values).
+    pub auth: Vec<String>,
+    /// Where credentials were looked for.
+    pub auth_sources: Vec<String>,
+}
+
+impl Probe {
+    /// A binary was found and credentials are present.
+    pub fn usable(&self) -> bool {
+        self.binary.is_some() && !self.auth.is_empty()
+    }
+}
+
+fn var_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty())
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `program` on `PATH` (an executable file), like `which`.
+pub fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Probe an agent CLI driver (not `llm`).
+pub fn probe_cli(name: DriverName) -> Option<Probe> {
+    let facts = CLIS.iter().find(|f| f.name == name)?;
+    let binary = facts.programs.iter().find_map(|p| which(p));
+    let mut auth = Vec::new();
+    let mut sources = Vec::new();
+    for var in facts.env {
+        sources.push(format!("${var}"));
+        if var_set(var) {
+            auth.push(format!("${var}"));
+        }
+    }
+    for (dir_var, default_dir, file) in facts.files {
+        let dir = (!dir_var.is_empty())
+            .then(|| std::env::var_os(dir_var).filter(|d| !d.is_empty()))
+            .flatten()
+            .map(PathBuf::from)
+            .or_else(|| home().map(|h| h.join(default_dir)));
+        if let Some(dir) = dir {
+            let path = dir.join(file);
+            sources.push(path.display().to_string());
+            if path.is_file() {
+                auth.push(path.display().to_string());
+            }
+        }
+    }
+    Some(Probe {
+        driver: name.as_str(),
+        binary,
+        programs: facts.programs.to_vec(),
+        auth,
+        auth_sources: sources,
+    })
+}
+
+/// The first provider whose key variable is set.
+pub fn provider_from_env() -> Option<ProviderName> {
+    ProviderName::ALL.into_iter().find(|p| var_set(p.key_var()))
+}
+
+/// Build the `llm` driver for `provider`.
+pub fn llm_driver(
+    provider: ProviderName,
+    model: Option<&str>,
+    base_url: Option<&str>,
+) -> Result<ChatDriver, CliError> {
+    let key = std::env::var(provider.key_var()).unwrap_or_default();
+    if key.is_empty() && base_url.is_none() {
+        return Err(CliError::failure(format!(
+            "{} is not set (the llm driver with --provider {} reads its API key from it)",
+            provider.key_var(),
+            provider.as_str()
+        )));
+    }
+    let name = provider.as_str();
+    let mut p = match provider {
+        ProviderName::Openai => Provider::new(name, OpenAiChatDriver::new()),
+        ProviderName::OpenaiResponses => Provider::new(name, OpenAiResponsesDriver::new()),
+        ProviderName::Anthropic => Provider::new(name, AnthropicDriver::new()),
+        ProviderName::Gemini => Provider::new(name, GeminiDriver::new()),
+        ProviderName::Openrouter => Provider::new(name, OpenRouterDriver::new()),
+    };
+    if let Some(url) = base_url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(CliError::usage(format!(
+                "--base-url {url:?} is not an http(s) URL"
+            )));
+        }
+        p = p.base_url(url);
+    }
+    if !key.is_empty() {
+        p = p.api_key(&key);
+    }
+    let model = model.unwrap_or(provider.default_model());
+    Ok(ChatDriver::new(p, model))
+}
+
+/// Build the driver of agent CLI `name`: its binary from `PATH`, the
+/// environment inherited untouched, host approvals on where the CLI can
+/// route them.
+fn cli_driver(name: DriverName, model: Option<&str>, binary: PathBuf) -> Arc<dyn Driver> {
+    use agent_adaptor_drivers::{claude, codebuddy, codex, cursor, gemini};
+    let model = model.map(str::to_owned);
+    match name {
+        DriverName::Claude | DriverName::Codebuddy => {
+            let mut config = if name == DriverName::Claude {
+                claude::config()
+            } else {
+                codebuddy::config()
+            };
+            config.command = binary;
+            config.model = model;
+            config.host_approvals = true;
+            if name == DriverName::Claude {
+                Arc::new(claude::driver(config))
+            } else {
+                Arc::new(codebuddy::driver(config))
+            }
+        }
+        DriverName::Codex => {
+            let config = codex::Config {
+                command: binary,
+                model,
+                ..Default::default()
+            };
+            Arc::new(codex::driver(config))
+        }
+        DriverName::Gemini => {
+            let config = gemini::Config {
+                command: binary,
+                model,
+                ..Default::default()
+            };
+            Arc::new(gemini::driver(config))
+        }
+        DriverName::Cursor | DriverName::Llm => {
+            let config = cursor::Config {
+                command: binary,
+                model,
+                ..Default::default()
+            };
+            Arc::new(cursor::driver(config))
+        }
+    }
+}
+
+/// Pick and build the driver of a `run` or `serve` (see the module docs).
+/// `schema` shapes the playground's answer when the playground runs.
+pub async fn select(args: &DriverArgs, schema: Option<&Value>) -> Result<Selected, CliError> {
+    if args.playground {
+        return playground(schema).await;
+    }
+    let Some(requested) = args.driver.as_deref() else {
+        if args.provider.is_some() || args.base_url.is_some() {
+            return explicit(DriverName::Llm, args);
+        }
+        return auto(args, schema).await;
+    };
+    explicit(DriverName::parse(requested)?, args)
+}
+
+fn explicit(name: DriverName, args: &DriverArgs) -> Result<Selected, CliError> {
+    if name == DriverName::Llm {
+        let provider = match args.provider {
+            Some(p) => p,
+            None => provider_from_env().ok_or_else(|| {
+                CliError::usage(
+                    "--driver llm needs --provider openai|openai-responses|anthropic|gemini|openrouter \
+                     (or one of OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY set)",
+                )
+            })?,
+        };
+        let driver = llm_driver(provider, args.model.as_deref(), args.base_url.as_deref())?;
+        let label = format!(
+            "llm driver: {} at {} (model {})",
+            provider.as_str(),
+            driver.provider().endpoint().base_url(),
+            args.model.as_deref().unwrap_or(provider.default_model())
+        );
+        return Ok(Selected {
+            driver: Arc::new(driver),
+            name,
+            label,
+            playground: None,
+        });
+    }
+    if args.provider.is_some() || args.base_url.is_some() {
+        return Err(CliError::usage(format!(
+            "--provider and --base-url apply to --driver llm, not --driver {}",
+            name.as_str()
+        )));
+    }
+    let probe = probe_cli(name)
+        .ok_or_else(|| CliError::failure(format!("no facts about driver {}", name.as_str())))?;
+    let Some(binary) = probe.binary.clone() else {
+        return Err(CliError::failure(format!(
+            "driver {}: `{}` was not found on PATH (install the CLI, or see `agent-adaptor inspect`)",
+            name.as_str(),
+            probe.programs.join("` or `")
+        )));
+    };
+    let label = format!("{} driver: {}", name.as_str(), binary.display());
+    Ok(Selected {
+        driver: cli_driver(name, args.model.as_deref(), binary),
+        name,
+        label,
+        playground: None,
+    })
+}
+
+async fn auto(args: &DriverArgs, schema: Option<&Value>) -> Result<Selected, CliError> {
+    for facts in &CLIS {
+        if let Some(probe) = probe_cli(facts.name)
+            && probe.usable()
+            && let Some(binary) = probe.binary.clone()
+        {
+            let label = format!(
+                "{} driver: {} (picked automatically: on PATH, credentials in {})",
+                facts.name.as_str(),
+                binary.display(),
+                probe.auth.join(", ")
+            );
+            return Ok(Selected {
+                driver: cli_driver(facts.name, args.model.as_deref(), binary),
+                name: facts.name,
+                label,
+                playground: None,
+            });
+        }
+    }
+    if let Some(provider) = provider_from_env() {
+        let driver = llm_driver(provider, args.model.as_deref(), None)?;
+        let label = format!(
+            "llm driver: {} (picked automatically: {} is set; model {})",
+            provider.as_str(),
+            provider.key_var(),
+            args.model.as_deref().unwrap_or(provider.default_model())
+        );
+        return Ok(Selected {
+            driver: Arc::new(driver),
+            name: DriverName::Llm,
+            label,
+            playground: None,
+        });
+    }
+    playground(schema).await
+}
+
+async fn playground(schema: Option<&Value>) -> Result<Selected, CliError> {
+    let pg = Playground::start(schema).await.map_err(|e| {
+        CliError::failure(format!("cannot start the playground's model server: {e}"))
+    })?;
+    Ok(Selected {
+        driver: Arc::new(pg.driver.clone()),
+        name: DriverName::Llm,
+        label: pg.label(),
+        playground: Some(pg),
+    })
+}

@@ -1,0 +1,172 @@
+//! `agent-adaptor threads list|show|fork|delete`: the thread store, read and
+//! edited without running anything.
+
+use std::time::Duration;
+
+use agent_adaptor_core::thread::{FinalizeRequest, RecordStatus, StoreError, ThreadRecord};
+use serde_json::{Value, json};
+
+use crate::args::{ThreadsArgs, ThreadsCommand};
+use crate::chat::CODEC;
+use crate::error::CliError;
+use crate::serve::conversation;
+use crate::store::StoreSpec;
+
+/// How many threads `list` shows.
+const LIST_LIMIT: usize = 1000;
+
+/// Run `agent-adaptor threads …`.
+pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
+    let opened = StoreSpec::parse(args.store.as_deref())?.open().await?;
+    let store = opened.store;
+    let failed = |what: &str, e: StoreError| CliError::failure(format!("{what}: {e}"));
+    match args.command {
+        ThreadsCommand::List => {
+            let records = store
+                .list(LIST_LIMIT)
+                .await
+                .map_err(|e| failed("cannot list threads", e))?;
+            if args.json {
+                let rows: Vec<Value> = records.iter().map(summary).collect();
+                println!("{}", json!({"store": opened.description, "threads": rows}));
+            } else if records.is_empty() {
+                println!("no threads in {}", opened.description);
+            } else {
+                println!("{:<40} {:<10} {:<20} SESSION", "KEY", "DRIVER", "UPDATED");
+                for r in &records {
+                    println!(
+                        "{:<40} {:<10} {:<20} {}",
+                        r.key,
+                        r.driver_type,
+                        r.updated_at.format("%Y-%m-%d %H:%M:%S"),
+                        r.params.display_id
+                    );
+                }
+            }
+        }
+        ThreadsCommand::Show { key } => {
+            let record = store
+                .resolve(&key, true)
+                .await
+                .map_err(|e| failed("cannot read the thread", e))?
+                .ok_or_else(|| {
+                    CliError::failure(format!("no thread {key:?} in {}", opened.description))
+                })?;
+            let messages = conversation(&record);
+            if args.json {
+                let mut v = summary(&record);
+                v["record"] = json!(record);
+                v["messages"] = json!(messages);
+                println!("{v}");
+            } else {
+                println!("key:      {}", record.key);
+                println!(
+                    "status:   {}",
+                    match record.status {
+                        RecordStatus::Active => "active",
+                        RecordStatus::Archived => "archived (no active record)",
+                    }
+                );
+                println!("driver:   {}", record.driver_type);
+                println!("session:  {}", record.params.display_id);
+                println!("created:  {}", record.created_at);
+                println!("updated:  {}", record.updated_at);
+                match messages {
+                    Some(ms) => {
+                        println!();
+                        for m in ms {
+                            println!(
+                                "{:>9}: {}",
+                                m["role"].as_str().unwrap_or(""),
+                                m["text"].as_str().unwrap_or("")
+                            );
+                        }
+                    }
+                    None => println!("(the conversation is kept by the provider's own session)"),
+                }
+            }
+        }
+        ThreadsCommand::Fork { key, new } => {
+            let record = store
+                .resolve(&key, false)
+                .await
+                .map_err(|e| failed("cannot read the thread", e))?
+                .ok_or_else(|| CliError::failure(format!("no active thread {key:?}")))?;
+            if record.codec != CODEC {
+                return Err(CliError::failure(format!(
+                    "{key:?} is a {} thread: its history lives in the provider's session, which only the \
+                     provider can fork; run: agent-adaptor run --driver {} --thread {new:?} --fork-from {key:?} PROMPT",
+                    record.driver_type, record.driver_type
+                )));
+            }
+            let forked = copy(&*store, &record, &new)
+                .await
+                .map_err(|e| failed("cannot fork the thread", e))?;
+            if args.json {
+                println!("{}", summary(&forked));
+            } else {
+                println!("forked {key:?} to {new:?}");
+            }
+        }
+        ThreadsCommand::Delete { key } => {
+            let n = store
+                .delete(&key)
+                .await
+                .map_err(|e| failed("cannot delete the thread", e))?;
+            if n == 0 {
+                return Err(CliError::failure(format!(
+                    "no thread {key:?} in {}",
+                    opened.description
+                )));
+            }
+            if args.json {
+                println!("{}", json!({"key": key, "deleted_records": n}));
+            } else {
+                println!(
+                    "deleted {key:?} ({n} record{})",
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn summary(r: &ThreadRecord) -> Value {
+    json!({
+        "key": r.key,
+        "driver": r.driver_type,
+        "codec": r.codec,
+        "session": r.params.display_id,
+        "created_at": r.created_at,
+        "updated_at": r.updated_at,
+    })
+}
+
+/// Copy `record` to `new_key` (which must not exist), under a lease.
+async fn copy(
+    store: &dyn agent_adaptor_core::ThreadStore,
+    record: &ThreadRecord,
+    new_key: &str,
+) -> Result<ThreadRecord, StoreError> {
+    let owner = format!("agent-adaptor-cli-{}", std::process::id());
+    let lease = store
+        .acquire_lease(&format!("key:{new_key}"), &owner, Duration::from_secs(60))
+        .await?;
+    let now = chrono::Utc::now();
+    let mut copy = record.clone();
+    copy.id = format!("rec_fork_{:016x}", rand::random::<u64>());
+    copy.key = new_key.to_owned();
+    copy.previous_id = Some(record.id.clone());
+    copy.created_at = now;
+    copy.updated_at = now;
+    let outcome = store
+        .finalize(FinalizeRequest {
+            lease: lease.clone(),
+            record: copy,
+            require_key_absent: true,
+        })
+        .await;
+    let _ = store.release_lease(&lease).await;
+    outcome
+}
