@@ -204,18 +204,7 @@ impl Driver for ChatDriver {
     }
 
     fn validate_config(&self) -> Result<(), ConfigError> {
-        let invalid = |reason: String| ConfigError {
-            driver: "llm".into(),
-            reason,
-        };
-        if self.model.trim().is_empty() {
-            return Err(invalid("no model configured".into()));
-        }
-        let base = self.provider.endpoint().base_url();
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(invalid(format!("base URL {base:?} is not http(s)")));
-        }
-        Ok(())
+        agent_adaptor_llm::agent::validate_llm_config(&self.provider, &self.model)
     }
 
     fn stream_capability(&self) -> Option<StreamCapability> {

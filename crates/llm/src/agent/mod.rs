@@ -119,6 +119,24 @@ fn structured_output_capability(protocol: &str) -> StructuredOutputCapability {
     }
 }
 
+/// The configuration check of a driver of type `llm` over `provider`: a model
+/// is named and the base URL is http(s). Shared by every agent driver built
+/// on a [`Provider`] (this crate's [`LlmDriver`], the CLI's tool loop).
+pub fn validate_llm_config(provider: &Provider, model: &str) -> Result<(), ConfigError> {
+    let invalid = |reason: String| ConfigError {
+        driver: "llm".into(),
+        reason,
+    };
+    if model.trim().is_empty() {
+        return Err(invalid("no model configured".into()));
+    }
+    let base = provider.endpoint().base_url();
+    if !(base.starts_with("http://") || base.starts_with("https://")) {
+        return Err(invalid(format!("base URL {base:?} is not http(s)")));
+    }
+    Ok(())
+}
+
 fn messages(req: &Request) -> Vec<Message> {
     let mut messages = Vec::with_capacity(2);
     if let Some(instructions) = req.instructions.as_ref().filter(|i| !i.is_empty()) {
@@ -150,18 +168,7 @@ impl Driver for LlmDriver {
     }
 
     fn validate_config(&self) -> Result<(), ConfigError> {
-        let invalid = |reason: String| ConfigError {
-            driver: "llm".into(),
-            reason,
-        };
-        if self.config.model.trim().is_empty() {
-            return Err(invalid("no model configured".into()));
-        }
-        let base = self.provider.endpoint().base_url();
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(invalid(format!("base URL {base:?} is not http(s)")));
-        }
-        Ok(())
+        validate_llm_config(&self.provider, &self.config.model)
     }
 
     fn stream_capability(&self) -> Option<StreamCapability> {
