@@ -5,7 +5,7 @@
 //!
 //! The host never picks the mechanism. Before anything is started, core
 //! normalizes and compiles the schema once, then chooses from the driver's
-//! [`StructuredOutputCapability`]:
+//! [`StructuredOutputCapability`](agent_adaptor_driver::StructuredOutputCapability):
 //!
 //! 1. **native** when `json_schema_native` is declared and works with the
 //!    transport of the run (`works_with_streaming` / `works_with_run`; a

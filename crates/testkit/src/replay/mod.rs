@@ -36,6 +36,7 @@ mod args;
 mod binary;
 mod io;
 mod options;
+mod stamp;
 
 use std::path::{Path, PathBuf};
 
@@ -47,6 +48,7 @@ pub use args::ArgsRecord;
 pub use binary::fake_cli_binary;
 pub use io::{IoEvent, MemoryIo, ProcessIo, ReplayIo};
 pub use options::{Invocation, OPTS_ENV, Options, StdinCheck, USAGE, USAGE_EXIT_CODE, UsageError};
+pub use stamp::NOW_PLACEHOLDER;
 
 /// The exit code when a stdin line does not match the recorded frame.
 pub const STDIN_MISMATCH_EXIT_CODE: i32 = 3;
@@ -281,7 +283,8 @@ impl Emitter<'_> {
         if !self.options.delay.is_zero() {
             io.sleep(self.options.delay);
         }
-        io.stdout_line(line)?;
+        // `{{now_ns}}` becomes the write time (stamp.rs); other lines are unchanged.
+        io.stdout_line(&stamp::fill(line))?;
         self.written += 1;
         if let Some(every) = self.options.stderr_every
             && self.written.is_multiple_of(every.get())

@@ -1,0 +1,198 @@
+//! `agent-adaptor-bench`: agent-adaptor side by side with the official SDKs
+//! and the raw pipe, on the same workloads, on the same machine, in one run.
+//!
+//! Run it with `scripts/bench` (release build, the pinned SDKs installed,
+//! the plot drawn); `docs/performance.md` explains the figures.
+//!
+//! ```text
+//! agent-adaptor-bench run [--quick] [--no-sdk] [--skip-big] [--work-dir DIR]
+//!     [--fake PATH] [--node-dir DIR] [--sizes 10000,50000,200000] [--reps N]
+//!     [--latency-lines N] [--latency-delay-ms N] [--latency-reps N]
+//!     [--concurrent-runs N] [--concurrent-lines N] [--single-rounds N]
+//!     [--concurrent-reps N] [--big-bytes N]
+//! agent-adaptor-bench gen --kind claude|codex (--lines N | --bytes N)
+//!     [--seed N] [--stamp] --out FILE
+//! agent-adaptor-bench child --contender NAME --kind K --fake PATH
+//!     --workload FILE [--delay-ms N] [--latency]
+//! agent-adaptor-bench concurrent --kind K --fake PATH --workload FILE
+//!     --runs N --rounds N
+//! ```
+//!
+//! `run` is the orchestrator ([`bench`](mod@bench)); `child` and `concurrent` are the
+//! measured processes it starts ([`child`], [`concurrent`]); `gen` writes one
+//! workload ([`workload`]).
+
+mod args;
+mod bench;
+mod child;
+mod concurrent;
+mod ordered;
+mod report;
+mod usage;
+mod workload;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use args::Args;
+use child::{Contender, Setup};
+use workload::{Kind, Spec, Until};
+
+const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent [flags] (see the crate docs; scripts/bench runs everything)";
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, rest)) = argv.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let outcome = Args::parse(rest).and_then(|args| match command.as_str() {
+        "run" => cmd_run(&args),
+        "gen" => cmd_gen(&args),
+        "child" => cmd_child(&args),
+        "concurrent" => cmd_concurrent(&args),
+        other => Err(format!("unknown command {other:?}\n{USAGE}")),
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agent-adaptor-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (this crate is `crates/bench`).
+fn workspace() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    dir.canonicalize().unwrap_or(dir)
+}
+
+/// `fake-cli` beside this binary (both are built into the same target
+/// directory), or `$AGENT_ADAPTOR_FAKE_CLI`.
+fn default_fake() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("AGENT_ADAPTOR_FAKE_CLI") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let beside = exe.with_file_name(format!("fake-cli{}", std::env::consts::EXE_SUFFIX));
+    if beside.exists() {
+        Ok(beside)
+    } else {
+        Err(format!(
+            "no fake-cli at {} (build it: cargo build --release -p agent-adaptor-testkit --bin fake-cli), or pass --fake",
+            beside.display()
+        ))
+    }
+}
+
+fn kind(args: &Args) -> Result<Kind, String> {
+    let k = args.require("--kind")?;
+    Kind::parse(k).ok_or_else(|| format!("--kind: {k:?} is not claude or codex"))
+}
+
+fn setup(args: &Args) -> Result<Setup, String> {
+    Ok(Setup {
+        kind: kind(args)?,
+        fake: args.path("--fake")?,
+        workload: args.path("--workload")?,
+        delay_ms: args.number("--delay-ms", 0)?,
+        latency: args.switch("--latency"),
+    })
+}
+
+fn cmd_run(args: &Args) -> Result<(), String> {
+    let work_dir = args
+        .get("--work-dir")
+        .map_or_else(|| workspace().join("target/bench"), PathBuf::from);
+    let fake = match args.get("--fake") {
+        Some(p) => PathBuf::from(p),
+        None => default_fake()?,
+    };
+    let node_dir = args
+        .get("--node-dir")
+        .map_or_else(|| workspace().join("tests/bench"), PathBuf::from);
+    let mut plan = if args.switch("--quick") {
+        bench::Plan::quick(work_dir, fake, node_dir)
+    } else {
+        bench::Plan::full(work_dir, fake, node_dir)
+    };
+    plan.sdk = !args.switch("--no-sdk");
+    plan.sizes = args.numbers("--sizes", &plan.sizes)?;
+    plan.reps = args.number("--reps", plan.reps)?;
+    plan.latency_lines = args.number("--latency-lines", plan.latency_lines)?;
+    plan.latency_delay_ms = args.number("--latency-delay-ms", plan.latency_delay_ms)?;
+    plan.latency_reps = args.number("--latency-reps", plan.latency_reps)?;
+    plan.concurrent_runs = args.number("--concurrent-runs", plan.concurrent_runs)?;
+    plan.concurrent_lines = args.number("--concurrent-lines", plan.concurrent_lines)?;
+    plan.single_rounds = args.number("--single-rounds", plan.single_rounds)?;
+    plan.concurrent_reps = args.number("--concurrent-reps", plan.concurrent_reps)?;
+    plan.big_bytes = args.number("--big-bytes", plan.big_bytes)?;
+    if args.switch("--skip-big") {
+        plan.big_bytes = 0;
+    }
+    if plan.sdk && !plan.node_dir.join("node_modules").exists() {
+        return Err(format!(
+            "{} has no node_modules: run scripts/bench (it runs npm ci), or pass --no-sdk",
+            plan.node_dir.display()
+        ));
+    }
+    std::fs::create_dir_all(&plan.work_dir).map_err(|e| e.to_string())?;
+    let results = bench::run(&plan, &mut |line| eprintln!("{line}"))?;
+    let failed: usize = results.summary.iter().map(|s| s.failed as usize).sum();
+    println!("{}", report::markdown(&results));
+    eprintln!(
+        "wrote {} and results.md",
+        plan.work_dir.join("results.json").display()
+    );
+    if failed > 0 {
+        return Err(format!("{failed} measured run(s) failed; see results.json"));
+    }
+    Ok(())
+}
+
+fn cmd_gen(args: &Args) -> Result<(), String> {
+    let until = match (args.get("--lines"), args.get("--bytes")) {
+        (Some(_), None) => Until::Lines(args.number("--lines", 0)?),
+        (None, Some(_)) => Until::Bytes(args.number("--bytes", 0)?),
+        _ => return Err("give one of --lines N or --bytes N".into()),
+    };
+    let spec = Spec {
+        kind: kind(args)?,
+        until,
+        seed: args.number("--seed", bench::SEED)?,
+        stamp: args.switch("--stamp"),
+    };
+    let out = args.path("--out")?;
+    let stats = workload::generate(&spec, &out).map_err(|e| e.to_string())?;
+    println!(
+        "{}",
+        serde_json::to_string(&stats).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}
+
+fn cmd_child(args: &Args) -> Result<(), String> {
+    let name = args.require("--contender")?;
+    let contender =
+        Contender::parse(name).ok_or_else(|| format!("--contender: unknown {name:?}"))?;
+    let report = child::run(contender, &setup(args)?);
+    println!(
+        "{}",
+        serde_json::to_string(&report).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}
+
+fn cmd_concurrent(args: &Args) -> Result<(), String> {
+    let report = concurrent::run(
+        &setup(args)?,
+        args.number("--runs", 1)?,
+        args.number("--rounds", 1)?,
+    )?;
+    println!(
+        "{}",
+        serde_json::to_string(&report).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}
