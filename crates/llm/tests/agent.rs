@@ -346,3 +346,50 @@ fn config_validation_names_the_problem() {
     let error = LlmDriver::new(provider, " ").validate_config().unwrap_err();
     assert!(error.reason.contains("no model"), "{error}");
 }
+
+/// A protocol whose stream ends cleanly after some text, without `Done` or
+/// `Error` (a gateway that closes the body early).
+struct EndsEarly;
+
+#[async_trait::async_trait]
+impl ChatDriver for EndsEarly {
+    fn id(&self) -> &'static str {
+        "ends-early"
+    }
+
+    fn default_base_url(&self) -> &'static str {
+        "http://127.0.0.1:9/v1"
+    }
+
+    async fn chat_completion_stream(
+        &self,
+        _endpoint: &agent_adaptor_llm::ProviderEndpoint,
+        _messages: &[agent_adaptor_llm::Message],
+        _config: &agent_adaptor_llm::LlmCallConfig,
+    ) -> Result<agent_adaptor_llm::LlmResponseStream, agent_adaptor_llm::LlmError> {
+        let events = vec![Ok(agent_adaptor_llm::LlmStreamEvent::TextDelta(
+            "Half".into(),
+        ))];
+        Ok(Box::pin(futures::stream::iter(events)))
+    }
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_without_a_terminal_event_fails_as_incomplete() {
+    let agent = Agent::new(LlmDriver::new(Provider::new("early", EndsEarly), "m"));
+    let (events, outcome) = drain(agent.stream(common::PROMPT)).await;
+    assert_eq!(text_of(&events), "Half");
+    let (failure, partial) = failure_of(outcome);
+    assert_eq!(failure.code.as_str(), "incomplete");
+    assert!(
+        failure.message.contains("terminal event"),
+        "{}",
+        failure.message
+    );
+    let partial = partial.expect("partial result kept");
+    assert_eq!(partial.text, "Half");
+    assert!(
+        partial.raw().terminal.is_none(),
+        "no terminal payload was seen"
+    );
+}
