@@ -462,24 +462,45 @@ async fn a_reconnect_to_a_running_run_keeps_it_alive_after_the_first_client_leav
         seen.extend(parser.push(&first.next().await.unwrap().unwrap()));
     }
     let cursor = seen[4].id.clone().unwrap();
-    // A second client attaches from the 5th frame, then the first leaves.
+    // A second client attaches from the 5th frame; once it has received a
+    // frame it is certainly attached, and the first leaves.
+    let (attached_tx, attached_rx) = tokio::sync::oneshot::channel();
     let second = tokio::spawn({
         let url = t.url.clone();
         let run_id = run_id.clone();
         let cursor = cursor.clone();
         async move {
-            post_sse(
-                &http(),
-                &url,
-                &json!({"runId": run_id}),
-                &[("last-event-id", &cursor)],
-            )
-            .await
+            let resp = http()
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "text/event-stream")
+                .header("last-event-id", cursor)
+                .body(json!({"runId": run_id}).to_string())
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status();
+            let mut body = resp.bytes_stream();
+            let mut parser = SseParser::default();
+            let mut rest = Vec::new();
+            let mut attached = Some(attached_tx);
+            while let Some(chunk) = body.next().await {
+                rest.extend(parser.push(&chunk.unwrap()));
+                if !rest.is_empty()
+                    && let Some(tx) = attached.take()
+                {
+                    let _ = tx.send(());
+                }
+            }
+            (status, rest)
         }
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::timeout(Duration::from_secs(30), attached_rx)
+        .await
+        .expect("the second client receives a frame within 30 s")
+        .expect("the second client is alive");
     drop(first);
-    let (status, _, rest, _) = second.await.unwrap();
+    let (status, rest) = second.await.unwrap();
     assert_eq!(status, 200);
     let ids: Vec<u64> = rest
         .iter()
