@@ -111,3 +111,39 @@ async fn a_tool_that_outlives_its_parent_is_still_stopped() {
     wait_gone(tool, Duration::from_secs(5))
         .unwrap_or_else(|left| panic!("the orphaned tool survived: {left:?}"));
 }
+
+/// While the child is quiet and the caller only waits in `finish`, its tree
+/// is still scanned: a tool started and orphaned during the quiet spell is
+/// stopped when `finish` sweeps the group.
+#[tokio::test]
+async fn a_tool_orphaned_while_no_output_comes_is_still_stopped() {
+    become_subreaper();
+    // child → intermediate: on the first stdin line starts a setsid tool
+    // (announcing its pid) and exits on the second.
+    let mut cmd =
+        sh("sh -c 'read x; setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; read y'");
+    cmd.close_grace(Duration::from_millis(100))
+        .term_grace(Duration::from_millis(300));
+    cmd.stdin(agent_adaptor_process::StdinMode::Pipe);
+    let sink = TestSink::new();
+    let mut proc = Process::spawn(&cmd).unwrap();
+    let mut stdin = proc.take_stdin().unwrap();
+    // `finish` scans once when it starts, before the tool exists; the tool
+    // then lives for more than two scan periods without any output after
+    // its pid.
+    let (fin, ()) = tokio::join!(proc.finish(&sink), async {
+        stdin.write_all(b"start\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        stdin.write_all(b"stop\n").await.unwrap();
+    });
+    let fin = fin.unwrap();
+    let tool: u32 = fin
+        .stdout
+        .to_string_lossy()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_gone(tool, Duration::from_secs(5))
+        .unwrap_or_else(|left| panic!("the orphaned tool survived: {left:?}"));
+}
