@@ -4,7 +4,8 @@
 //! CLIs run their tools in new sessions (`setsid`), so a tool process is no
 //! longer in the child's group and `killpg` alone would leave it running.
 //! Every signal therefore also goes to each process group a descendant of the
-//! child lives in, found through `/proc` (Linux). Descendants are remembered
+//! child lives in, found through `/proc` (Linux; see `descendants`, whose
+//! cost is proportional to the child's own tree). Descendants are remembered
 //! across signals: once the child has died its orphans are re-parented and
 //! can no longer be found from it.
 
@@ -13,6 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+
+use crate::descendants::{Method, descendant_groups};
 
 /// The child's process group (the child is its leader: `pgid == pid`), plus
 /// the groups its descendants escaped into.
@@ -38,7 +41,7 @@ impl Group {
     pub(crate) fn scan(&self) {
         let Some(leader) = self.pgid else { return };
         let own = nix::unistd::getpgrp().as_raw();
-        let found = descendant_groups(leader.as_raw());
+        let found = descendant_groups(leader.as_raw(), Method::best());
         let mut escaped = self.escaped.lock().unwrap_or_else(|p| p.into_inner());
         escaped.extend(
             found
@@ -79,42 +82,6 @@ impl Group {
             }
         }
     }
-}
-
-/// The process groups of every descendant of `root` (Linux: from
-/// `/proc/<pid>/stat`; elsewhere none).
-fn descendant_groups(root: i32) -> BTreeSet<i32> {
-    let mut groups = BTreeSet::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return groups;
-    };
-    // (pid, ppid, pgid) of every process.
-    let table: Vec<(i32, i32, i32)> = dir
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // The command name may contain spaces and parentheses: fields
-            // start after the last ')'.
-            let rest = &stat[stat.rfind(')')? + 2..];
-            let mut fields = rest.split(' ');
-            let _state = fields.next()?;
-            let ppid = fields.next()?.parse().ok()?;
-            let pgid = fields.next()?.parse().ok()?;
-            Some((pid, ppid, pgid))
-        })
-        .collect();
-    let mut frontier = vec![root];
-    let mut seen = BTreeSet::from([root]);
-    while let Some(parent) = frontier.pop() {
-        for &(pid, ppid, pgid) in &table {
-            if ppid == parent && seen.insert(pid) {
-                groups.insert(pgid);
-                frontier.push(pid);
-            }
-        }
-    }
-    groups
 }
 
 /// The conventional name of a signal number (`9` → `"SIGKILL"`); unknown

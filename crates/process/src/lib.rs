@@ -90,6 +90,8 @@ mod capture;
 #[cfg(unix)]
 mod command;
 #[cfg(unix)]
+mod descendants;
+#[cfg(unix)]
 mod error;
 #[cfg(unix)]
 mod finished;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -9,6 +10,7 @@ use agent_adaptor_driver::{EventSink, RawBytes, RunEvent, SinkError};
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, ChildStderr, ChildStdout};
+use tokio::time::Sleep;
 
 use crate::capture::Capture;
 use crate::command::{Command, StdinMode};
@@ -57,12 +59,16 @@ pub struct Process {
     /// The capture is incomplete or waiting failed: (what, the first error).
     failure: Option<(FailureKind, io::Error)>,
     done: bool,
-    /// When descendants were last looked for (see `Group::scan`).
-    last_scan: Instant,
+    /// When the running child's descendants are next looked for (see
+    /// `Group::scan`); polled in every turn, also while no output comes.
+    next_scan: Pin<Box<Sleep>>,
 }
 
-/// How often a running child's descendants are looked for, so that tools it
-/// started in other process groups can still be stopped after it exits.
+/// How often a running child's descendants are looked for, so that tools
+/// they started in other process groups can still be stopped after the child
+/// (or the tool's own parent) exits and they are re-parented out of reach.
+/// A scan walks only the child's own process tree, so it is cheap; it stops
+/// once the child exited, when nothing can be traced back to it any more.
 const SCAN_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 #[derive(Debug, Clone, Copy)]
@@ -78,6 +84,7 @@ enum Event {
     Exit(io::Result<std::process::ExitStatus>),
     Feed(io::Result<bool>),
     Deadline,
+    Scan,
     Idle,
 }
 
@@ -123,7 +130,7 @@ impl Process {
             sink_error: None,
             failure: None,
             done: false,
-            last_scan: now,
+            next_scan: Box::pin(tokio::time::sleep_until((now + SCAN_EVERY).into())),
         })
     }
 
@@ -180,10 +187,6 @@ impl Process {
             }
             if self.stdout.is_none() {
                 return Ok(None);
-            }
-            if self.last_scan.elapsed() >= SCAN_EVERY {
-                self.last_scan = Instant::now();
-                self.life.group().scan();
             }
             self.step(sink).await?;
         }
@@ -327,6 +330,7 @@ impl Process {
             r = self.child.wait(), if !exited => Event::Exit(r),
             r = write_some(&mut self.feed), if self.feed.is_some() => Event::Feed(r),
             () = sleep_until(deadline), if deadline.is_some() => Event::Deadline,
+            () = self.next_scan.as_mut(), if !exited => Event::Scan,
             else => Event::Idle,
         };
         match event {
@@ -380,6 +384,11 @@ impl Process {
                 self.life.note_stdin_closed(Instant::now());
             }
             Event::Deadline => self.on_deadline(),
+            Event::Scan => {
+                self.life.group().scan();
+                let next = Instant::now() + SCAN_EVERY;
+                self.next_scan.as_mut().reset(next.into());
+            }
             Event::Idle => {}
         }
         Ok(())
