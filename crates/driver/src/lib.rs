@@ -97,5 +97,8 @@ pub use session::{
 pub use sink::{EventSink, SinkError};
 pub use stream::{ProviderCoords, ProviderDrop, Role, StreamKind, StreamPayload, ToolScope};
 pub use tokio_util::sync::CancellationToken;
-pub use transcript::{TranscriptItem, TranscriptKind, TranscriptViolation};
+pub use transcript::{
+    DEFAULT_TRANSCRIPT_BUDGET, Transcript, TranscriptError, TranscriptItem, TranscriptKind,
+    TranscriptViolation,
+};
 pub use usage::Usage;
