@@ -47,7 +47,9 @@
 //!         let item = TranscriptItem::assistant(req.prompt.clone());
 //!         sink.emit(RunEvent::Item(item.clone())).await?;
 //!         sink.emit_stream(StreamPayload::run_finished(None)).await?;
-//!         Ok(Response { output: req.prompt, transcript: vec![item], ..Default::default() })
+//!         let mut transcript = req.new_transcript();
+//!         transcript.push(item);
+//!         Ok(Response { output: req.prompt, transcript, ..Default::default() })
 //!     }
 //! }
 //! ```

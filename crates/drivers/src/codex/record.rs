@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use agent_adaptor_driver::{
     Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SessionState,
-    StreamPayload, TerminalPayload, TranscriptItem, TranscriptKind, Usage,
+    StreamPayload, TerminalPayload, Transcript, TranscriptItem, TranscriptKind, Usage,
 };
 use serde_json::{Value, json};
 
@@ -89,7 +89,7 @@ pub struct Parsed {
     /// The official terminal event, exactly.
     pub terminal: Option<TerminalPayload>,
     /// Every transcript item, in emission order.
-    pub transcript: Vec<TranscriptItem>,
+    pub transcript: Transcript,
     /// This turn's usage.
     pub usage: Option<Usage>,
     /// Valid after a successful terminal with a thread id and exit 0.
@@ -120,7 +120,7 @@ pub(crate) struct Recorder {
     used_ids: HashSet<String>,
     counter: u64,
     messages: Vec<String>,
-    items: Vec<TranscriptItem>,
+    items: Transcript,
     terminal: Option<(String, String)>,
     failure: Option<RunFailure>,
     stream_error: Option<String>,
@@ -130,6 +130,12 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
+    /// Record the transcript into `transcript` (made with the request's
+    /// budget) instead of one with the default budget.
+    pub(crate) fn set_transcript(&mut self, transcript: Transcript) {
+        self.items = transcript;
+    }
+
     /// A recorder; `payloads` turns live payloads on (`Request::streaming`).
     pub(crate) fn new(payloads: bool) -> Self {
         Recorder {
@@ -144,7 +150,7 @@ impl Recorder {
             used_ids: HashSet::new(),
             counter: 0,
             messages: Vec::new(),
-            items: Vec::new(),
+            items: Transcript::new(),
             terminal: None,
             failure: None,
             stream_error: None,
@@ -534,7 +540,7 @@ impl Recorder {
                 .terminal
                 .as_ref()
                 .and_then(|(event, json)| TerminalPayload::new(event.clone(), json).ok()),
-            transcript: self.items.clone(),
+            transcript: std::mem::take(&mut self.items),
             usage: self.usage.clone(),
             checkpoint,
             failure: self.failure.clone(),
