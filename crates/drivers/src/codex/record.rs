@@ -119,7 +119,11 @@ pub(crate) struct Recorder {
     open: Vec<((Family, String), String)>,
     used_ids: HashSet<String>,
     counter: u64,
-    messages: Vec<String>,
+    /// Completed agent messages so far, joined with a blank line (built
+    /// as they complete: no list of them and no join at the end).
+    output: String,
+    /// The last completed agent message.
+    last_message: String,
     items: Transcript,
     terminal: Option<(String, String)>,
     failure: Option<RunFailure>,
@@ -149,7 +153,8 @@ impl Recorder {
             open: Vec::new(),
             used_ids: HashSet::new(),
             counter: 0,
-            messages: Vec::new(),
+            output: String::new(),
+            last_message: String::new(),
             items: Transcript::new(),
             terminal: None,
             failure: None,
@@ -341,7 +346,11 @@ impl Recorder {
             self.emit(out, StreamPayload::text_end(id));
         }
         if !text.is_empty() {
-            self.messages.push(text.to_owned());
+            if !self.output.is_empty() {
+                self.output.push_str("\n\n");
+            }
+            self.output.push_str(text);
+            text.clone_into(&mut self.last_message);
             self.item(out, TranscriptItem::assistant(text));
         }
     }
@@ -534,8 +543,8 @@ impl Recorder {
                 Checkpoint::valid(state)
             });
         let parsed = Parsed {
-            output: self.messages.join("\n\n"),
-            last_message: self.messages.last().cloned().unwrap_or_default(),
+            output: std::mem::take(&mut self.output),
+            last_message: std::mem::take(&mut self.last_message),
             terminal: self
                 .terminal
                 .as_ref()
