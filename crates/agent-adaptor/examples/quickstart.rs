@@ -45,7 +45,7 @@ fn script() -> ScriptedDriver {
     steps.push(Step::Stream(StreamPayload::run_finished(None)));
     let response = agent_adaptor::driver::Response {
         output: answer.into(),
-        transcript: items,
+        transcript: items.into(),
         exit_code: Some(0),
         provider: "scripted".into(),
         ..Default::default()

@@ -416,7 +416,11 @@ impl Driver for ReferenceDriver {
                 stderr: Default::default(),
                 terminal: TerminalPayload::new("result", &terminal).ok(),
             },
-            transcript: items,
+            transcript: {
+                let mut transcript = req.new_transcript();
+                transcript.extend(items);
+                transcript
+            },
             usage: Some(usage),
             checkpoint: Some(Checkpoint::valid(state)),
             exit_code: Some(0),

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
-    Driver, FailureCode, LifecycleChecker, Request, Response, RunEvent, TranscriptItem,
+    Driver, FailureCode, LifecycleChecker, Request, Response, RunEvent, Transcript, TranscriptItem,
 };
 
 use crate::hermetic::guarded;
@@ -157,29 +157,55 @@ fn run_events(trace: &Trace, scope: &str, report: &mut Report) {
     match trace.response() {
         None => report.skip("RUN-04", scope, "the run returned no response"),
         Some(resp) => {
-            let returned: Vec<&TranscriptItem> = resp.transcript.iter().collect();
-            let f = if items == returned {
-                vec![]
-            } else {
-                let at = items
-                    .iter()
-                    .zip(returned.iter())
-                    .position(|(a, b)| a != b)
-                    .unwrap_or(items.len().min(returned.len()));
-                vec![format!(
+            let returned = &resp.transcript;
+            let mut f = vec![];
+            let mut at = None;
+            for (i, item) in returned.iter().enumerate() {
+                match item {
+                    Err(e) => {
+                        f.push(format!("returned item #{i} cannot be read back: {e}"));
+                        at = Some(i);
+                        break;
+                    }
+                    Ok(item) if items.get(i).is_none_or(|e| **e != *item) => {
+                        at = Some(i);
+                        break;
+                    }
+                    Ok(_) => {}
+                }
+            }
+            if at.is_none() && items.len() != returned.len() {
+                at = Some(items.len().min(returned.len()));
+            }
+            if let Some(at) = at {
+                f.push(format!(
                     "emitted {} items, returned {}; first difference at index {at}",
                     items.len(),
                     returned.len()
-                )]
-            };
+                ));
+            }
             report.judge("RUN-04", scope, f);
         }
     }
 }
 
-fn transcript(items: &[TranscriptItem], scope: &str, report: &mut Report) {
+fn transcript(items: &Transcript, scope: &str, report: &mut Report) {
     let mut findings: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
     for (i, item) in items.iter().enumerate() {
+        let item = match item {
+            Ok(item) => item,
+            Err(e) => {
+                // An item that cannot be read back breaks every field rule
+                // it can no longer be checked against.
+                for id in ["TRN-01", "TRN-02", "TRN-03", "TRN-04"] {
+                    findings
+                        .entry(id)
+                        .or_default()
+                        .push(format!("item #{i} cannot be read back: {e}"));
+                }
+                continue;
+            }
+        };
         if let Err(v) = item.validate() {
             findings
                 .entry(v.clause())

@@ -180,6 +180,7 @@ impl Agent {
         request.metadata = opts.metadata.clone();
         request.agent = self.inner.identity.clone();
         request.spawn = opts.spawn;
+        request.transcript_budget = opts.transcript_budget;
         request.policy = opts.policy.run_policy();
         // Structured output: schema compiled and mechanism chosen before
         // anything is started; a refusal never reaches the driver.

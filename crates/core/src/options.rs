@@ -31,6 +31,8 @@ pub struct RunOptions {
     pub(crate) schema: crate::structured::SchemaSpec,
     /// Run policy (merged field by field; see `policy.rs`).
     pub(crate) policy: crate::policy::Policy,
+    /// Transcript memory budget in bytes (`None`: the driver crate's default).
+    pub(crate) transcript_budget: Option<usize>,
 }
 
 impl fmt::Debug for RunOptions {
@@ -46,6 +48,7 @@ impl fmt::Debug for RunOptions {
             .field("spawn", &self.spawn)
             .field("schema", &self.schema)
             .field("policy", &self.policy)
+            .field("transcript_budget", &self.transcript_budget)
             .finish()
     }
 }
@@ -80,6 +83,7 @@ impl RunOptions {
             spawn: self.spawn || defaults.spawn,
             schema: self.schema.clone(),
             policy: self.scoped_policy().over(&defaults.scoped_policy()),
+            transcript_budget: self.transcript_budget.or(defaults.transcript_budget),
         }
     }
 
@@ -190,6 +194,18 @@ macro_rules! shared_option_setters {
             /// it again replaces the earlier value at this scope.
             pub fn policy(mut self, policy: $crate::policy::Policy) -> Self {
                 self.shared_options_mut().policy = policy;
+                self
+            }
+
+            /// How many bytes of transcript items the driver keeps in
+            /// memory (by estimate) before the run's
+            /// [`Transcript`](agent_adaptor_driver::Transcript) spills the
+            /// oldest ones to an unlinked temporary file; the result still
+            /// holds the complete transcript. Default
+            /// [`DEFAULT_TRANSCRIPT_BUDGET`](agent_adaptor_driver::DEFAULT_TRANSCRIPT_BUDGET)
+            /// (4 MiB).
+            pub fn transcript_budget(mut self, bytes: usize) -> Self {
+                self.shared_options_mut().transcript_budget = Some(bytes);
                 self
             }
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use agent_adaptor_driver::{
     Checkpoint, ConfigError, DriverError, FailureCode, RawStreams, RunFailure,
-    RuntimeServiceReport, StructuredOutput, TranscriptItem, Usage, Violation,
+    RuntimeServiceReport, StructuredOutput, Transcript, Usage, Violation,
 };
 use serde::de::DeserializeOwned;
 use serde::{Serialize, Serializer};
@@ -105,7 +105,7 @@ pub struct RunResult {
     /// Provider metadata.
     pub metadata: BTreeMap<String, String>,
     pub(crate) raw: RawStreams,
-    pub(crate) transcript: Arc<[TranscriptItem]>,
+    pub(crate) transcript: Arc<Transcript>,
     pub(crate) services: Arc<[RuntimeServiceReport]>,
     pub(crate) structured: Option<StructuredOutput>,
     pub(crate) checkpoint: Option<Checkpoint>,
@@ -119,8 +119,10 @@ impl RunResult {
         &self.raw
     }
 
-    /// The normalized transcript.
-    pub fn transcript(&self) -> &[TranscriptItem] {
+    /// The normalized transcript, complete: in memory, or partly in its
+    /// spill file past the run's
+    /// [`transcript_budget`](crate::RunOptions::transcript_budget).
+    pub fn transcript(&self) -> &Transcript {
         &self.transcript
     }
 

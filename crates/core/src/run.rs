@@ -245,8 +245,8 @@ async fn end_of_run_checks(st: &mut SinkState, resp: &Response, streaming: bool)
     if let Err(v) = st.lifecycle.finish(streaming) {
         st.report_violation(v, Value::Null).await;
     }
-    let emitted = &st.items;
-    let returned = &resp.transcript;
+    let emitted = &st.items[..];
+    let returned = resp.transcript.digests();
     if emitted != returned {
         let at = emitted
             .iter()
@@ -506,7 +506,7 @@ fn build_result(
         usage: resp.usage.or_else(|| st.terminal_usage.clone()),
         metadata: resp.metadata,
         raw: resp.raw,
-        transcript: resp.transcript.into(),
+        transcript: Arc::new(resp.transcript),
         services: resp.runtime_services.into(),
         structured: resp.structured_output,
         checkpoint,

@@ -130,7 +130,7 @@ impl ScriptedDriver {
                 stderr: Default::default(),
                 terminal: TerminalPayload::new("result", &terminal).ok(),
             },
-            transcript: vec![item],
+            transcript: vec![item].into(),
             exit_code: Some(0),
             provider: "scripted".into(),
             ..Default::default()
@@ -299,6 +299,7 @@ impl Driver for ScriptedDriver {
         req: Request,
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
+        let mut transcript = req.new_transcript();
         self.requests
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -333,6 +334,13 @@ impl Driver for ScriptedDriver {
             Ending::Respond(resp) => {
                 let mut resp = (**resp).clone();
                 resp.metadata.extend(decisions);
+                // The scripted items, recorded with the request's budget
+                // like a real driver records what it parsed.
+                for item in std::mem::take(&mut resp.transcript).iter() {
+                    let item = item.map_err(|e| DriverError::Other(Box::new(e)))?;
+                    transcript.push(item.into_owned());
+                }
+                resp.transcript = transcript;
                 Ok(resp)
             }
             Ending::Fail(msg) => Err(DriverError::Other(Box::new(ScriptedError(msg.clone())))),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use agent_adaptor_driver::{
     DecisionError, DecisionRequest, DecisionResponse, DecisionResult, DecisionSink, EventSink,
     LifecycleChecker, ProviderCoords, RunEvent, RunFailure, SinkError, StreamCapability,
-    StreamPayload, TranscriptItem, Usage, Violation, async_trait,
+    StreamPayload, Usage, Violation, async_trait,
 };
 use chrono::Utc;
 use futures::future::{BoxFuture, ready};
@@ -39,7 +39,9 @@ pub(crate) struct SinkState {
     pub(crate) publisher: Publisher,
     pub(crate) lifecycle: LifecycleChecker,
     pub(crate) violations: Vec<Violation>,
-    pub(crate) items: Vec<TranscriptItem>,
+    /// The digest of every emitted transcript item, in order (RUN-04 compares
+    /// them with the returned transcript's; no copy of the items is kept).
+    pub(crate) items: Vec<u64>,
     pub(crate) provider: ProviderCoords,
     pub(crate) terminal_usage: Option<Usage>,
     pub(crate) terminal_error: Option<RunFailure>,
@@ -140,7 +142,7 @@ impl SinkState {
                 let subject = serde_json::to_value(item).unwrap_or(Value::Null);
                 return Accepted::Reject(v, subject);
             }
-            self.items.push(item.clone());
+            self.items.push(item.digest());
         }
         let ev = translate::run_event(self.publisher.meta(), event);
         self.offer(ev)

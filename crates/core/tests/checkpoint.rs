@@ -151,7 +151,8 @@ async fn a_contract_violation() {
     let mut resp = healthy();
     resp.transcript = vec![agent_adaptor_core::driver::TranscriptItem::assistant(
         "never emitted",
-    )];
+    )]
+    .into();
     rejected_because(resumable(framed(vec![]), resp), "driver failed").await;
 }
 

@@ -47,7 +47,9 @@
 //!         let item = TranscriptItem::assistant(req.prompt.clone());
 //!         sink.emit(RunEvent::Item(item.clone())).await?;
 //!         sink.emit_stream(StreamPayload::run_finished(None)).await?;
-//!         Ok(Response { output: req.prompt, transcript: vec![item], ..Default::default() })
+//!         let mut transcript = req.new_transcript();
+//!         transcript.push(item);
+//!         Ok(Response { output: req.prompt, transcript, ..Default::default() })
 //!     }
 //! }
 //! ```
@@ -97,5 +99,8 @@ pub use session::{
 pub use sink::{EventSink, SinkError};
 pub use stream::{ProviderCoords, ProviderDrop, Role, StreamKind, StreamPayload, ToolScope};
 pub use tokio_util::sync::CancellationToken;
-pub use transcript::{TranscriptItem, TranscriptKind, TranscriptViolation};
+pub use transcript::{
+    DEFAULT_TRANSCRIPT_BUDGET, Transcript, TranscriptError, TranscriptItem, TranscriptKind,
+    TranscriptViolation,
+};
 pub use usage::Usage;

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::policy::RunPolicy;
 use crate::response::StructuredOutputSource;
 use crate::session::SessionContext;
+use crate::transcript::Transcript;
 
 /// A single invocation that core has resolved: options merged, workspace,
 /// session and schema decided. A driver never re-reads host options.
@@ -69,6 +70,13 @@ pub struct Request {
     /// See [`native_output_schema`](Self::native_output_schema).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output_source: Option<StructuredOutputSource>,
+    /// How many bytes of transcript items the driver keeps in memory before
+    /// its [`Transcript`] spills to a temporary file; `None` means
+    /// [`DEFAULT_TRANSCRIPT_BUDGET`](crate::DEFAULT_TRANSCRIPT_BUDGET). Set
+    /// by core from the host's option; a driver builds its transcript with
+    /// [`new_transcript`](Self::new_transcript).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_budget: Option<usize>,
 }
 
 impl Request {
@@ -79,6 +87,16 @@ impl Request {
             prompt: prompt.into(),
             ..Default::default()
         }
+    }
+
+    /// An empty [`Transcript`] with this request's memory budget: what a
+    /// driver records its items in and returns in
+    /// [`Response::transcript`](crate::Response::transcript).
+    pub fn new_transcript(&self) -> Transcript {
+        Transcript::with_budget(
+            self.transcript_budget
+                .unwrap_or(crate::DEFAULT_TRANSCRIPT_BUDGET),
+        )
     }
 
     /// The schema a driver passes to the provider's native JSON-schema mode:

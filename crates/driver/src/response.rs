@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 
 use crate::decision::{DecisionKind, DecisionRequest, DecisionResult};
 use crate::session::Checkpoint;
-use crate::transcript::TranscriptItem;
+use crate::transcript::Transcript;
 use crate::usage::Usage;
 
 /// The final response of one [`Driver::run`](crate::Driver::run).
@@ -40,8 +40,10 @@ pub struct Response {
     pub summary: String,
     /// Complete raw streams and the official terminal payload.
     pub raw: RawStreams,
-    /// Normalized transcript items (mirrors the emitted items exactly).
-    pub transcript: Vec<TranscriptItem>,
+    /// Normalized transcript items (mirrors the emitted items exactly),
+    /// built with [`Request::new_transcript`](crate::Request::new_transcript)
+    /// and moved here (`std::mem::take`), never cloned.
+    pub transcript: Transcript,
     /// Usage the provider reported.
     pub usage: Option<Usage>,
     /// The resume checkpoint; core validates it (spec §9) before trusting it.

@@ -1,4 +1,13 @@
-//! Normalized transcript items (spec §6) and their field rules (TRN-*).
+//! Normalized transcript items (spec §6) and their field rules (TRN-*), and
+//! [`Transcript`], the list of them a run returns.
+
+mod digest;
+mod list;
+mod spill;
+#[cfg(test)]
+mod tests;
+
+pub use list::{DEFAULT_TRANSCRIPT_BUDGET, Iter, Transcript, TranscriptError};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -180,6 +189,13 @@ impl TranscriptItem {
         item.tool_use_id = Some(id.into());
         item.is_error = is_error;
         item
+    }
+
+    /// A 64-bit digest of every field, fast and stable within a process
+    /// (never store it). Equal items have equal digests; core compares the
+    /// digests of the emitted items with [`Transcript::digests`] (RUN-04).
+    pub fn digest(&self) -> u64 {
+        digest::digest(self)
     }
 
     /// Check the field rules of this item's kind (TRN-01 … TRN-04).

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use agent_adaptor_driver::{
     Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RawBytes, RunEvent, RunFailure,
-    StreamPayload, TranscriptItem, TranscriptKind,
+    StreamPayload, Transcript, TranscriptItem, TranscriptKind,
 };
 use agent_adaptor_process::{Command, Finished, StdinMode};
 use bytes::Bytes;
@@ -36,7 +36,7 @@ pub struct Emitter {
     driver: &'static str,
     payloads: bool,
     started: bool,
-    items: Vec<TranscriptItem>,
+    items: Transcript,
 }
 
 impl Emitter {
@@ -47,7 +47,7 @@ impl Emitter {
             driver,
             payloads,
             started: false,
-            items: Vec::new(),
+            items: Transcript::new(),
         }
     }
 
@@ -82,8 +82,21 @@ impl Emitter {
     }
 
     /// The transcript so far, in emission order.
-    pub fn transcript(&self) -> &[TranscriptItem] {
+    pub fn transcript(&self) -> &Transcript {
         &self.items
+    }
+
+    /// Record the transcript into `transcript` (empty, made with the
+    /// request's budget by [`Request::new_transcript`](agent_adaptor_driver::Request::new_transcript))
+    /// instead of one with the default budget.
+    pub fn set_transcript(&mut self, transcript: Transcript) {
+        self.items = transcript;
+    }
+
+    /// Hand the transcript over to the response (no copy), leaving an
+    /// empty one.
+    pub fn take_transcript(&mut self) -> Transcript {
+        std::mem::take(&mut self.items)
     }
 
     /// An operational notice `"<driver>: <what>"` about one stdout line, with
@@ -344,7 +357,7 @@ pub struct Parsed {
     /// The terminal line, exactly.
     pub terminal: Option<agent_adaptor_driver::TerminalPayload>,
     /// Every transcript item, in emission order.
-    pub transcript: Vec<TranscriptItem>,
+    pub transcript: Transcript,
     /// Usage the CLI reported.
     pub usage: Option<agent_adaptor_driver::Usage>,
     /// Valid after a successful terminal line with a session id and a clean exit.

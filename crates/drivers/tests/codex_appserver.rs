@@ -223,6 +223,8 @@ fn the_capture_streams_tokens_tools_usage_and_one_terminal() {
     );
     let result = p
         .transcript
+        .as_slice()
+        .unwrap()
         .iter()
         .find(|i| i.kind == TranscriptKind::ToolResult)
         .unwrap();

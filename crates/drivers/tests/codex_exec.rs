@@ -88,6 +88,8 @@ fn a_tool_call_runs_and_its_output_comes_back() {
     assert_eq!(p.output, "Tool said hi.");
     let result = p
         .transcript
+        .as_slice()
+        .unwrap()
         .iter()
         .find(|i| i.kind == TranscriptKind::ToolResult)
         .unwrap();

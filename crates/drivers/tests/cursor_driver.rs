@@ -63,7 +63,12 @@ fn parse(name: &str, streaming: bool, code: i32) -> (Vec<Out>, CursorParsed) {
 }
 
 fn items(p: &CursorParsed, kind: TranscriptKind) -> Vec<&agent_adaptor_driver::TranscriptItem> {
-    p.transcript.iter().filter(|i| i.kind == kind).collect()
+    p.transcript
+        .as_slice()
+        .unwrap()
+        .iter()
+        .filter(|i| i.kind == kind)
+        .collect()
 }
 
 #[test]
@@ -109,7 +114,13 @@ fn success_text_and_checkpoint_from_the_result() {
     assert_eq!(init.metadata["cwd"], "/repo");
     assert_eq!(init.metadata["api_key_source"], "env");
     // The replayed prompt is not the driver's output.
-    assert!(!p.transcript.iter().any(|i| i.text.contains("Say hello")));
+    assert!(
+        !p.transcript
+            .as_slice()
+            .unwrap()
+            .iter()
+            .any(|i| i.text.contains("Say hello"))
+    );
     assert!(matches!(
         payloads(&outs).last().map(|s| &s.kind),
         Some(StreamKind::RunFinished { .. })
@@ -478,6 +489,8 @@ async fn an_exit_without_a_result_is_a_typed_failure_with_stderr() {
     assert!(result.checkpoint().is_none());
     let failure = result
         .transcript()
+        .as_slice()
+        .unwrap()
         .iter()
         .find(|i| i.kind == TranscriptKind::Failure)
         .unwrap();

@@ -112,7 +112,13 @@ fn text_usage_and_checkpoint_of_a_plain_answer() {
         first.source.thread_id.as_deref(),
         Some("7bca92ed-bc76-40a5-95fd-2232a766183e")
     );
-    assert!(!p.transcript.iter().any(|i| i.text == "say hello"));
+    assert!(
+        !p.transcript
+            .as_slice()
+            .unwrap()
+            .iter()
+            .any(|i| i.text == "say hello")
+    );
 }
 
 #[test]
@@ -124,6 +130,8 @@ fn deltas_of_one_message_share_one_lifecycle() {
     assert_eq!(format!("{}{}", deltas[0].1, deltas[1].1), "File read.");
     let texts: Vec<_> = p
         .transcript
+        .as_slice()
+        .unwrap()
         .iter()
         .filter(|i| i.kind == TranscriptKind::Assistant)
         .collect();
@@ -147,6 +155,8 @@ fn tool_calls_open_with_their_arguments_and_close_with_their_results() {
             if tool_call_id == id && result.as_ref().is_some_and(|r| r["output"] == "hi-from-tool"))));
     let result = p
         .transcript
+        .as_slice()
+        .unwrap()
         .iter()
         .find(|i| i.kind == TranscriptKind::ToolResult)
         .unwrap();
@@ -160,6 +170,8 @@ fn tool_calls_open_with_their_arguments_and_close_with_their_results() {
     let (_, p) = parse("own/gemini/stream-tool-error.jsonl", true, 0);
     let result = p
         .transcript
+        .as_slice()
+        .unwrap()
         .iter()
         .find(|i| i.kind == TranscriptKind::ToolResult)
         .unwrap();
@@ -548,6 +560,8 @@ async fn a_crash_before_the_result_is_a_typed_failure() {
         .as_ref()
         .and_then(|r| {
             r.transcript()
+                .as_slice()
+                .unwrap()
                 .iter()
                 .find(|i| i.kind == TranscriptKind::Failure)
                 .cloned()

@@ -253,6 +253,8 @@ async fn reasoning_is_a_reasoning_lifecycle() {
         assert_eq!(resp.output, "Done thinking.", "{name}");
         let thinking = resp
             .transcript
+            .as_slice()
+            .unwrap()
             .iter()
             .find(|i| i.kind == TranscriptKind::Thinking)
             .unwrap();
@@ -303,6 +305,8 @@ async fn a_tool_call_really_runs_echo() {
         assert_eq!(resp.output, "Tool said hi.");
         let result = resp
             .transcript
+            .as_slice()
+            .unwrap()
             .iter()
             .find(|t| t.kind == TranscriptKind::ToolResult)
             .unwrap();

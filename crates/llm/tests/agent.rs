@@ -119,7 +119,13 @@ async fn a_text_turn_streams_and_returns_one_result_for_every_vendor() {
         assert_eq!(terminal.event, "done");
         let done: serde_json::Value = serde_json::from_str(terminal.json.get()).unwrap();
         assert_eq!(done["finish_reason"], "stop", "{vendor:?}");
-        let kinds: Vec<_> = result.transcript().iter().map(|i| i.kind).collect();
+        let kinds: Vec<_> = result
+            .transcript()
+            .as_slice()
+            .unwrap()
+            .iter()
+            .map(|i| i.kind)
+            .collect();
         assert_eq!(kinds, vec![TranscriptKind::Assistant], "{vendor:?}");
     }
 }
@@ -144,6 +150,8 @@ async fn reasoning_and_parallel_tool_calls_reach_core_for_every_vendor() {
         assert!(
             result
                 .transcript()
+                .as_slice()
+                .unwrap()
                 .iter()
                 .any(|i| i.kind == TranscriptKind::Thinking),
             "{vendor:?}"
@@ -159,6 +167,8 @@ async fn reasoning_and_parallel_tool_calls_reach_core_for_every_vendor() {
         let result = outcome.unwrap_or_else(|e| panic!("{vendor:?}: {e}"));
         let calls: Vec<_> = result
             .transcript()
+            .as_slice()
+            .unwrap()
             .iter()
             .filter(|i| i.kind == TranscriptKind::ToolCall)
             .collect();

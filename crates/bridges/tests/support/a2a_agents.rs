@@ -56,7 +56,7 @@ pub fn scripted(
             stderr: Default::default(),
             terminal: TerminalPayload::new("result", &terminal).ok(),
         },
-        transcript: vec![item],
+        transcript: vec![item].into(),
         structured_output: structured.map(|value| StructuredOutput {
             format: "json_schema".into(),
             source: StructuredOutputSource::PromptValidate,

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use agent_adaptor_driver::{DriverError, EventSink, RunEvent, StreamPayload, TranscriptItem};
+use agent_adaptor_driver::{
+    DriverError, EventSink, RunEvent, StreamPayload, Transcript, TranscriptItem,
+};
 use agent_adaptor_llm::{
     LlmCompletionMetadata, LlmStreamEvent, ReasoningContentPart, ToolCall, ToolCallDelta,
 };
@@ -45,7 +47,7 @@ struct LiveTool {
 pub struct Live<'a> {
     sink: &'a dyn EventSink,
     /// Transcript items of the whole run (shared across calls).
-    items: &'a mut Vec<TranscriptItem>,
+    items: &'a mut Transcript,
     call: usize,
     segments: usize,
     text_open: Option<String>,
@@ -62,7 +64,7 @@ pub struct Live<'a> {
 
 impl<'a> Live<'a> {
     /// A translator for model call `call`, appending to `items`.
-    pub fn new(sink: &'a dyn EventSink, items: &'a mut Vec<TranscriptItem>, call: usize) -> Self {
+    pub fn new(sink: &'a dyn EventSink, items: &'a mut Transcript, call: usize) -> Self {
         Live {
             sink,
             items,

@@ -32,7 +32,7 @@ use agent_adaptor_driver::{
     DriverError, EventSink, FailureCode, FingerprintError, HumanDecisionSupport, ModelInfo,
     OperationalEvent, RawStreams, Request, Response, RunContext, RunEvent, RunFailure,
     SessionCodec, SessionState, StandardSessionCodec, StreamCapability, StreamPayload,
-    StructuredOutputCapability, TerminalPayload, TranscriptItem, Usage, async_trait,
+    StructuredOutputCapability, TerminalPayload, Transcript, TranscriptItem, Usage, async_trait,
     canonical_session_config_fingerprint,
 };
 use agent_adaptor_llm::{
@@ -165,7 +165,7 @@ fn add_usage(total: &mut Option<Usage>, m: &LlmCompletionMetadata) {
 
 /// What the run loop accumulates.
 struct RunState {
-    items: Vec<TranscriptItem>,
+    items: Transcript,
     usage: Option<Usage>,
     output: String,
     response_model: String,
@@ -265,7 +265,7 @@ impl Driver for ChatDriver {
         history.push(Message::user(req.prompt.clone()));
 
         let mut st = RunState {
-            items: Vec::new(),
+            items: req.new_transcript(),
             usage: None,
             output: String::new(),
             response_model: String::new(),
@@ -373,7 +373,7 @@ impl ChatDriver {
         &self,
         ctx: &RunContext,
         sink: &dyn EventSink,
-        items: &mut Vec<TranscriptItem>,
+        items: &mut Transcript,
         call: usize,
         messages: &[Message],
         config: &LlmCallConfig,
@@ -420,7 +420,7 @@ impl ChatDriver {
     async fn tool(
         &self,
         sink: &dyn EventSink,
-        items: &mut Vec<TranscriptItem>,
+        items: &mut Transcript,
         stream_id: &str,
         call: &ToolCall,
         workspace: &std::path::Path,

@@ -75,7 +75,7 @@ pub fn notices<'a>(events: &'a [Event], kind: &str) -> Vec<&'a agent_adaptor_cor
 pub fn response(output: &str, items: Vec<TranscriptItem>) -> Response {
     Response {
         output: output.into(),
-        transcript: items,
+        transcript: items.into(),
         exit_code: Some(0),
         ..Default::default()
     }

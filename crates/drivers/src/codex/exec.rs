@@ -41,6 +41,14 @@ impl ExecParser {
         }
     }
 
+    /// Record the transcript into `transcript` (empty, made with the
+    /// request's budget by [`Request::new_transcript`](agent_adaptor_driver::Request::new_transcript))
+    /// instead of one with the default budget.
+    pub fn with_transcript(mut self, transcript: agent_adaptor_driver::Transcript) -> Self {
+        self.rec.set_transcript(transcript);
+        self
+    }
+
     /// The tool a tool-like item stands for: its name and arguments.
     fn tool_of(details: &ItemDetails) -> Option<(String, Value)> {
         match details {

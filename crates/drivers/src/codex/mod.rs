@@ -259,7 +259,8 @@ impl CodexDriver {
         );
         let prompt = StdinMode::Bytes(Bytes::from(req.prompt.clone().into_bytes()));
         let cmd = self.command(args, cwd, prompt);
-        let mut parser = ExecParser::new(req.streaming, previous_usage(req));
+        let mut parser = ExecParser::new(req.streaming, previous_usage(req))
+            .with_transcript(req.new_transcript());
         let finished = pump::run("Codex", &cmd, ctx, sink, &mut parser, None, &[]).await?;
         let (tail, parsed) = parser.finish(finished.exit.code, finished.exit.signal.is_some());
         for out in tail {
@@ -295,7 +296,8 @@ impl CodexDriver {
         let cfg = &self.config;
         let plan = self.plan(req, cwd, schema);
         let parser =
-            AppServerParser::new(req.streaming, plan.resume.is_some(), previous_totals(req));
+            AppServerParser::new(req.streaming, plan.resume.is_some(), previous_totals(req))
+                .with_transcript(req.new_transcript());
         let (mut session, setup) = Session::new(parser, plan);
         let cmd = self.command(argv::app_server_argv(cfg), cwd, StdinMode::Pipe);
         let finished =

@@ -94,7 +94,8 @@ pub(super) async fn run(
         let mut server = *server;
         resident::notice_reused(sink, &server).await?;
         let pid = server.pid();
-        let parser = AppServerParser::new(req.streaming, true, previous_totals(req));
+        let parser = AppServerParser::new(req.streaming, true, previous_totals(req))
+            .with_transcript(req.new_transcript());
         let client = std::mem::take(&mut server.state.client);
         let (mut session, opened, frame) =
             Session::resident_turn(parser, plan.clone(), client, &server.state.thread);
@@ -119,7 +120,8 @@ pub(super) async fn run(
             }
         }
     }
-    let parser = AppServerParser::new(req.streaming, plan.resume.is_some(), previous_totals(req));
+    let parser = AppServerParser::new(req.streaming, plan.resume.is_some(), previous_totals(req))
+        .with_transcript(req.new_transcript());
     let (session, setup) = Session::new(parser, plan);
     let server = turn.spawn(signature, &setup).await?;
     turn.serve(server, session, false).await

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use agent_adaptor_driver::{
     Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SessionState,
-    StreamPayload, TerminalPayload, TranscriptItem, TranscriptKind, Usage,
+    StreamPayload, TerminalPayload, Transcript, TranscriptItem, TranscriptKind, Usage,
 };
 use serde_json::{Value, json};
 
@@ -89,7 +89,7 @@ pub struct Parsed {
     /// The official terminal event, exactly.
     pub terminal: Option<TerminalPayload>,
     /// Every transcript item, in emission order.
-    pub transcript: Vec<TranscriptItem>,
+    pub transcript: Transcript,
     /// This turn's usage.
     pub usage: Option<Usage>,
     /// Valid after a successful terminal with a thread id and exit 0.
@@ -119,8 +119,12 @@ pub(crate) struct Recorder {
     open: Vec<((Family, String), String)>,
     used_ids: HashSet<String>,
     counter: u64,
-    messages: Vec<String>,
-    items: Vec<TranscriptItem>,
+    /// Completed agent messages so far, joined with a blank line (built
+    /// as they complete: no list of them and no join at the end).
+    output: String,
+    /// The last completed agent message.
+    last_message: String,
+    items: Transcript,
     terminal: Option<(String, String)>,
     failure: Option<RunFailure>,
     stream_error: Option<String>,
@@ -130,6 +134,12 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
+    /// Record the transcript into `transcript` (made with the request's
+    /// budget) instead of one with the default budget.
+    pub(crate) fn set_transcript(&mut self, transcript: Transcript) {
+        self.items = transcript;
+    }
+
     /// A recorder; `payloads` turns live payloads on (`Request::streaming`).
     pub(crate) fn new(payloads: bool) -> Self {
         Recorder {
@@ -143,8 +153,9 @@ impl Recorder {
             open: Vec::new(),
             used_ids: HashSet::new(),
             counter: 0,
-            messages: Vec::new(),
-            items: Vec::new(),
+            output: String::new(),
+            last_message: String::new(),
+            items: Transcript::new(),
             terminal: None,
             failure: None,
             stream_error: None,
@@ -335,7 +346,11 @@ impl Recorder {
             self.emit(out, StreamPayload::text_end(id));
         }
         if !text.is_empty() {
-            self.messages.push(text.to_owned());
+            if !self.output.is_empty() {
+                self.output.push_str("\n\n");
+            }
+            self.output.push_str(text);
+            text.clone_into(&mut self.last_message);
             self.item(out, TranscriptItem::assistant(text));
         }
     }
@@ -528,13 +543,13 @@ impl Recorder {
                 Checkpoint::valid(state)
             });
         let parsed = Parsed {
-            output: self.messages.join("\n\n"),
-            last_message: self.messages.last().cloned().unwrap_or_default(),
+            output: std::mem::take(&mut self.output),
+            last_message: std::mem::take(&mut self.last_message),
             terminal: self
                 .terminal
                 .as_ref()
                 .and_then(|(event, json)| TerminalPayload::new(event.clone(), json).ok()),
-            transcript: self.items.clone(),
+            transcript: std::mem::take(&mut self.items),
             usage: self.usage.clone(),
             checkpoint,
             failure: self.failure.clone(),

@@ -181,7 +181,7 @@ impl Driver for CursorDriver {
             provider: "cursor",
             model: req.model_override.as_deref().or(cfg.model.as_deref()),
         };
-        let mut parser = CursorParser::new(req.streaming);
+        let mut parser = CursorParser::new(req.streaming).with_transcript(req.new_transcript());
         jsonl::run_one_shot(who, spec, &ctx, sink, &mut parser).await
     }
 }

@@ -69,6 +69,14 @@ impl CursorParser {
         }
     }
 
+    /// Record the transcript into `transcript` (empty, made with the
+    /// request's budget by [`Request::new_transcript`](agent_adaptor_driver::Request::new_transcript))
+    /// instead of one with the default budget.
+    pub fn with_transcript(mut self, transcript: agent_adaptor_driver::Transcript) -> Self {
+        self.em.set_transcript(transcript);
+        self
+    }
+
     fn init(&mut self, line: Line, out: &mut Vec<Out>) {
         let Line::System {
             session_id,
@@ -256,7 +264,7 @@ impl CursorParser {
         let parsed = CursorParsed {
             output,
             terminal: t.and_then(|t| TerminalPayload::new("result", &t.line).ok()),
-            transcript: self.em.transcript().to_vec(),
+            transcript: self.em.take_transcript(),
             usage: t.and_then(|t| t.usage.clone()),
             checkpoint,
             failure: self.failure.clone(),

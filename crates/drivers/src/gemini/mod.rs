@@ -228,7 +228,7 @@ impl Driver for GeminiDriver {
             provider: "gemini",
             model: req.model_override.as_deref().or(cfg.model.as_deref()),
         };
-        let mut parser = GeminiParser::new(req.streaming);
+        let mut parser = GeminiParser::new(req.streaming).with_transcript(req.new_transcript());
         jsonl::run_one_shot(who, spec, &ctx, sink, &mut parser).await
     }
 }

@@ -81,6 +81,14 @@ impl GeminiParser {
         }
     }
 
+    /// Record the transcript into `transcript` (empty, made with the
+    /// request's budget by [`Request::new_transcript`](agent_adaptor_driver::Request::new_transcript))
+    /// instead of one with the default budget.
+    pub fn with_transcript(mut self, transcript: agent_adaptor_driver::Transcript) -> Self {
+        self.em.set_transcript(transcript);
+        self
+    }
+
     fn init(&mut self, session_id: String, model: Option<String>, out: &mut Vec<Out>) {
         if !session_id.is_empty() {
             self.session_id = Some(session_id.clone());
@@ -262,7 +270,7 @@ impl GeminiParser {
                 .terminal
                 .as_ref()
                 .and_then(|t| TerminalPayload::new("result", &t.line).ok()),
-            transcript: self.em.transcript().to_vec(),
+            transcript: self.em.take_transcript(),
             usage: self.terminal.as_ref().and_then(|t| t.usage.clone()),
             checkpoint,
             failure: self.failure.clone(),

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use agent_adaptor_driver::{
     Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SessionState,
-    StreamPayload, TerminalPayload, TranscriptItem, TranscriptKind, Usage,
+    StreamPayload, TerminalPayload, Transcript, TranscriptItem, TranscriptKind, Usage,
 };
 use serde_json::{Value, json};
 
@@ -62,7 +62,7 @@ pub struct Parsed {
     /// The official terminal payload (the `result` line, exactly).
     pub terminal: Option<TerminalPayload>,
     /// Every transcript item, in the order it was emitted.
-    pub transcript: Vec<TranscriptItem>,
+    pub transcript: Transcript,
     /// Usage from the `result` line only.
     pub usage: Option<Usage>,
     /// A checkpoint from a successful `result` line.
@@ -101,7 +101,7 @@ pub struct Parser {
     last_message: String,
     last_text: String,
     api_error: Option<String>,
-    items: Vec<TranscriptItem>,
+    items: Transcript,
     result: Option<(ResultLine, String)>,
     aborted: Option<RunFailure>,
     anonymous: u64,
@@ -109,6 +109,14 @@ pub struct Parser {
 }
 
 impl Parser {
+    /// Record the transcript into `transcript` (empty, made with the
+    /// request's budget by [`Request::new_transcript`](agent_adaptor_driver::Request::new_transcript))
+    /// instead of one with the default budget.
+    pub fn with_transcript(mut self, transcript: Transcript) -> Self {
+        self.items = transcript;
+        self
+    }
+
     /// A parser for `family`. `payloads` turns live payloads on (the
     /// request is streaming); `partials` says the CLI was asked for
     /// `stream_event` lines, which then drive the text/reasoning/tool
@@ -131,7 +139,7 @@ impl Parser {
             last_message: String::new(),
             last_text: String::new(),
             api_error: None,
-            items: Vec::new(),
+            items: Transcript::new(),
             result: None,
             aborted: None,
             anonymous: 0,
@@ -657,7 +665,7 @@ impl Parser {
         let parsed = Parsed {
             output: self.last_text.clone(),
             terminal,
-            transcript: self.items.clone(),
+            transcript: std::mem::take(&mut self.items),
             usage,
             checkpoint,
             failure,

@@ -111,7 +111,7 @@ pub(super) async fn run(
                     w.accepted, w.error
                 );
                 let failure = resident::lost_failure(family.driver_type, pid, &what);
-                let session = Session::new(family, cfg, true);
+                let session = Session::new(family, cfg, true, req.new_transcript());
                 return turn.lose(resident, session, failure).await;
             }
         }
@@ -176,7 +176,7 @@ impl Turn<'_> {
     /// Read the turn to its `result` line (or the process's end) and form
     /// the response; keep or stop the process.
     async fn serve(&self, mut resident: Proc, reused: bool) -> Result<Response, DriverError> {
-        let mut session = Session::new(self.family, self.cfg, true);
+        let mut session = Session::new(self.family, self.cfg, true, self.req.new_transcript());
         let ended = match self.read(&mut session, &mut resident).await {
             Ok(ended) => ended,
             Err(e) => {

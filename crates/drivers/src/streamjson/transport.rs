@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use agent_adaptor_driver::{
     Checkpoint, DecisionResponse, DecisionResult, DriverError, EventSink, OperationalEvent,
     RawStreams, Request, Response, RunContext, RunEvent, StructuredOutput, StructuredOutputSource,
+    Transcript,
 };
 use agent_adaptor_process::{Command, Line, Process, StdinController, StdinMode};
 use bytes::Bytes;
@@ -83,7 +84,7 @@ async fn run_once(
     );
     sink.emit(RunEvent::Spawn(spawn)).await?;
 
-    let mut session = Session::new(family, cfg, req.streaming);
+    let mut session = Session::new(family, cfg, req.streaming, req.new_transcript());
     let mut stdin = proc.take_stdin();
     if let Err(e) = read(
         &mut session,
@@ -316,10 +317,16 @@ pub(super) struct Session {
 }
 
 impl Session {
-    pub(super) fn new(family: &'static Family, cfg: &Config, streaming: bool) -> Self {
+    /// A session whose parser records its items into `transcript`.
+    pub(super) fn new(
+        family: &'static Family,
+        cfg: &Config,
+        streaming: bool,
+        transcript: Transcript,
+    ) -> Self {
         Session {
             family,
-            parser: Parser::new(family, streaming, streaming),
+            parser: Parser::new(family, streaming, streaming).with_transcript(transcript),
             host_approvals: cfg.host_approvals,
         }
     }

@@ -235,6 +235,12 @@ pub fn parse_with<P: agent_adaptor_drivers::jsonl::OneShotParser>(
     code: i32,
 ) -> (Vec<Out>, agent_adaptor_drivers::jsonl::Parsed) {
     let (outs, parsed) = feed(parser, lines, |p| p.finish(&exit(code)));
-    judge(what, &outs, cap, streaming, &parsed.transcript);
+    judge(
+        what,
+        &outs,
+        cap,
+        streaming,
+        parsed.transcript.as_slice().unwrap(),
+    );
     (outs, parsed)
 }

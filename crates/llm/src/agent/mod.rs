@@ -208,7 +208,12 @@ impl Driver for LlmDriver {
         ]);
         sink.emit(RunEvent::Invocation(invocation)).await?;
 
-        let mut translator = Translator::new(&req.run_id, req.streaming, &config.model);
+        let mut translator = Translator::new(
+            &req.run_id,
+            req.streaming,
+            &config.model,
+            req.new_transcript(),
+        );
         translator.start(sink).await?;
         let messages = messages(&req);
         let opened = tokio::select! {

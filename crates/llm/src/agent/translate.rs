@@ -12,7 +12,7 @@ use std::collections::HashSet;
 
 use agent_adaptor_driver::{
     DriverError, EventSink, FailureCode, RunEvent, RunFailure, StreamKind, StreamPayload,
-    TerminalPayload, TranscriptItem, TranscriptKind, Usage,
+    TerminalPayload, Transcript, TranscriptItem, TranscriptKind, Usage,
 };
 use serde_json::json;
 
@@ -47,7 +47,7 @@ pub(super) struct Translator {
     reasoning_streamed: bool,
     calls: Vec<LiveCall>,
     reported: HashSet<String>,
-    transcript: Vec<TranscriptItem>,
+    transcript: Transcript,
     output: String,
     usage: Option<Usage>,
     response_model: Option<String>,
@@ -77,7 +77,9 @@ fn kind_name(kind: LlmErrorKind) -> String {
 }
 
 impl Translator {
-    pub(super) fn new(run_id: &str, payloads: bool, model: &str) -> Self {
+    /// A translator recording its items into `transcript` (made with the
+    /// request's budget).
+    pub(super) fn new(run_id: &str, payloads: bool, model: &str, transcript: Transcript) -> Self {
         Translator {
             run_id: run_id.to_owned(),
             payloads,
@@ -88,7 +90,7 @@ impl Translator {
             reasoning_streamed: false,
             calls: Vec::new(),
             reported: HashSet::new(),
-            transcript: Vec::new(),
+            transcript,
             output: String::new(),
             usage: None,
             response_model: None,

@@ -52,7 +52,7 @@ fn slow_reply(text: &str, session: &str, pause: Duration) -> ScriptedDriver {
             stderr: Default::default(),
             terminal: TerminalPayload::new("result", &terminal).ok(),
         },
-        transcript: vec![item],
+        transcript: vec![item].into(),
         exit_code: Some(0),
         provider: "scripted".into(),
         checkpoint: Some(Checkpoint::valid(SessionState {

@@ -92,6 +92,14 @@ impl AppServerParser {
         }
     }
 
+    /// Record the transcript into `transcript` (empty, made with the
+    /// request's budget by [`Request::new_transcript`](agent_adaptor_driver::Request::new_transcript))
+    /// instead of one with the default budget.
+    pub fn with_transcript(mut self, transcript: agent_adaptor_driver::Transcript) -> Self {
+        self.rec.set_transcript(transcript);
+        self
+    }
+
     /// The thread id, once known.
     pub fn thread_id(&self) -> Option<&str> {
         self.rec.thread_id()
