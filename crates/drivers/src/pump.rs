@@ -235,12 +235,17 @@ async fn pump(
             Some(Ok(None)) => return Ok(()),
             Some(Ok(Some(line))) => line,
         };
+        // A line in memory is parsed where it is; a spilled one is read back.
+        let spilled;
         let bytes = match line.as_memory() {
-            Some(b) => b.to_vec(),
-            None => line.bytes().to_vec()?,
+            Some(b) => b,
+            None => {
+                spilled = line.bytes().to_vec()?;
+                &spilled[..]
+            }
         };
         batch.open();
-        deliver_line(side, &bytes, sink, stdin).await?;
+        deliver_line(side, bytes, sink, stdin).await?;
         if !terminated && side.terminated() {
             terminated = true;
             batch.close();
@@ -370,12 +375,17 @@ pub async fn run_turn(
             Some(Ok(None)) => return Ok(TurnEnd::Eof),
             Some(Ok(Some(line))) => line,
         };
+        // A line in memory is parsed where it is; a spilled one is read back.
+        let spilled;
         let bytes = match line.as_memory() {
-            Some(b) => b.to_vec(),
-            None => line.bytes().to_vec()?,
+            Some(b) => b,
+            None => {
+                spilled = line.bytes().to_vec()?;
+                &spilled[..]
+            }
         };
         batch.open();
-        deliver_line(&mut side, &bytes, sink, stdin).await?;
+        deliver_line(&mut side, bytes, sink, stdin).await?;
         if side.terminated() {
             return Ok(TurnEnd::Terminal);
         }

@@ -336,13 +336,18 @@ impl Session {
         stdin: &mut Option<StdinController>,
         sink: &dyn EventSink,
     ) -> Result<(), DriverError> {
+        // A line in memory is parsed where it is; a spilled one is read back.
+        let spilled;
         let bytes = match line.as_memory() {
-            Some(b) => b.to_vec(),
-            None => line.bytes().to_vec()?,
+            Some(b) => b,
+            None => {
+                spilled = line.bytes().to_vec()?;
+                &spilled[..]
+            }
         };
         // One batch per line: the consumer is woken once for the line.
         let _batch = Batch::new(sink);
-        for out in self.parser.line(&bytes) {
+        for out in self.parser.line(bytes) {
             self.deliver(out, stdin, sink).await?;
         }
         Ok(())
