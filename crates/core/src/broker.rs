@@ -15,6 +15,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::poll_fn;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
@@ -85,6 +86,9 @@ struct Shared {
     config: BrokerConfig,
     /// See [`wake_threshold`].
     wake_at: usize,
+    /// Set once nobody can read droppable events any more (`run()`, see
+    /// [`Consumer::unobserved`]): they are no longer queued.
+    unobserved: AtomicBool,
     control: Arc<RunControl>,
 }
 
@@ -153,6 +157,7 @@ pub(crate) fn broker(
         }),
         config,
         wake_at: wake_threshold(config.buffer),
+        unobserved: AtomicBool::new(false),
         control,
     });
     (
@@ -250,6 +255,15 @@ impl Publisher {
     /// This is synchronous on purpose: every driver event goes through it,
     /// and only a publisher that really has to wait pays for a future.
     pub(crate) fn offer(&mut self, mut ev: Event) -> Offer {
+        if ev.is_droppable()
+            && self.shared.unobserved.load(Ordering::Relaxed)
+            && !self.shared.control.is_stopped()
+        {
+            // Nobody will read it: spend its sequence number (later events
+            // keep the numbers they would have had) and nothing else.
+            self.state.next_seq += 1;
+            return Offer::Done(Ok(()));
+        }
         ev.meta_mut().time = Utc::now();
         let droppable = !self.shared.config.blocking && ev.is_droppable();
         let mut slot = Some(ev);
@@ -418,6 +432,14 @@ impl Consumer {
         Poll::Pending
     }
 
+    /// The reader only drains, to reach the end of the run (`run()`):
+    /// droppable events published from now on are not queued at all. Only
+    /// deltas are skipped — reliable events, the result and every contract
+    /// check are unaffected; a cancelled run reports its losses as before.
+    pub(crate) fn unobserved(&self) {
+        self.shared.unobserved.store(true, Ordering::Relaxed);
+    }
+
     /// True once the queue is closed and every event was read.
     pub(crate) fn is_terminated(&self) -> bool {
         let q = self.shared.lock();
@@ -584,6 +606,37 @@ mod tests {
         assert_eq!(drain(&c, &waker).len(), 1);
         batch.end();
         assert_eq!(counter.count(), 2, "nothing left to read");
+    }
+
+    #[test]
+    fn unobserved_deltas_are_not_queued_but_keep_their_sequence_numbers() {
+        let (mut p, c, control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let counter = Arc::new(Counter::default());
+        let waker = Waker::from(counter.clone());
+        let delta = |p: &Publisher, n: usize| {
+            let payload = agent_adaptor_driver::StreamPayload::text_content("m", format!("{n}"));
+            match translate::payload(p.meta(), payload) {
+                translate::Routed::Publish(ev) => ev,
+                _ => unreachable!("a text delta is published"),
+            }
+        };
+        let ev = delta(&p, 0);
+        offer_now(&mut p, ev);
+        c.unobserved();
+        for n in 1..5 {
+            let ev = delta(&p, n);
+            offer_now(&mut p, ev);
+        }
+        let ev = reliable(&p, 0);
+        offer_now(&mut p, ev);
+        let got = drain(&c, &waker);
+        let seqs: Vec<u64> = got.iter().map(|e| e.meta().sequence).collect();
+        assert_eq!(seqs, [1, 6], "the delta before, then the reliable event");
+        assert!(got[0].is_droppable() && !got[1].is_droppable());
+        // Once cancelled, deltas are refused (and counted) as before.
+        control.stop(crate::control::StopReason::Cancelled);
+        let ev = delta(&p, 9);
+        assert!(matches!(p.offer(ev), Offer::Done(Err(Cancelled))));
     }
 
     #[test]
