@@ -579,7 +579,7 @@ mod tests {
     fn a_long_batch_wakes_the_consumer_at_the_threshold_and_on_flush() {
         let (mut p, c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
         let at = wake_threshold(DEFAULT_EVENT_BUFFER);
-        assert!(at >= 2 && at <= DEFAULT_EVENT_BUFFER / 2);
+        assert!((2..=DEFAULT_EVENT_BUFFER / 2).contains(&at));
         let counter = Arc::new(Counter::default());
         let waker = Waker::from(counter.clone());
         assert!(drain(&c, &waker).is_empty());
