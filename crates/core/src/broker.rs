@@ -6,9 +6,16 @@
 //! FIFO lock around [`Publisher`]), so at most one publisher ever waits for
 //! space; sequence numbers are assigned under that lock, in receive order, and
 //! the queue order is the sequence order.
+//!
+//! Waking the consumer is the expensive part of a hand-over (it usually sits
+//! on another thread). A driver may bracket what one input produced in a
+//! batch ([`Batcher`]): inside it, the consumer is woken once at the end, or
+//! earlier when the queue has filled to [`wake_threshold`], when the
+//! publisher has to wait for space, or when the batch is flushed.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::poll_fn;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
@@ -23,6 +30,16 @@ pub const DEFAULT_EVENT_BUFFER: usize = 1024;
 
 /// Slots reserved beyond the buffer: a final `Dropped`, then `RunFinished`.
 const RESERVED: usize = 2;
+
+/// The most events a batch queues before it wakes the consumer anyway.
+const BATCH_WAKE_MAX: usize = 128;
+
+/// Inside a batch, the queue length at which the consumer is woken without
+/// waiting for the batch to end: at most half the buffer, so a slow consumer
+/// starts draining long before deltas would be dropped.
+fn wake_threshold(buffer: usize) -> usize {
+    (buffer / 2).clamp(1, BATCH_WAKE_MAX)
+}
 
 /// How the broker treats a full buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,11 +62,33 @@ struct Queue {
     closed: bool,
     consumer: Option<Waker>,
     publisher: Option<Waker>,
+    /// Open batches (nesting depth); 0 wakes the consumer on every push.
+    batch: u32,
+}
+
+impl Queue {
+    fn wake_consumer(&mut self) {
+        if let Some(w) = self.consumer.take() {
+            w.wake();
+        }
+    }
+
+    /// Wake the consumer if it has something to read.
+    fn flush(&mut self) {
+        if !self.items.is_empty() {
+            self.wake_consumer();
+        }
+    }
 }
 
 struct Shared {
     queue: Mutex<Queue>,
     config: BrokerConfig,
+    /// See [`wake_threshold`].
+    wake_at: usize,
+    /// Set once nobody can read droppable events any more (`run()`, see
+    /// [`Consumer::unobserved`]): they are no longer queued.
+    unobserved: AtomicBool,
     control: Arc<RunControl>,
 }
 
@@ -114,8 +153,11 @@ pub(crate) fn broker(
             closed: false,
             consumer: None,
             publisher: None,
+            batch: 0,
         }),
         config,
+        wake_at: wake_threshold(config.buffer),
+        unobserved: AtomicBool::new(false),
         control,
     });
     (
@@ -158,11 +200,11 @@ impl PubState {
         seq
     }
 
-    fn push(&mut self, q: &mut Queue, mut ev: Event) {
+    fn push(&mut self, q: &mut Queue, mut ev: Event, wake_at: usize) {
         self.stamp(&mut ev);
         q.items.push_back(ev);
-        if let Some(w) = q.consumer.take() {
-            w.wake();
+        if q.batch == 0 || q.items.len() >= wake_at {
+            q.wake_consumer();
         }
     }
 
@@ -213,6 +255,15 @@ impl Publisher {
     /// This is synchronous on purpose: every driver event goes through it,
     /// and only a publisher that really has to wait pays for a future.
     pub(crate) fn offer(&mut self, mut ev: Event) -> Offer {
+        if ev.is_droppable()
+            && self.shared.unobserved.load(Ordering::Relaxed)
+            && !self.shared.control.is_stopped()
+        {
+            // Nobody will read it: spend its sequence number (later events
+            // keep the numbers they would have had) and nothing else.
+            self.state.next_seq += 1;
+            return Offer::Done(Ok(()));
+        }
         ev.meta_mut().time = Utc::now();
         let droppable = !self.shared.config.blocking && ev.is_droppable();
         let mut slot = Some(ev);
@@ -252,12 +303,13 @@ impl Publisher {
         droppable: bool,
     ) -> Option<Result<(), Cancelled>> {
         let capacity = self.shared.config.buffer;
+        let wake_at = self.shared.wake_at;
         let st = &mut self.state;
         let mut q = self.shared.lock();
         let ev = slot.take()?;
         if self.shared.control.is_stopped() {
             if !droppable && q.items.len() < capacity {
-                st.push(&mut q, ev);
+                st.push(&mut q, ev, wake_at);
                 return Some(Ok(()));
             }
             st.drop_event(ev, true);
@@ -266,13 +318,13 @@ impl Publisher {
         if let Some(agg) = st.pending.take() {
             if q.items.len() < capacity {
                 let report = st.dropped_event(agg);
-                st.push(&mut q, report);
+                st.push(&mut q, report, wake_at);
             } else {
                 st.pending = Some(agg);
             }
         }
         if st.pending.is_none() && q.items.len() < capacity {
-            st.push(&mut q, ev);
+            st.push(&mut q, ev, wake_at);
             return Some(Ok(()));
         }
         if droppable {
@@ -293,6 +345,9 @@ impl Publisher {
                 Poll::Ready(())
             } else {
                 q.publisher = Some(cx.waker().clone());
+                // Inside a batch the consumer may not know about the
+                // queued events yet: it has to drain for us to go on.
+                q.wake_consumer();
                 Poll::Pending
             }
         });
@@ -307,16 +362,53 @@ impl Publisher {
     pub(crate) fn finish(&mut self, mut finished: Event) {
         let st = &mut self.state;
         let mut q = self.shared.lock();
+        q.batch = 0;
         if let Some(agg) = st.pending.take() {
             let report = st.dropped_event(agg);
-            st.push(&mut q, report);
+            st.push(&mut q, report, 1);
         }
         finished.meta_mut().time = Utc::now();
-        st.push(&mut q, finished);
+        st.push(&mut q, finished, 1);
         q.closed = true;
-        if let Some(w) = q.consumer.take() {
-            w.wake();
+        q.wake_consumer();
+    }
+
+    /// The batching side of this broker, for the sink to hold outside its
+    /// publication lock.
+    pub(crate) fn batcher(&self) -> Batcher {
+        Batcher {
+            shared: self.shared.clone(),
         }
+    }
+}
+
+/// Opens and closes batches (see the module docs); cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Batcher {
+    shared: Arc<Shared>,
+}
+
+impl Batcher {
+    /// Open a batch: pushes stop waking the consumer until it is closed.
+    pub(crate) fn begin(&self) {
+        let mut q = self.shared.lock();
+        q.batch = q.batch.saturating_add(1);
+    }
+
+    /// Close a batch; the outermost close wakes the consumer if it has
+    /// something to read. An unmatched close is ignored.
+    pub(crate) fn end(&self) {
+        let mut q = self.shared.lock();
+        q.batch = q.batch.saturating_sub(1);
+        if q.batch == 0 {
+            q.flush();
+        }
+    }
+
+    /// Wake the consumer now if it has something to read, batch or not
+    /// (before waiting for something the consumer may have to see first).
+    pub(crate) fn flush(&self) {
+        self.shared.lock().flush();
     }
 }
 
@@ -340,6 +432,14 @@ impl Consumer {
         Poll::Pending
     }
 
+    /// The reader only drains, to reach the end of the run (`run()`):
+    /// droppable events published from now on are not queued at all. Only
+    /// deltas are skipped — reliable events, the result and every contract
+    /// check are unaffected; a cancelled run reports its losses as before.
+    pub(crate) fn unobserved(&self) {
+        self.shared.unobserved.store(true, Ordering::Relaxed);
+    }
+
     /// True once the queue is closed and every event was read.
     pub(crate) fn is_terminated(&self) -> bool {
         let q = self.shared.lock();
@@ -349,5 +449,262 @@ impl Consumer {
     /// Events buffered and not yet read.
     pub(crate) fn buffered(&self) -> usize {
         self.shared.lock().items.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
+
+    use agent_adaptor_driver::RunEvent;
+
+    use super::*;
+    use crate::translate;
+
+    /// A waker that counts its wakes.
+    #[derive(Default)]
+    struct Counter(AtomicUsize);
+
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    impl Counter {
+        fn count(&self) -> usize {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    fn setup(buffer: usize, blocking: bool) -> (Publisher, Consumer, Arc<RunControl>) {
+        let control = Arc::new(RunControl::default());
+        let meta = EventMeta::unstamped("run_b".into(), None);
+        let (p, c) = broker(BrokerConfig { buffer, blocking }, control.clone(), meta);
+        (p, c, control)
+    }
+
+    /// A reliable event (a transcript-item notice).
+    fn reliable(p: &Publisher, n: usize) -> Event {
+        let item = agent_adaptor_driver::TranscriptItem::assistant(format!("item {n}"));
+        translate::run_event(p.meta(), RunEvent::Item(item))
+    }
+
+    fn offer_now(p: &mut Publisher, ev: Event) {
+        assert!(matches!(p.offer(ev), Offer::Done(Ok(()))));
+    }
+
+    /// Read everything queued; the consumer's waker is `waker`.
+    fn drain(c: &Consumer, waker: &Waker) -> Vec<Event> {
+        let mut cx = Context::from_waker(waker);
+        let mut out = Vec::new();
+        while let Poll::Ready(Some(ev)) = c.poll_next(&mut cx) {
+            out.push(ev);
+        }
+        out
+    }
+
+    #[test]
+    fn a_batch_wakes_the_consumer_once_at_its_end() {
+        let (mut p, c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let counter = Arc::new(Counter::default());
+        let waker = Waker::from(counter.clone());
+        assert!(drain(&c, &waker).is_empty()); // parked: waker registered
+        let batch = p.batcher();
+        batch.begin();
+        for n in 0..10 {
+            let ev = reliable(&p, n);
+            offer_now(&mut p, ev);
+        }
+        assert_eq!(counter.count(), 0, "no wake inside the batch");
+        batch.end();
+        assert_eq!(counter.count(), 1, "one wake for the whole batch");
+        let got = drain(&c, &waker);
+        assert_eq!(got.len(), 10);
+        let seqs: Vec<u64> = got.iter().map(|e| e.meta().sequence).collect();
+        assert_eq!(seqs, (1..=10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn without_a_batch_every_event_wakes_a_parked_consumer() {
+        let (mut p, c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let counter = Arc::new(Counter::default());
+        let waker = Waker::from(counter.clone());
+        for n in 0..3 {
+            assert!(drain(&c, &waker).len() <= 1);
+            let ev = reliable(&p, n);
+            offer_now(&mut p, ev);
+            assert_eq!(counter.count(), n + 1);
+        }
+    }
+
+    #[test]
+    fn batches_nest_and_unmatched_ends_are_ignored() {
+        let (mut p, c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let counter = Arc::new(Counter::default());
+        let waker = Waker::from(counter.clone());
+        let batch = p.batcher();
+        batch.end(); // unmatched: ignored
+        assert!(drain(&c, &waker).is_empty());
+        batch.begin();
+        batch.begin();
+        let ev = reliable(&p, 0);
+        offer_now(&mut p, ev);
+        batch.end();
+        assert_eq!(counter.count(), 0, "the inner end is not the outermost");
+        batch.end();
+        assert_eq!(counter.count(), 1);
+        batch.end(); // unmatched again
+        assert_eq!(drain(&c, &waker).len(), 1);
+        let ev = reliable(&p, 1);
+        offer_now(&mut p, ev);
+        assert_eq!(counter.count(), 2, "outside a batch again: woken at once");
+    }
+
+    #[test]
+    fn an_empty_batch_and_a_flush_of_nothing_wake_nobody() {
+        let (p, c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let counter = Arc::new(Counter::default());
+        let waker = Waker::from(counter.clone());
+        assert!(drain(&c, &waker).is_empty());
+        let batch = p.batcher();
+        batch.begin();
+        batch.end();
+        batch.flush();
+        assert_eq!(counter.count(), 0);
+    }
+
+    #[test]
+    fn a_long_batch_wakes_the_consumer_at_the_threshold_and_on_flush() {
+        let (mut p, c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let at = wake_threshold(DEFAULT_EVENT_BUFFER);
+        assert!((2..=DEFAULT_EVENT_BUFFER / 2).contains(&at));
+        let counter = Arc::new(Counter::default());
+        let waker = Waker::from(counter.clone());
+        assert!(drain(&c, &waker).is_empty());
+        let batch = p.batcher();
+        batch.begin();
+        for n in 0..at - 1 {
+            let ev = reliable(&p, n);
+            offer_now(&mut p, ev);
+        }
+        assert_eq!(counter.count(), 0);
+        let ev = reliable(&p, at);
+        offer_now(&mut p, ev);
+        assert_eq!(
+            counter.count(),
+            1,
+            "woken once the queue reached the threshold"
+        );
+        assert_eq!(drain(&c, &waker).len(), at);
+        let ev = reliable(&p, 0);
+        offer_now(&mut p, ev);
+        assert_eq!(counter.count(), 1);
+        batch.flush();
+        assert_eq!(counter.count(), 2, "a flush wakes inside the batch");
+        assert_eq!(drain(&c, &waker).len(), 1);
+        batch.end();
+        assert_eq!(counter.count(), 2, "nothing left to read");
+    }
+
+    #[test]
+    fn unobserved_deltas_are_not_queued_but_keep_their_sequence_numbers() {
+        let (mut p, c, control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let counter = Arc::new(Counter::default());
+        let waker = Waker::from(counter.clone());
+        let delta = |p: &Publisher, n: usize| {
+            let payload = agent_adaptor_driver::StreamPayload::text_content("m", format!("{n}"));
+            match translate::payload(p.meta(), payload) {
+                translate::Routed::Publish(ev) => ev,
+                _ => unreachable!("a text delta is published"),
+            }
+        };
+        let ev = delta(&p, 0);
+        offer_now(&mut p, ev);
+        c.unobserved();
+        for n in 1..5 {
+            let ev = delta(&p, n);
+            offer_now(&mut p, ev);
+        }
+        let ev = reliable(&p, 0);
+        offer_now(&mut p, ev);
+        let got = drain(&c, &waker);
+        let seqs: Vec<u64> = got.iter().map(|e| e.meta().sequence).collect();
+        assert_eq!(seqs, [1, 6], "the delta before, then the reliable event");
+        assert!(got[0].is_droppable() && !got[1].is_droppable());
+        // Once cancelled, deltas are refused (and counted) as before.
+        control.stop(crate::control::StopReason::Cancelled);
+        let ev = delta(&p, 9);
+        assert!(matches!(p.offer(ev), Offer::Done(Err(Cancelled))));
+    }
+
+    #[test]
+    fn the_threshold_is_within_the_buffer() {
+        for buffer in [1, 2, 3, 7, 100, 1024, 1 << 20] {
+            let at = wake_threshold(buffer);
+            assert!(
+                at >= 1 && at <= buffer && at <= BATCH_WAKE_MAX,
+                "{buffer}: {at}"
+            );
+        }
+    }
+
+    #[test]
+    fn finishing_inside_a_batch_wakes_the_consumer() {
+        let (mut p, c, _control) = setup(4, false);
+        let counter = Arc::new(Counter::default());
+        let waker = Waker::from(counter.clone());
+        assert!(drain(&c, &waker).is_empty());
+        p.batcher().begin();
+        let ev = reliable(&p, 0);
+        p.finish(ev);
+        assert_eq!(counter.count(), 1);
+        assert_eq!(drain(&c, &waker).len(), 1);
+        let mut cx = Context::from_waker(&waker);
+        assert!(matches!(c.poll_next(&mut cx), Poll::Ready(None)));
+    }
+
+    /// A batch longer than the buffer, in blocking mode and with the
+    /// consumer on another task: the publisher has to wait for space inside
+    /// the batch, and everything arrives.
+    #[test]
+    fn a_full_queue_inside_a_batch_still_drains() {
+        for multi_thread in [false, true] {
+            let rt = if multi_thread {
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+            } else {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+            }
+            .unwrap();
+            for buffer in [1, 2, 3, 8] {
+                let (mut p, c, _control) = setup(buffer, true);
+                let got = rt.block_on(async move {
+                    let reader = tokio::spawn(async move {
+                        let mut n = 0u64;
+                        while let Some(ev) = poll_fn(|cx| c.poll_next(cx)).await {
+                            n += 1;
+                            assert_eq!(ev.meta().sequence, n);
+                        }
+                        n
+                    });
+                    let batch = p.batcher();
+                    batch.begin();
+                    for n in 0..50 {
+                        let ev = reliable(&p, n);
+                        p.publish(ev).await.unwrap();
+                    }
+                    let ev = reliable(&p, 50);
+                    p.finish(ev);
+                    reader.await.unwrap()
+                });
+                assert_eq!(got, 51, "buffer {buffer}, multi_thread {multi_thread}");
+            }
+        }
     }
 }

@@ -40,6 +40,11 @@ pub enum Step {
     Hang,
     /// Panic with this message (tests core's panic containment).
     Panic(String),
+    /// Open a batch ([`EventSink::begin_batch`]); scripts may leave it
+    /// unbalanced, to test that the host copes.
+    BeginBatch,
+    /// Close a batch ([`EventSink::end_batch`]).
+    EndBatch,
 }
 
 /// How a script ends once its steps are played.
@@ -328,6 +333,8 @@ impl Driver for ScriptedDriver {
                 }
                 Step::Hang => std::future::pending::<()>().await,
                 Step::Panic(msg) => panic!("{msg}"),
+                Step::BeginBatch => sink.begin_batch(),
+                Step::EndBatch => sink.end_batch(),
             }
         }
         match &self.ending {

@@ -17,7 +17,7 @@ use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::Instant;
 
 use crate::approval::{Answer, ApprovalHandler, ApprovalRequest, Responder};
-use crate::broker::{Offer, Publisher, Waiting};
+use crate::broker::{Batcher, Offer, Publisher, Waiting};
 use crate::control::{RunControl, StopReason};
 use crate::event::{Event, notice_kind};
 use crate::policy::{ActiveClock, DecisionRecord, Effective};
@@ -52,6 +52,8 @@ pub(crate) struct SinkState {
 /// The sink core hands to [`Driver::run`](agent_adaptor_driver::Driver::run).
 pub(crate) struct CoreSink {
     pub(crate) state: Mutex<SinkState>,
+    /// Driver batches, handled outside the publication lock.
+    batcher: Batcher,
     control: Arc<RunControl>,
     approvals: ApprovalRouting,
 }
@@ -64,6 +66,7 @@ impl CoreSink {
         approvals: ApprovalRouting,
     ) -> Self {
         CoreSink {
+            batcher: publisher.batcher(),
             state: Mutex::new(SinkState {
                 publisher,
                 lifecycle: LifecycleChecker::new(capability),
@@ -86,10 +89,12 @@ impl CoreSink {
     ) -> Result<(), SinkError> {
         let mut st = self.state.lock().await;
         let ev = build(st.publisher.meta());
-        st.publisher
-            .publish(ev)
-            .await
-            .map_err(|_| SinkError::Cancelled)
+        let published = st.publisher.publish(ev).await;
+        // Core's own events (notices, approval requests) reach the consumer
+        // at once, even inside a driver's batch: the driver may be waiting
+        // for the answer.
+        self.batcher.flush();
+        published.map_err(|_| SinkError::Cancelled)
     }
 
     /// Record a contract violation, report it as a notice, refuse the event.
@@ -225,6 +230,14 @@ impl EventSink for CoreSink {
     fn decisions(&self) -> Option<&dyn DecisionSink> {
         Some(self)
     }
+
+    fn begin_batch(&self) {
+        self.batcher.begin();
+    }
+
+    fn end_batch(&self) {
+        self.batcher.end();
+    }
 }
 
 #[async_trait]
@@ -233,6 +246,8 @@ impl DecisionSink for CoreSink {
         &self,
         req: DecisionRequest,
     ) -> Result<DecisionResponse, DecisionError> {
+        // What the driver emitted before asking is visible while it waits.
+        self.batcher.flush();
         crate::policy::decide(self, req).await
     }
 }

@@ -144,6 +144,10 @@ impl RunStream {
     /// Drain every event, then return the outcome: exactly what
     /// [`Runner::run`](crate::Runner::run) does.
     pub async fn finish(mut self) -> Result<RunResult, Error> {
+        if let Some(events) = &self.events {
+            // Nobody can read the events now: deltas need not be queued.
+            events.unobserved();
+        }
         while self.next().await.is_some() {}
         self.handle.result().await
     }

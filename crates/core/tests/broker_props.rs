@@ -1,6 +1,7 @@
 //! Property tests of the broker through the whole pipeline: random payload
 //! sequences, random consumer speeds, random cancellation points, small
-//! buffers, both drop and blocking modes, single- and multi-threaded runtimes.
+//! buffers, both drop and blocking modes, single- and multi-threaded runtimes,
+//! with and without driver batches (some left open, as a buggy driver might).
 //!
 //! Invariants checked on every case:
 //! * `RunStarted` first, `RunFinished` last, sequence strictly increasing;
@@ -56,7 +57,10 @@ struct Plan {
     droppable: BTreeMap<String, u64>,
 }
 
-fn plan(ops: &[Op]) -> Plan {
+/// An op, and whether the driver brackets its events in a batch.
+type Batched = (Op, bool);
+
+fn plan(ops: &[Batched], leave_open: bool) -> Plan {
     let mut p = Plan {
         steps: vec![Step::Stream(StreamPayload::run_started())],
         items: Vec::new(),
@@ -71,8 +75,11 @@ fn plan(ops: &[Op]) -> Plan {
             *p.droppable.entry(kind.to_owned()).or_default() += 1;
         }
     };
-    for (n, op) in ops.iter().enumerate() {
+    for (n, (op, batched)) in ops.iter().enumerate() {
         let id = format!("id{n}");
+        if *batched {
+            p.steps.push(Step::BeginBatch);
+        }
         match op {
             Op::Text(k) => {
                 stream(&mut p, StreamPayload::text_start(&id), "text.start", true);
@@ -146,6 +153,12 @@ fn plan(ops: &[Op]) -> Plan {
                 );
             }
         }
+        if *batched {
+            p.steps.push(Step::EndBatch);
+        }
+    }
+    if leave_open {
+        p.steps.push(Step::BeginBatch);
     }
     p.steps
         .push(Step::Stream(StreamPayload::run_finished(None)));
@@ -154,7 +167,9 @@ fn plan(ops: &[Op]) -> Plan {
 
 #[derive(Debug, Clone)]
 struct Case {
-    ops: Vec<Op>,
+    ops: Vec<Batched>,
+    /// The driver ends with a batch it never closes.
+    leave_open: bool,
     buffer: usize,
     blocking: bool,
     /// Yields before each read, cycled.
@@ -166,7 +181,8 @@ struct Case {
 
 fn case() -> impl Strategy<Value = Case> {
     (
-        prop::collection::vec(op(), 0..24),
+        prop::collection::vec((op(), any::<bool>()), 0..24),
+        prop::bool::weighted(0.2),
         1usize..12,
         any::<bool>(),
         prop::collection::vec(0u8..6, 1..8),
@@ -174,8 +190,9 @@ fn case() -> impl Strategy<Value = Case> {
         prop::bool::weighted(0.25),
     )
         .prop_map(
-            |(ops, buffer, blocking, speeds, cancel_after, multi_thread)| Case {
+            |(ops, leave_open, buffer, blocking, speeds, cancel_after, multi_thread)| Case {
                 ops,
+                leave_open,
                 buffer,
                 blocking,
                 speeds,
@@ -193,7 +210,7 @@ struct Seen {
 }
 
 async fn check(case: Case) -> Result<Seen, TestCaseError> {
-    let p = plan(&case.ops);
+    let p = plan(&case.ops, case.leave_open);
     let driver = scripted(p.steps.clone(), response("", p.items.clone()));
     let mut builder = Agent::builder(driver).event_buffer(case.buffer);
     if case.blocking {

@@ -96,7 +96,7 @@ pub use session::{
     Checkpoint, FingerprintError, SessionCodec, SessionContext, SessionMode, SessionParams,
     SessionState, StandardSessionCodec, canonical_session_config_fingerprint,
 };
-pub use sink::{EventSink, SinkError};
+pub use sink::{Batch, EventSink, SinkError};
 pub use stream::{ProviderCoords, ProviderDrop, Role, StreamKind, StreamPayload, ToolScope};
 pub use tokio_util::sync::CancellationToken;
 pub use transcript::{

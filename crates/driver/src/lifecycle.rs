@@ -1,7 +1,6 @@
 //! The payload lifecycle rules of spec §5, as one checker that core's sink and
 //! the conformance suite share (EVT-* clauses).
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use crate::descriptor::StreamCapability;
@@ -27,6 +26,13 @@ impl Violation {
     }
 }
 
+/// A map keyed by ids a driver chose. Every payload looks one up, so the
+/// hasher is a fast seeded one, not SipHash.
+type IdMap<V> = std::collections::HashMap<String, V, foldhash::fast::RandomState>;
+
+/// A set of ids a driver chose (see [`IdMap`]).
+type IdSet = std::collections::HashSet<String, foldhash::fast::RandomState>;
+
 /// Checks a driver's payloads one at a time against spec §5.
 ///
 /// [`check`](Self::check) leaves the state untouched when it rejects a
@@ -36,15 +42,15 @@ pub struct LifecycleChecker {
     capability: StreamCapability,
     started: bool,
     terminal: bool,
-    open_text: HashSet<String>,
-    seen_text: HashSet<String>,
-    open_reasoning: HashSet<String>,
-    seen_reasoning: HashSet<String>,
+    /// Every text message id seen; `true` while it is open.
+    text: IdMap<bool>,
+    /// Every reasoning id seen; `true` while it is open.
+    reasoning: IdMap<bool>,
     /// Open tool calls; the flag records whether `start` carried complete args.
-    open_tools: HashMap<String, bool>,
-    known_tools: HashSet<String>,
-    tool_results: HashSet<String>,
-    open_steps: HashMap<String, usize>,
+    open_tools: IdMap<bool>,
+    known_tools: IdSet,
+    tool_results: IdSet,
+    open_steps: IdMap<usize>,
 }
 
 const CANONICAL: [&str; 18] = [
@@ -148,43 +154,24 @@ impl LifecycleChecker {
                     )),
                 }
             }
-            StreamKind::TextStart { message_id } => open(
-                "EVT-03",
-                name,
-                message_id,
-                &mut self.open_text,
-                &mut self.seen_text,
-            ),
+            StreamKind::TextStart { message_id } => {
+                open("EVT-03", name, message_id, &mut self.text)
+            }
             StreamKind::TextContent { message_id, delta } => {
-                content("EVT-03", "EVT-04", name, message_id, delta, &self.open_text)
+                content("EVT-03", "EVT-04", name, message_id, delta, &self.text)
             }
-            StreamKind::TextEnd { message_id } => {
-                close("EVT-03", name, message_id, &mut self.open_text)
-            }
+            StreamKind::TextEnd { message_id } => close("EVT-03", name, message_id, &mut self.text),
             StreamKind::ReasoningStart { message_id } => {
                 self.reasoning_allowed(name)?;
-                open(
-                    "EVT-06",
-                    name,
-                    message_id,
-                    &mut self.open_reasoning,
-                    &mut self.seen_reasoning,
-                )
+                open("EVT-06", name, message_id, &mut self.reasoning)
             }
             StreamKind::ReasoningContent { message_id, delta } => {
                 self.reasoning_allowed(name)?;
-                content(
-                    "EVT-06",
-                    "EVT-06",
-                    name,
-                    message_id,
-                    delta,
-                    &self.open_reasoning,
-                )
+                content("EVT-06", "EVT-06", name, message_id, delta, &self.reasoning)
             }
             StreamKind::ReasoningEnd { message_id } => {
                 self.reasoning_allowed(name)?;
-                close("EVT-06", name, message_id, &mut self.open_reasoning)
+                close("EVT-06", name, message_id, &mut self.reasoning)
             }
             StreamKind::ToolCallStart {
                 tool_call_id,
@@ -305,10 +292,20 @@ impl LifecycleChecker {
 
     fn terminate(&mut self, name: &str) -> Result<(), Violation> {
         let mut open: Vec<String> = Vec::new();
-        open.extend(self.open_text.iter().map(|id| format!("text {id:?}")));
+        let still_open = |ids: &IdMap<bool>| {
+            ids.iter()
+                .filter(|(_, open)| **open)
+                .map(|(id, _)| id.clone())
+                .collect::<Vec<_>>()
+        };
         open.extend(
-            self.open_reasoning
-                .iter()
+            still_open(&self.text)
+                .into_iter()
+                .map(|id| format!("text {id:?}")),
+        );
+        open.extend(
+            still_open(&self.reasoning)
+                .into_iter()
                 .map(|id| format!("reasoning {id:?}")),
         );
         open.extend(self.open_tools.keys().map(|id| format!("tool call {id:?}")));
@@ -362,18 +359,16 @@ fn open(
     clause: &'static str,
     kind: &str,
     id: &str,
-    open: &mut HashSet<String>,
-    seen: &mut HashSet<String>,
+    ids: &mut IdMap<bool>,
 ) -> Result<(), Violation> {
     require(clause, kind, "message_id", id)?;
-    if seen.contains(id) {
+    if ids.contains_key(id) {
         return Err(Violation::new(
             clause,
             format_args!("{kind} {id:?} opened twice"),
         ));
     }
-    seen.insert(id.to_owned());
-    open.insert(id.to_owned());
+    ids.insert(id.to_owned(), true);
     Ok(())
 }
 
@@ -383,9 +378,9 @@ fn content(
     kind: &str,
     id: &str,
     delta: &str,
-    open: &HashSet<String>,
+    ids: &IdMap<bool>,
 ) -> Result<(), Violation> {
-    if !open.contains(id) {
+    if ids.get(id) != Some(&true) {
         return Err(Violation::new(
             clause,
             format_args!("{kind} for {id:?}, which is not open"),
@@ -404,9 +399,10 @@ fn close(
     clause: &'static str,
     kind: &str,
     id: &str,
-    open: &mut HashSet<String>,
+    ids: &mut IdMap<bool>,
 ) -> Result<(), Violation> {
-    if open.remove(id) {
+    if let Some(open @ true) = ids.get_mut(id) {
+        *open = false;
         Ok(())
     } else {
         Err(Violation::new(

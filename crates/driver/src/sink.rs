@@ -41,6 +41,65 @@ pub trait EventSink: Send + Sync {
     fn decisions(&self) -> Option<&dyn DecisionSink> {
         None
     }
+
+    /// Open a batch: the events emitted until the matching
+    /// [`end_batch`](Self::end_batch) belong together (typically everything
+    /// one stdout line produced), so the host may hand them to its consumer
+    /// at once instead of one by one. Batches nest; order, backpressure and
+    /// every contract check are unchanged. Prefer the [`Batch`] guard, which
+    /// also ends the batch on an early return or when the future is dropped.
+    ///
+    /// The default does nothing: a driver that never opens a batch, or a
+    /// sink that ignores them, behaves as if each event were its own batch.
+    fn begin_batch(&self) {}
+
+    /// Close the batch [`begin_batch`](Self::begin_batch) opened; the
+    /// outermost close hands what is pending to the consumer. An unmatched
+    /// close is ignored.
+    fn end_batch(&self) {}
+}
+
+/// A batch of events on a sink, open for as long as the guard lives (see
+/// [`EventSink::begin_batch`]).
+///
+/// Hold it around the delivery of what one unit of input produced, not
+/// across waits for outside input: a host defers handing events to its
+/// consumer while a batch is open (it still does so when it has to wait for
+/// space, when a human decision is requested, and when its queue fills up).
+///
+/// ```
+/// use agent_adaptor_driver::{Batch, EventSink, SinkError, StreamPayload};
+/// async fn deliver(sink: &dyn EventSink, line: Vec<StreamPayload>) -> Result<(), SinkError> {
+///     let _batch = Batch::new(sink);
+///     for payload in line {
+///         sink.emit_stream(payload).await?;
+///     }
+///     Ok(())
+/// }
+/// ```
+#[must_use = "the batch ends when the guard is dropped"]
+pub struct Batch<'a> {
+    sink: &'a dyn EventSink,
+}
+
+impl<'a> Batch<'a> {
+    /// Open a batch on `sink`.
+    pub fn new(sink: &'a dyn EventSink) -> Self {
+        sink.begin_batch();
+        Batch { sink }
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        self.sink.end_batch();
+    }
+}
+
+impl std::fmt::Debug for Batch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch").finish_non_exhaustive()
+    }
 }
 
 /// Why a sink refused an event.

@@ -31,3 +31,4 @@ pub mod resident;
 pub mod streamjson;
 #[cfg(any(feature = "cursor", feature = "gemini"))]
 mod structured;
+mod tagged;

@@ -6,10 +6,13 @@
 //! Protocol semantics live in the parsers; process handling lives in
 //! `agent-adaptor-process`; this module only moves parsed output along.
 
+use std::future::Future;
+use std::task::Poll;
 use std::time::Duration;
 
 use agent_adaptor_driver::{
-    DriverError, EventSink, OperationalEvent, RunContext, RunEvent, StreamPayload, async_trait,
+    Batch, DriverError, EventSink, OperationalEvent, RunContext, RunEvent, StreamPayload,
+    async_trait,
 };
 use agent_adaptor_process::{Command, Finished, Process, StdinController};
 use serde_json::Value;
@@ -208,12 +211,17 @@ async fn pump(
     stdin: &mut Option<StdinController>,
 ) -> Result<(), DriverError> {
     let mut terminated = false;
+    let mut batch = Batches::new(sink);
     loop {
-        let next = tokio::select! {
-            biased;
-            () = ctx.cancel.cancelled() => None,
-            r = proc.next_line(sink) => Some(r),
-        };
+        let next = batch
+            .next(async {
+                tokio::select! {
+                    biased;
+                    () = ctx.cancel.cancelled() => None,
+                    r = proc.next_line(sink) => Some(r),
+                }
+            })
+            .await;
         let line = match next {
             None => {
                 if let Some(c) = side.controller() {
@@ -227,16 +235,20 @@ async fn pump(
             Some(Ok(None)) => return Ok(()),
             Some(Ok(Some(line))) => line,
         };
+        // A line in memory is parsed where it is; a spilled one is read back.
+        let spilled;
         let bytes = match line.as_memory() {
-            Some(b) => b.to_vec(),
-            None => line.bytes().to_vec()?,
+            Some(b) => b,
+            None => {
+                spilled = line.bytes().to_vec()?;
+                &spilled[..]
+            }
         };
-        for out in side.line(&bytes) {
-            let mut controller = side.controller();
-            deliver(out, sink, &mut controller, stdin).await?;
-        }
+        batch.open();
+        deliver_line(side, bytes, sink, stdin).await?;
         if !terminated && side.terminated() {
             terminated = true;
+            batch.close();
             match side.controller() {
                 Some(c) => c.terminated(stdin).await,
                 None => {
@@ -246,6 +258,72 @@ async fn pump(
                 }
             }
         }
+    }
+}
+
+/// Deliver everything one stdout line means, as one batch: the consumer is
+/// woken once for the line, not once per event.
+async fn deliver_line(
+    side: &mut dyn Side,
+    bytes: &[u8],
+    sink: &dyn EventSink,
+    stdin: &mut Option<StdinController>,
+) -> Result<(), DriverError> {
+    let _batch = Batch::new(sink);
+    for out in side.line(bytes) {
+        let mut controller = side.controller();
+        deliver(out, sink, &mut controller, stdin).await?;
+    }
+    Ok(())
+}
+
+/// A batch that spans the stdout lines already at hand: it stays open from
+/// line to line while the next line is ready at once, and is closed — the
+/// consumer woken — before the reader has to wait. A CLI that prints a line
+/// at a time costs one wake per line; one that floods stdout costs one wake
+/// per burst (the host still wakes its consumer as its queue fills).
+pub(crate) struct Batches<'s> {
+    sink: &'s dyn EventSink,
+    open: Option<Batch<'s>>,
+}
+
+impl<'s> Batches<'s> {
+    /// No batch open yet.
+    pub(crate) fn new(sink: &'s dyn EventSink) -> Self {
+        Batches { sink, open: None }
+    }
+
+    /// Await `next` (the next line): when it is not ready at once, close the
+    /// open batch first, so the consumer sees everything so far while the
+    /// reader waits.
+    pub(crate) async fn next<F: Future>(&mut self, next: F) -> F::Output {
+        let mut next = std::pin::pin!(next);
+        if self.open.is_some() {
+            let polled = std::future::poll_fn(|cx| {
+                Poll::Ready(match next.as_mut().poll(cx) {
+                    Poll::Ready(out) => Some(out),
+                    Poll::Pending => None,
+                })
+            })
+            .await;
+            if let Some(out) = polled {
+                return out;
+            }
+            self.open = None;
+        }
+        next.await
+    }
+
+    /// Make sure a batch is open (before delivering a line).
+    pub(crate) fn open(&mut self) {
+        if self.open.is_none() {
+            self.open = Some(Batch::new(self.sink));
+        }
+    }
+
+    /// Close the open batch, if any.
+    pub(crate) fn close(&mut self) {
+        self.open = None;
     }
 }
 
@@ -273,12 +351,17 @@ pub async fn run_turn(
     stdin: &mut Option<StdinController>,
 ) -> Result<TurnEnd, DriverError> {
     let mut side = Joined(session);
+    let mut batch = Batches::new(sink);
     loop {
-        let next = tokio::select! {
-            biased;
-            () = ctx.cancel.cancelled() => None,
-            r = proc.next_line(sink) => Some(r),
-        };
+        let next = batch
+            .next(async {
+                tokio::select! {
+                    biased;
+                    () = ctx.cancel.cancelled() => None,
+                    r = proc.next_line(sink) => Some(r),
+                }
+            })
+            .await;
         let line = match next {
             None => {
                 if let Some(c) = side.controller() {
@@ -292,14 +375,17 @@ pub async fn run_turn(
             Some(Ok(None)) => return Ok(TurnEnd::Eof),
             Some(Ok(Some(line))) => line,
         };
+        // A line in memory is parsed where it is; a spilled one is read back.
+        let spilled;
         let bytes = match line.as_memory() {
-            Some(b) => b.to_vec(),
-            None => line.bytes().to_vec()?,
+            Some(b) => b,
+            None => {
+                spilled = line.bytes().to_vec()?;
+                &spilled[..]
+            }
         };
-        for out in side.line(&bytes) {
-            let mut controller = side.controller();
-            deliver(out, sink, &mut controller, stdin).await?;
-        }
+        batch.open();
+        deliver_line(&mut side, bytes, sink, stdin).await?;
         if side.terminated() {
             return Ok(TurnEnd::Terminal);
         }
@@ -323,4 +409,108 @@ pub async fn deliver(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Mutex;
+
+    use agent_adaptor_driver::SinkError;
+
+    use super::*;
+
+    /// Records emissions and batch brackets, in order.
+    #[derive(Default)]
+    struct Log(Mutex<Vec<String>>);
+
+    impl Log {
+        fn push(&self, s: impl Into<String>) {
+            self.0.lock().unwrap().push(s.into());
+        }
+        fn take(&self) -> Vec<String> {
+            std::mem::take(&mut *self.0.lock().unwrap())
+        }
+    }
+
+    #[async_trait]
+    impl EventSink for Log {
+        async fn emit(&self, _event: RunEvent) -> Result<(), SinkError> {
+            self.push("event");
+            Ok(())
+        }
+        async fn emit_stream(&self, _payload: StreamPayload) -> Result<(), SinkError> {
+            self.push("payload");
+            Ok(())
+        }
+        fn begin_batch(&self) {
+            self.push("begin");
+        }
+        fn end_batch(&self) {
+            self.push("end");
+        }
+    }
+
+    /// Every line means two payloads and an event.
+    struct Three;
+
+    impl LineProtocol for Three {
+        fn line(&mut self, _raw: &[u8]) -> Vec<Out> {
+            vec![
+                Out::Stream(StreamPayload::run_started()),
+                Out::Event(RunEvent::stdout("x")),
+                Out::Stream(StreamPayload::text_start("m")),
+            ]
+        }
+        fn terminated(&self) -> bool {
+            false
+        }
+    }
+
+    #[tokio::test]
+    async fn the_events_of_one_line_are_one_batch() {
+        let log = Log::default();
+        let mut proto = Three;
+        let mut side = Split {
+            proto: &mut proto,
+            controller: None,
+        };
+        deliver_line(&mut side, b"{}", &log, &mut None)
+            .await
+            .unwrap();
+        assert_eq!(log.take(), ["begin", "payload", "event", "payload", "end"]);
+    }
+
+    #[tokio::test]
+    async fn a_batch_spans_ready_lines_and_closes_before_a_wait() {
+        let log = Log::default();
+        let mut batch = Batches::new(&log);
+        // Nothing open yet: a pending read opens nothing and closes nothing.
+        assert_eq!(batch.next(async { 1 }).await, 1);
+        batch.open();
+        log.push("line 1");
+        // The next line is ready at once: the batch stays open.
+        assert_eq!(batch.next(async { 2 }).await, 2);
+        batch.open();
+        log.push("line 2");
+        // The next line is not ready: the batch is closed before waiting.
+        let slow = async {
+            tokio::task::yield_now().await;
+            3
+        };
+        assert_eq!(batch.next(slow).await, 3);
+        batch.open();
+        log.push("line 3");
+        batch.close();
+        batch.close();
+        batch.open();
+        drop(batch);
+        assert_eq!(
+            log.take(),
+            [
+                "begin", "line 1", "line 2", "end", "begin", "line 3", "end", "begin", "end"
+            ]
+        );
+    }
 }

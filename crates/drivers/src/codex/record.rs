@@ -7,6 +7,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use foldhash::fast::RandomState;
+
 use agent_adaptor_driver::{
     Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SessionState,
     StreamPayload, TerminalPayload, Transcript, TranscriptItem, TranscriptKind, Usage,
@@ -117,7 +119,8 @@ pub(crate) struct Recorder {
     turn_id: Option<String>,
     /// Open lifecycles: (family, provider item id) → lifecycle id.
     open: Vec<((Family, String), String)>,
-    used_ids: HashSet<String>,
+    /// Every lifecycle id handed out (looked up per item: a fast hasher).
+    used_ids: HashSet<String, RandomState>,
     counter: u64,
     /// Completed agent messages so far, joined with a blank line (built
     /// as they complete: no list of them and no join at the end).
@@ -151,7 +154,7 @@ impl Recorder {
             thread_id: None,
             turn_id: None,
             open: Vec::new(),
-            used_ids: HashSet::new(),
+            used_ids: HashSet::default(),
             counter: 0,
             output: String::new(),
             last_message: String::new(),

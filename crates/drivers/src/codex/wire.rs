@@ -5,61 +5,48 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-/// One stdout line of `codex exec --json`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type")]
+/// One stdout line of `codex exec --json` (deserialized tag first, see
+/// `wire_de.rs`).
+#[derive(Debug, Clone)]
 pub enum ExecEvent {
     /// The thread (session) id: the resume identifier.
-    #[serde(rename = "thread.started")]
     ThreadStarted {
         /// The thread id.
-        #[serde(default)]
         thread_id: String,
     },
     /// A turn began.
-    #[serde(rename = "turn.started")]
     TurnStarted,
     /// An item began (command execution, MCP call, todo list …).
-    #[serde(rename = "item.started")]
     ItemStarted {
         /// The item.
         item: Item,
     },
     /// An item changed.
-    #[serde(rename = "item.updated")]
     ItemUpdated {
         /// The item.
         item: Item,
     },
     /// An item completed (the authoritative item).
-    #[serde(rename = "item.completed")]
     ItemCompleted {
         /// The item.
         item: Item,
     },
     /// The turn completed: the successful terminal event.
-    #[serde(rename = "turn.completed")]
     TurnCompleted {
         /// Cumulative usage of the thread.
-        #[serde(default)]
         usage: Option<ExecUsage>,
     },
     /// The turn failed: the failure terminal event.
-    #[serde(rename = "turn.failed")]
     TurnFailed {
         /// The error.
-        #[serde(default)]
         error: Option<ErrorBody>,
     },
     /// A fatal stream error (comes before `turn.failed`).
-    #[serde(rename = "error")]
     Error {
         /// The message.
-        #[serde(default)]
         message: String,
     },
     /// Anything else.
-    #[serde(other)]
     Unknown,
 }
 
@@ -85,14 +72,13 @@ pub struct ExecUsage {
     pub reasoning_output_tokens: u64,
 }
 
-/// A thread item: the common fields plus the type-specific ones.
-#[derive(Debug, Clone, Deserialize)]
+/// A thread item: the common fields plus the type-specific ones
+/// (deserialized tag first, see `wire_de.rs`).
+#[derive(Debug, Clone)]
 pub struct Item {
     /// A per-process counter (`item_0` …); not a stable identifier.
-    #[serde(default)]
     pub id: String,
     /// What the item is.
-    #[serde(flatten)]
     pub details: ItemDetails,
 }
 

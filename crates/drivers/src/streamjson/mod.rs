@@ -17,6 +17,7 @@ mod persistent;
 pub mod policy;
 mod transport;
 pub mod wire;
+mod wire_de;
 
 pub use config::{Config, Transport, argv_with};
 pub use driver::StreamJsonDriver;

@@ -42,6 +42,7 @@ use super::parse::ExitFacts;
 use super::transport::{
     INIT_ID, Session, await_initialized, command, next_line, resume_id, workspace, write,
 };
+use crate::pump::Batches;
 use crate::resident::{self, Delivery, Pool, Resident, Signature, Taken};
 
 /// A resident process of this family (no protocol state beyond the process).
@@ -199,18 +200,21 @@ impl Turn<'_> {
     }
 
     async fn read(&self, session: &mut Session, resident: &mut Proc) -> Result<Ended, DriverError> {
+        let mut batch = Batches::new(self.sink);
         loop {
-            let line = next_line(
-                &mut resident.process,
-                &mut resident.stdin,
-                self.ctx,
-                true,
-                self.sink,
-            )
-            .await?;
+            let line = batch
+                .next(next_line(
+                    &mut resident.process,
+                    &mut resident.stdin,
+                    self.ctx,
+                    true,
+                    self.sink,
+                ))
+                .await?;
             let Some(line) = line else {
                 return Ok(Ended::Eof);
             };
+            batch.open();
             session.line(&line, &mut resident.stdin, self.sink).await?;
             if session.parser.terminated() {
                 return Ok(Ended::Terminal);

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_adaptor_driver::{
-    Checkpoint, DecisionResponse, DecisionResult, DriverError, EventSink, OperationalEvent,
+    Batch, Checkpoint, DecisionResponse, DecisionResult, DriverError, EventSink, OperationalEvent,
     RawStreams, Request, Response, RunContext, RunEvent, StructuredOutput, StructuredOutputSource,
     Transcript,
 };
@@ -18,6 +18,7 @@ use super::config::{Config, Transport, argv_with};
 use super::control;
 use super::parse::{ControlFrame, ExitFacts, Out, Parser};
 use super::persistent;
+use crate::pump::Batches;
 use crate::resident::Pool;
 
 /// One run of the CLI: resident when eligible, else a process of its own.
@@ -164,15 +165,19 @@ async fn read(
         }
         write(stdin, &control::user_frame(&req.prompt)).await;
     }
+    let mut batch = Batches::new(sink);
     loop {
-        let Some(line) = next_line(proc, stdin, ctx, frames, sink).await? else {
+        let next = batch.next(next_line(proc, stdin, ctx, frames, sink)).await;
+        let Some(line) = next? else {
             return Ok(());
         };
+        batch.open();
         session.line(&line, stdin, sink).await?;
         if session.parser.terminated()
             && let Some(s) = stdin.take()
         {
             // The turn is over: closing stdin lets the CLI exit.
+            batch.close();
             s.close().await;
         }
     }
@@ -338,11 +343,18 @@ impl Session {
         stdin: &mut Option<StdinController>,
         sink: &dyn EventSink,
     ) -> Result<(), DriverError> {
+        // A line in memory is parsed where it is; a spilled one is read back.
+        let spilled;
         let bytes = match line.as_memory() {
-            Some(b) => b.to_vec(),
-            None => line.bytes().to_vec()?,
+            Some(b) => b,
+            None => {
+                spilled = line.bytes().to_vec()?;
+                &spilled[..]
+            }
         };
-        for out in self.parser.line(&bytes) {
+        // One batch per line: the consumer is woken once for the line.
+        let _batch = Batch::new(sink);
+        for out in self.parser.line(bytes) {
             self.deliver(out, stdin, sink).await?;
         }
         Ok(())

@@ -9,9 +9,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-/// One stdout line.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// One stdout line (deserialized tag first, see `wire_de.rs`).
+#[derive(Debug, Clone)]
 pub enum Line {
     /// `system/*`: init, status, permission_denied, task and hook notes …
     System(SystemLine),
@@ -30,7 +29,6 @@ pub enum Line {
     /// The CLI withdrew one of its control requests.
     ControlCancelRequest(ControlCancelLine),
     /// Anything else (`rate_limit_event`, future types …).
-    #[serde(other)]
     Unknown,
 }
 
@@ -84,20 +82,17 @@ pub struct ApiMessage {
     pub content: Vec<Block>,
 }
 
-/// A content block.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// A content block (deserialized tag first, see `wire_de.rs`).
+#[derive(Debug, Clone)]
 pub enum Block {
     /// Text.
     Text {
         /// The text.
-        #[serde(default)]
         text: String,
     },
     /// Visible reasoning.
     Thinking {
         /// The reasoning text.
-        #[serde(default)]
         thinking: String,
     },
     /// Redacted reasoning.
@@ -105,29 +100,22 @@ pub enum Block {
     /// A tool call.
     ToolUse {
         /// The tool call id.
-        #[serde(default)]
         id: String,
         /// The tool.
-        #[serde(default)]
         name: String,
         /// Its input.
-        #[serde(default)]
         input: Value,
     },
     /// A tool result.
     ToolResult {
         /// The tool call it answers.
-        #[serde(default)]
         tool_use_id: String,
         /// A string or an array of content blocks.
-        #[serde(default)]
         content: Value,
         /// True for an error result.
-        #[serde(default)]
         is_error: bool,
     },
     /// Any other block type.
-    #[serde(other)]
     Other,
 }
 
@@ -175,9 +163,8 @@ pub struct StreamEventLine {
     pub parent_tool_use_id: Option<String>,
 }
 
-/// A raw Anthropic streaming event.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// A raw Anthropic streaming event (deserialized tag first, see `wire_de.rs`).
+#[derive(Debug, Clone)]
 pub enum SseEvent {
     /// A message begins.
     MessageStart {
@@ -204,34 +191,28 @@ pub enum SseEvent {
         index: u32,
     },
     /// Anything else (message_delta, message_stop, ping, error …).
-    #[serde(other)]
     Other,
 }
 
-/// A content block delta.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// A content block delta (deserialized tag first, see `wire_de.rs`).
+#[derive(Debug, Clone)]
 pub enum Delta {
     /// Text.
     TextDelta {
         /// The text.
-        #[serde(default)]
         text: String,
     },
     /// Reasoning text.
     ThinkingDelta {
         /// The text.
-        #[serde(default)]
         thinking: String,
     },
     /// Tool input JSON.
     InputJsonDelta {
         /// A fragment of the input JSON.
-        #[serde(default)]
         partial_json: String,
     },
     /// Anything else (signature_delta …).
-    #[serde(other)]
     Other,
 }
 
