@@ -255,12 +255,11 @@ impl Publisher {
     /// This is synchronous on purpose: every driver event goes through it,
     /// and only a publisher that really has to wait pays for a future.
     pub(crate) fn offer(&mut self, mut ev: Event) -> Offer {
-        if ev.is_droppable()
-            && self.shared.unobserved.load(Ordering::Relaxed)
-            && !self.shared.control.is_stopped()
-        {
+        if self.shared.unobserved.load(Ordering::Relaxed) && !self.shared.control.is_stopped() {
             // Nobody will read it: spend its sequence number (later events
-            // keep the numbers they would have had) and nothing else.
+            // keep the numbers they would have had) and nothing else. It is
+            // dropped here, on the publishing thread, instead of being
+            // queued, handed over and freed by the draining one.
             self.state.next_seq += 1;
             return Offer::Done(Ok(()));
         }
@@ -433,9 +432,11 @@ impl Consumer {
     }
 
     /// The reader only drains, to reach the end of the run (`run()`):
-    /// droppable events published from now on are not queued at all. Only
-    /// deltas are skipped — reliable events, the result and every contract
-    /// check are unaffected; a cancelled run reports its losses as before.
+    /// events published from now on are not queued at all (the final
+    /// `Dropped` report and `RunFinished` still are, so the drain ends). The
+    /// result and every contract check are built from the sink's state, not
+    /// from events, so they are unaffected; once the run is cancelled,
+    /// events take the ordinary path and losses are reported as before.
     pub(crate) fn unobserved(&self) {
         self.shared.unobserved.store(true, Ordering::Relaxed);
     }
@@ -609,7 +610,7 @@ mod tests {
     }
 
     #[test]
-    fn unobserved_deltas_are_not_queued_but_keep_their_sequence_numbers() {
+    fn unobserved_events_are_not_queued_but_keep_their_sequence_numbers() {
         let (mut p, c, control) = setup(DEFAULT_EVENT_BUFFER, false);
         let counter = Arc::new(Counter::default());
         let waker = Waker::from(counter.clone());
@@ -629,9 +630,15 @@ mod tests {
         }
         let ev = reliable(&p, 0);
         offer_now(&mut p, ev);
+        let ev = reliable(&p, 1);
+        p.finish(ev);
         let got = drain(&c, &waker);
         let seqs: Vec<u64> = got.iter().map(|e| e.meta().sequence).collect();
-        assert_eq!(seqs, [1, 6], "the delta before, then the reliable event");
+        assert_eq!(
+            seqs,
+            [1, 7],
+            "the delta before, then only the closing event, numbered as if all were queued"
+        );
         assert!(got[0].is_droppable() && !got[1].is_droppable());
         // Once cancelled, deltas are refused (and counted) as before.
         control.stop(crate::control::StopReason::Cancelled);
