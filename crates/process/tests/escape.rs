@@ -130,8 +130,7 @@ async fn a_tool_orphaned_while_no_output_comes_is_still_stopped() {
     let mut stdin = proc.take_stdin().unwrap();
     // `finish` scans once when it starts, before the tool exists; the tool
     // then lives for about six scan periods (margin for a loaded machine)
-    // without any output after
-    // its pid.
+    // without any output after its pid.
     let (fin, ()) = tokio::join!(proc.finish(&sink), async {
         stdin.write_all(b"start\n").await.unwrap();
         tokio::time::sleep(Duration::from_millis(1500)).await;
