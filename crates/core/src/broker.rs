@@ -244,6 +244,20 @@ impl Publisher {
         self.state.template.clone()
     }
 
+    /// When nobody will read the next event (see [`Consumer::unobserved`])
+    /// and the run is not stopping: spend its sequence number (later events
+    /// keep the numbers they would have had) and return true — the caller
+    /// need not even build the event. It is dropped on the publishing
+    /// thread instead of being queued, handed over and freed by the
+    /// draining one.
+    pub(crate) fn skip_unobserved(&mut self) -> bool {
+        if self.shared.unobserved.load(Ordering::Relaxed) && !self.shared.control.is_stopped() {
+            self.state.next_seq += 1;
+            return true;
+        }
+        false
+    }
+
     /// Offer one event without waiting: it is delivered, dropped (a delta
     /// on a full buffer), or — a reliable event on a full buffer — handed
     /// back as [`Offer::Wait`] for [`publish_waiting`](Self::publish_waiting).
@@ -255,12 +269,7 @@ impl Publisher {
     /// This is synchronous on purpose: every driver event goes through it,
     /// and only a publisher that really has to wait pays for a future.
     pub(crate) fn offer(&mut self, mut ev: Event) -> Offer {
-        if self.shared.unobserved.load(Ordering::Relaxed) && !self.shared.control.is_stopped() {
-            // Nobody will read it: spend its sequence number (later events
-            // keep the numbers they would have had) and nothing else. It is
-            // dropped here, on the publishing thread, instead of being
-            // queued, handed over and freed by the draining one.
-            self.state.next_seq += 1;
+        if self.skip_unobserved() {
             return Offer::Done(Ok(()));
         }
         ev.meta_mut().time = Utc::now();

@@ -40,7 +40,7 @@ pub(crate) struct Launch {
 
 /// A stream that failed before it started: no events, `result` is `err`.
 pub(crate) fn refused(run_id: Arc<str>, err: Error) -> RunStream {
-    let (tx, rx) = watch::channel(Some(Err(err)));
+    let (tx, rx) = watch::channel(Some(Arc::new(Err(err))));
     drop(tx);
     RunStream::new(run_id, Arc::new(RunControl::default()), rx, None)
 }
@@ -102,7 +102,7 @@ async fn execute(
                 let mut st = sink.state.lock().await;
                 let outcome = Err(Error::Thread(e));
                 let finished = finished_event(st.publisher.meta(), &outcome, &st);
-                outcome_tx.send_replace(Some(outcome));
+                outcome_tx.send_replace(Some(Arc::new(outcome)));
                 st.publisher.finish(finished);
                 return;
             }
@@ -157,7 +157,7 @@ async fn execute(
     let finished = finished_event(st.publisher.meta(), &outcome, &st);
     // The outcome is set before the stream closes: a closed stream means
     // `result()` is ready.
-    outcome_tx.send_replace(Some(outcome));
+    outcome_tx.send_replace(Some(Arc::new(outcome)));
     st.publisher.finish(finished);
 }
 
@@ -245,22 +245,22 @@ async fn end_of_run_checks(st: &mut SinkState, resp: &Response, streaming: bool)
     if let Err(v) = st.lifecycle.finish(streaming) {
         st.report_violation(v, Value::Null).await;
     }
-    let emitted = &st.items[..];
-    let returned = resp.transcript.digests();
+    let (emitted, returned) = (st.items, resp.transcript.fingerprint());
     if emitted != returned {
-        let at = emitted
-            .iter()
-            .zip(returned.iter())
-            .position(|(a, b)| a != b)
-            .unwrap_or(emitted.len().min(returned.len()));
-        let v = Violation::new(
-            "RUN-04",
-            format_args!(
-                "emitted {} transcript items but returned {}; first difference at index {at}",
+        let detail = if emitted.len() == returned.len() {
+            format!(
+                "the {} returned transcript items differ from the {} emitted",
+                returned.len(),
+                emitted.len()
+            )
+        } else {
+            format!(
+                "emitted {} transcript items but returned {}",
                 emitted.len(),
                 returned.len()
-            ),
-        );
+            )
+        };
+        let v = Violation::new("RUN-04", detail);
         st.report_violation(v, Value::Null).await;
     }
 }

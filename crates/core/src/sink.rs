@@ -8,7 +8,7 @@ use std::time::Duration;
 use agent_adaptor_driver::{
     DecisionError, DecisionRequest, DecisionResponse, DecisionResult, DecisionSink, EventSink,
     LifecycleChecker, ProviderCoords, RunEvent, RunFailure, SinkError, StreamCapability,
-    StreamPayload, Usage, Violation, async_trait,
+    StreamKind, StreamPayload, TranscriptFingerprint, Usage, Violation, async_trait,
 };
 use chrono::Utc;
 use futures::future::{BoxFuture, ready};
@@ -39,9 +39,10 @@ pub(crate) struct SinkState {
     pub(crate) publisher: Publisher,
     pub(crate) lifecycle: LifecycleChecker,
     pub(crate) violations: Vec<Violation>,
-    /// The digest of every emitted transcript item, in order (RUN-04 compares
-    /// them with the returned transcript's; no copy of the items is kept).
-    pub(crate) items: Vec<u64>,
+    /// The fingerprint of the emitted transcript items, in order (RUN-04
+    /// compares it with the returned transcript's; no copy of the items, and
+    /// no per-item list, is kept).
+    pub(crate) items: TranscriptFingerprint,
     pub(crate) provider: ProviderCoords,
     pub(crate) terminal_usage: Option<Usage>,
     pub(crate) terminal_error: Option<RunFailure>,
@@ -71,7 +72,7 @@ impl CoreSink {
                 publisher,
                 lifecycle: LifecycleChecker::new(capability),
                 violations: Vec::new(),
-                items: Vec::new(),
+                items: TranscriptFingerprint::new(),
                 provider: ProviderCoords::default(),
                 terminal_usage: None,
                 terminal_error: None,
@@ -147,7 +148,10 @@ impl SinkState {
                 let subject = serde_json::to_value(item).unwrap_or(Value::Null);
                 return Accepted::Reject(v, subject);
             }
-            self.items.push(item.digest());
+            self.items.push(item);
+        }
+        if self.publisher.skip_unobserved() {
+            return Accepted::Done(Ok(()));
         }
         let ev = translate::run_event(self.publisher.meta(), event);
         self.offer(ev)
@@ -157,6 +161,15 @@ impl SinkState {
         if let Err(v) = self.lifecycle.check(&payload) {
             let subject = serde_json::to_value(&payload).unwrap_or(Value::Null);
             return Accepted::Reject(v, subject);
+        }
+        let routed_only = matches!(
+            payload.kind,
+            StreamKind::RunStarted | StreamKind::RunFinished { .. } | StreamKind::RunError { .. }
+        );
+        // Everything but the run lifecycle becomes one event: unread, it need
+        // not be built.
+        if !routed_only && self.publisher.skip_unobserved() {
+            return Accepted::Done(Ok(()));
         }
         match translate::payload(self.publisher.meta(), payload) {
             Routed::Publish(ev) => return self.offer(ev),

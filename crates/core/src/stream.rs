@@ -12,7 +12,11 @@ use crate::control::{RunControl, StopReason};
 use crate::event::Event;
 use crate::result::{Error, RunResult};
 
-pub(crate) type Outcome = Option<Result<RunResult, Error>>;
+/// The run's outcome, once set. Shared behind an `Arc`: every
+/// [`RunHandle::result`] clones it, but [`RunStream::finish`] (what `run()`
+/// returns) moves it out when nobody else holds it — a result's text can be
+/// megabytes.
+pub(crate) type Outcome = Option<Arc<Result<RunResult, Error>>>;
 
 /// A cloneable handle on a run: its id, its outcome, and cancellation.
 /// Use it to await the result or cancel from another task.
@@ -55,17 +59,38 @@ impl RunHandle {
         let mut rx = self.outcome.clone();
         let waited = rx.wait_for(Option::is_some).await.map(|v| v.clone());
         match waited {
-            Ok(Some(outcome)) => outcome,
+            Ok(Some(outcome)) => (*outcome).clone(),
             // The sender is dropped only after the outcome is set; a closed
             // channel with no outcome means the run task itself was aborted
             // (runtime shut down).
-            Ok(None) | Err(_) => rx.borrow().clone().unwrap_or_else(|| Err(lost())),
+            Ok(None) | Err(_) => match rx.borrow().clone() {
+                Some(outcome) => (*outcome).clone(),
+                None => Err(lost()),
+            },
+        }
+    }
+
+    /// [`result`](Self::result), moving the outcome out instead of cloning
+    /// it when this is the last handle on the run.
+    async fn into_result(self) -> Result<RunResult, Error> {
+        let mut rx = self.outcome;
+        drop(self.control);
+        // The run task sets the outcome once and then lets go of the
+        // channel (it has nothing left to await), so `changed` ends right
+        // after the outcome is set; a task aborted by a runtime shutdown
+        // lets go too.
+        while rx.changed().await.is_ok() {}
+        let outcome = rx.borrow().clone();
+        drop(rx);
+        match outcome {
+            Some(shared) => Arc::try_unwrap(shared).unwrap_or_else(|shared| (*shared).clone()),
+            None => Err(lost()),
         }
     }
 
     /// The outcome, if the run already finished.
     pub fn try_result(&self) -> Option<Result<RunResult, Error>> {
-        self.outcome.borrow().clone()
+        self.outcome.borrow().as_deref().cloned()
     }
 }
 
@@ -149,7 +174,10 @@ impl RunStream {
             events.unobserved();
         }
         while self.next().await.is_some() {}
-        self.handle.result().await
+        // Dropping the stream after the drain cancels nothing.
+        let handle = self.handle.clone();
+        drop(self);
+        handle.into_result().await
     }
 }
 

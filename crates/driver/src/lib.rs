@@ -81,7 +81,7 @@ pub use descriptor::{
 pub use descriptor::{FeatureSupport, SandboxSupport};
 pub use driver::{ConfigError, Driver, DriverError, RunContext};
 pub use event::{OperationalEvent, OutputStream, RunEvent};
-pub use lifecycle::{LifecycleChecker, Violation};
+pub use lifecycle::{LifecycleChecker, SeenIds, Violation};
 pub use policy::{
     ApprovalMode, ApprovalTimeout, DEFAULT_HUMAN_DECISION_MAX_RETRIES,
     DEFAULT_HUMAN_DECISION_TIMEOUT, FallbackAction, FeatureLevel, HumanDecisionPolicy,
@@ -100,7 +100,7 @@ pub use sink::{Batch, EventSink, SinkError};
 pub use stream::{ProviderCoords, ProviderDrop, Role, StreamKind, StreamPayload, ToolScope};
 pub use tokio_util::sync::CancellationToken;
 pub use transcript::{
-    DEFAULT_TRANSCRIPT_BUDGET, Transcript, TranscriptError, TranscriptItem, TranscriptKind,
-    TranscriptViolation,
+    DEFAULT_TRANSCRIPT_BUDGET, Transcript, TranscriptError, TranscriptFingerprint, TranscriptItem,
+    TranscriptKind, TranscriptViolation,
 };
 pub use usage::Usage;

@@ -30,8 +30,62 @@ impl Violation {
 /// hasher is a fast seeded one, not SipHash.
 type IdMap<V> = std::collections::HashMap<String, V, foldhash::fast::RandomState>;
 
-/// A set of ids a driver chose (see [`IdMap`]).
-type IdSet = std::collections::HashSet<String, foldhash::fast::RandomState>;
+/// A set of ids (strings) kept as 64-bit hashes: "was this id seen before?"
+/// for runs that see hundreds of thousands of them.
+///
+/// A long run opens many lifecycles (a 200k-line Codex stream: ~150k), and
+/// each id must stay known after its lifecycle closes so a reuse is caught.
+/// A set of hashes costs ~9 bytes an id instead of a `String` and its heap
+/// block (~60). The hasher is seeded at random per set, so a provider
+/// cannot aim ids at a collision; two of `n` distinct ids collide with
+/// probability about n²/2⁶⁵ (10⁻⁸ for a million ids), and a collision can
+/// only make a new id look seen, never a seen one look new.
+#[derive(Debug, Clone, Default)]
+pub struct SeenIds {
+    ids: std::collections::HashSet<u64, foldhash::fast::RandomState>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl SeenIds {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn hash(&self, id: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, id)
+    }
+
+    /// Record `id`; false when it was seen before (see the type's docs on
+    /// collisions).
+    pub fn insert(&mut self, id: &str) -> bool {
+        let h = self.hash(id);
+        self.ids.insert(h)
+    }
+
+    /// True when `id` was recorded (see the type's docs on collisions).
+    pub fn contains(&self, id: &str) -> bool {
+        self.ids.contains(&self.hash(id))
+    }
+
+    /// How many distinct ids were recorded.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// True when nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+/// The ids of one lifecycle family (text or reasoning): the open ones by
+/// name, every one ever opened by hash.
+#[derive(Debug, Clone, Default)]
+struct Family {
+    open: IdMap<()>,
+    seen: SeenIds,
+}
 
 /// Checks a driver's payloads one at a time against spec §5.
 ///
@@ -42,14 +96,16 @@ pub struct LifecycleChecker {
     capability: StreamCapability,
     started: bool,
     terminal: bool,
-    /// Every text message id seen; `true` while it is open.
-    text: IdMap<bool>,
-    /// Every reasoning id seen; `true` while it is open.
-    reasoning: IdMap<bool>,
+    /// Text message ids.
+    text: Family,
+    /// Reasoning ids.
+    reasoning: Family,
     /// Open tool calls; the flag records whether `start` carried complete args.
     open_tools: IdMap<bool>,
-    known_tools: IdSet,
-    tool_results: IdSet,
+    /// Every tool call id ever opened.
+    known_tools: SeenIds,
+    /// Every tool call id that has its result.
+    tool_results: SeenIds,
     open_steps: IdMap<usize>,
 }
 
@@ -181,7 +237,7 @@ impl LifecycleChecker {
             } => {
                 require("EVT-05", name, "tool_call_id", tool_call_id)?;
                 require("EVT-05", name, "name", tool)?;
-                if !self.known_tools.insert(tool_call_id.clone()) {
+                if !self.known_tools.insert(tool_call_id) {
                     return Err(Violation::new(
                         "EVT-05",
                         format_args!("tool call {tool_call_id:?} opened twice"),
@@ -234,7 +290,7 @@ impl LifecycleChecker {
                 }
                 self.open_tools.remove(tool_call_id);
                 if result.is_some() {
-                    self.tool_results.insert(tool_call_id.clone());
+                    self.tool_results.insert(tool_call_id);
                 }
                 Ok(())
             }
@@ -245,7 +301,7 @@ impl LifecycleChecker {
                         format_args!("tool_call.result for unknown {tool_call_id:?}"),
                     ));
                 }
-                if !self.tool_results.insert(tool_call_id.clone()) {
+                if !self.tool_results.insert(tool_call_id) {
                     return Err(Violation::new(
                         "EVT-14",
                         format_args!("second result for tool call {tool_call_id:?}"),
@@ -292,20 +348,11 @@ impl LifecycleChecker {
 
     fn terminate(&mut self, name: &str) -> Result<(), Violation> {
         let mut open: Vec<String> = Vec::new();
-        let still_open = |ids: &IdMap<bool>| {
-            ids.iter()
-                .filter(|(_, open)| **open)
-                .map(|(id, _)| id.clone())
-                .collect::<Vec<_>>()
-        };
+        open.extend(self.text.open.keys().map(|id| format!("text {id:?}")));
         open.extend(
-            still_open(&self.text)
-                .into_iter()
-                .map(|id| format!("text {id:?}")),
-        );
-        open.extend(
-            still_open(&self.reasoning)
-                .into_iter()
+            self.reasoning
+                .open
+                .keys()
                 .map(|id| format!("reasoning {id:?}")),
         );
         open.extend(self.open_tools.keys().map(|id| format!("tool call {id:?}")));
@@ -355,20 +402,15 @@ fn require(clause: &'static str, kind: &str, field: &str, value: &str) -> Result
     }
 }
 
-fn open(
-    clause: &'static str,
-    kind: &str,
-    id: &str,
-    ids: &mut IdMap<bool>,
-) -> Result<(), Violation> {
+fn open(clause: &'static str, kind: &str, id: &str, ids: &mut Family) -> Result<(), Violation> {
     require(clause, kind, "message_id", id)?;
-    if ids.contains_key(id) {
+    if !ids.seen.insert(id) {
         return Err(Violation::new(
             clause,
             format_args!("{kind} {id:?} opened twice"),
         ));
     }
-    ids.insert(id.to_owned(), true);
+    ids.open.insert(id.to_owned(), ());
     Ok(())
 }
 
@@ -378,9 +420,9 @@ fn content(
     kind: &str,
     id: &str,
     delta: &str,
-    ids: &IdMap<bool>,
+    ids: &Family,
 ) -> Result<(), Violation> {
-    if ids.get(id) != Some(&true) {
+    if !ids.open.contains_key(id) {
         return Err(Violation::new(
             clause,
             format_args!("{kind} for {id:?}, which is not open"),
@@ -395,14 +437,8 @@ fn content(
     Ok(())
 }
 
-fn close(
-    clause: &'static str,
-    kind: &str,
-    id: &str,
-    ids: &mut IdMap<bool>,
-) -> Result<(), Violation> {
-    if let Some(open @ true) = ids.get_mut(id) {
-        *open = false;
+fn close(clause: &'static str, kind: &str, id: &str, ids: &mut Family) -> Result<(), Violation> {
+    if ids.open.remove(id).is_some() {
         Ok(())
     } else {
         Err(Violation::new(

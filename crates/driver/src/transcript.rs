@@ -7,6 +7,7 @@ mod spill;
 #[cfg(test)]
 mod tests;
 
+pub use digest::TranscriptFingerprint;
 pub use list::{DEFAULT_TRANSCRIPT_BUDGET, Iter, Transcript, TranscriptError};
 
 use std::collections::BTreeMap;
@@ -192,8 +193,9 @@ impl TranscriptItem {
     }
 
     /// A 64-bit digest of every field, fast and stable within a process
-    /// (never store it). Equal items have equal digests; core compares the
-    /// digests of the emitted items with [`Transcript::digests`] (RUN-04).
+    /// (never store it). Equal items have equal digests; a
+    /// [`TranscriptFingerprint`] folds them, and core compares the emitted
+    /// items' with [`Transcript::fingerprint`] (RUN-04).
     pub fn digest(&self) -> u64 {
         digest::digest(self)
     }

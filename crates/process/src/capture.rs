@@ -94,6 +94,24 @@ impl Read for SliceReader {
     }
 }
 
+/// Make room for `more` bytes, growing by doubling but never past `limit`
+/// (the spill threshold): plain doubling would take a buffer that holds at
+/// most 8 MiB to 16 MiB of capacity, and copy it there.
+fn reserve_within(buf: &mut BytesMut, more: usize, limit: usize) {
+    let need = buf.len().saturating_add(more);
+    if need > buf.capacity() {
+        let grown = buf
+            .capacity()
+            .saturating_mul(2)
+            .clamp(need, limit.max(need));
+        // `BytesMut::reserve` would double past `grown`: move to an exact
+        // allocation instead.
+        let mut bigger = BytesMut::with_capacity(grown);
+        bigger.extend_from_slice(buf);
+        *buf = bigger;
+    }
+}
+
 enum State {
     Memory(BytesMut),
     Spilled(Arc<SpillFile>),
@@ -134,6 +152,7 @@ impl Capture {
         if let State::Memory(buf) = &mut self.state
             && buf.len().saturating_add(bytes.len()) <= self.threshold
         {
+            reserve_within(buf, bytes.len(), self.threshold);
             buf.extend_from_slice(bytes);
             self.len += bytes.len() as u64;
             return Ok(());
@@ -229,6 +248,22 @@ mod tests {
         assert!(!c.is_spilled());
         let raw = c.into_raw();
         assert_eq!(raw.as_memory(), Some(&b"abcd"[..]));
+    }
+
+    #[test]
+    fn memory_never_grows_past_the_threshold() {
+        let threshold = 1000;
+        let mut c = Capture::new(threshold, None);
+        for _ in 0..333 {
+            c.append(b"abc").unwrap();
+            if let State::Memory(buf) = &c.state {
+                assert!(buf.capacity() <= threshold, "{}", buf.capacity());
+            }
+        }
+        assert!(!c.is_spilled());
+        c.append(b"abcd").unwrap();
+        assert!(c.is_spilled());
+        assert_eq!(c.into_raw().to_vec().unwrap().len(), 1003);
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub const DEFAULT_CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// Default wait after `SIGTERM` before `SIGKILL`.
 pub const DEFAULT_TERM_GRACE: Duration = Duration::from_secs(2);
 /// Default size of a raw stream held in memory before it spills to a file (8 MiB).
-pub const DEFAULT_SPILL_THRESHOLD: usize = 8 * 1024 * 1024;
+pub const DEFAULT_SPILL_THRESHOLD: usize = 4 * 1024 * 1024;
 /// Default longest stdout line held in memory; longer lines are file-backed (1 MiB).
 pub const DEFAULT_MAX_LINE_IN_MEMORY: usize = 1024 * 1024;
 

@@ -1,8 +1,11 @@
-//! A 64-bit digest of one [`TranscriptItem`], so a run's emitted and returned
-//! transcripts can be compared item by item without keeping a second copy.
+//! A 64-bit digest of one [`TranscriptItem`], and the order-sensitive
+//! [`TranscriptFingerprint`] of a whole sequence of them, so a run's emitted and
+//! returned transcripts can be compared without keeping a second copy, or
+//! even a list of digests.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use foldhash::fast::{FixedState, FoldHasher};
 
 use serde_json::Value;
 
@@ -17,7 +20,7 @@ use crate::usage::Usage;
 /// order), so different digests prove the items differ; equal digests mean
 /// equal items except for a 64-bit hash collision.
 pub fn digest(item: &TranscriptItem) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = hasher();
     let TranscriptItem {
         kind,
         text,
@@ -53,13 +56,64 @@ pub fn digest(item: &TranscriptItem) -> u64 {
     h.finish()
 }
 
-fn hash_f64(x: f64, h: &mut DefaultHasher) {
+/// The digests' seed: fixed, so two digests of one item agree wherever in
+/// the process they are taken.
+const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// A hasher for digests (foldhash: the items are hashed twice per run, and
+/// SipHash showed in profiles).
+fn hasher() -> FoldHasher<'static> {
+    FixedState::with_seed(SEED).build_hasher()
+}
+
+/// The fingerprint of a sequence of transcript items: how many, and an
+/// order-sensitive fold of their [`digest`]s. Two sequences with different
+/// fingerprints differ; equal fingerprints mean equal sequences except for
+/// a 64-bit hash collision. 16 bytes, whatever the length.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct TranscriptFingerprint {
+    len: u64,
+    fold: u64,
+}
+
+impl TranscriptFingerprint {
+    /// The fingerprint of the empty sequence.
+    pub fn new() -> Self {
+        TranscriptFingerprint::default()
+    }
+
+    /// Append one item.
+    pub fn push(&mut self, item: &TranscriptItem) {
+        self.push_digest(digest(item));
+    }
+
+    /// Append one item by its [`digest`].
+    pub fn push_digest(&mut self, digest: u64) {
+        let mut h = hasher();
+        h.write_u64(self.fold);
+        h.write_u64(digest);
+        self.fold = h.finish();
+        self.len += 1;
+    }
+
+    /// How many items were appended.
+    pub fn len(&self) -> usize {
+        usize::try_from(self.len).unwrap_or(usize::MAX)
+    }
+
+    /// True when nothing was appended.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+fn hash_f64(x: f64, h: &mut FoldHasher<'static>) {
     // `0.0 == -0.0`: equal values must hash alike.
     let x = if x == 0.0 { 0.0 } else { x };
     x.to_bits().hash(h);
 }
 
-fn hash_opt_f64(x: Option<f64>, h: &mut DefaultHasher) {
+fn hash_opt_f64(x: Option<f64>, h: &mut FoldHasher<'static>) {
     match x {
         None => 0u8.hash(h),
         Some(x) => {
@@ -69,7 +123,7 @@ fn hash_opt_f64(x: Option<f64>, h: &mut DefaultHasher) {
     }
 }
 
-fn hash_usage(usage: Option<&Usage>, h: &mut DefaultHasher) {
+fn hash_usage(usage: Option<&Usage>, h: &mut FoldHasher<'static>) {
     let Some(u) = usage else {
         return 0u8.hash(h);
     };
@@ -92,7 +146,7 @@ fn hash_usage(usage: Option<&Usage>, h: &mut DefaultHasher) {
     hash_opt_f64(*cost_usd, h);
 }
 
-fn hash_opt_value(v: Option<&Value>, h: &mut DefaultHasher) {
+fn hash_opt_value(v: Option<&Value>, h: &mut FoldHasher<'static>) {
     match v {
         None => 0u8.hash(h),
         Some(v) => {
@@ -102,7 +156,7 @@ fn hash_opt_value(v: Option<&Value>, h: &mut DefaultHasher) {
     }
 }
 
-fn hash_value(v: &Value, h: &mut DefaultHasher) {
+fn hash_value(v: &Value, h: &mut FoldHasher<'static>) {
     match v {
         Value::Null => 0u8.hash(h),
         Value::Bool(b) => {
@@ -140,7 +194,7 @@ fn hash_value(v: &Value, h: &mut DefaultHasher) {
             // agrees with `Map`'s equality whatever its iteration order.
             let mut sum = 0u64;
             for (k, v) in m {
-                let mut eh = DefaultHasher::new();
+                let mut eh = hasher();
                 k.hash(&mut eh);
                 hash_value(v, &mut eh);
                 sum = sum.wrapping_add(eh.finish());

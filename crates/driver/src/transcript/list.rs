@@ -14,15 +14,16 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::TranscriptItem;
+use super::digest::TranscriptFingerprint;
 use super::spill::SpillFile;
 
 /// The default memory budget of a [`Transcript`]: 4 MiB of items.
 ///
 /// A transcript of a long run (a 1 GiB Claude stream holds ~40k items, a
 /// 200k-line Codex run 200k) then costs at most ~6 MiB of memory (the
-/// budget, plus one chunk being written) and 16 bytes per item for its
-/// offsets and digests; a usual run never reaches it and never touches disk.
-pub const DEFAULT_TRANSCRIPT_BUDGET: usize = 4 * 1024 * 1024;
+/// budget, plus one chunk being written) and 12 bytes per spilled item for
+/// its offset and length; a usual run never reaches it and never touches disk.
+pub const DEFAULT_TRANSCRIPT_BUDGET: usize = 2 * 1024 * 1024;
 
 /// How many bytes one read of the spill file fetches at least, so a
 /// sequential pass reads many records per system call.
@@ -61,15 +62,46 @@ impl TranscriptError {
     }
 }
 
+/// How many bytes of records one append to the spill file carries at most
+/// (a spill writes several appends; the encoding buffer stays this small).
+const WRITE_CHUNK: usize = 64 * 1024;
+
 /// Where the spilled head of a transcript lives: the shared file and this
-/// transcript's own record offsets in it.
+/// transcript's own records in it.
+///
+/// Records are appended in runs ("chunks"), each contiguous in the file;
+/// other clones of the transcript may append between two runs. So each
+/// item costs only its record length (4 bytes), and each run its first
+/// index and file offset: an item's offset is its run's plus the lengths
+/// of the records before it in the run.
 #[derive(Clone)]
 struct Spilled {
     file: Arc<SpillFile>,
-    /// File offset of each spilled item's record.
-    starts: Vec<u64>,
+    /// (index of the first item, file offset of its record) of each run,
+    /// in order.
+    chunks: Vec<(usize, u64)>,
     /// Length of each record (its JSON and a newline).
     lens: Vec<u32>,
+}
+
+impl Spilled {
+    /// The file offset of item `index`'s record. `hint` is an (index,
+    /// offset) pair a sequential reader computed as the end of the record
+    /// it just read; it is used only when it lies inside `index`'s run past
+    /// its first item (a run's first item starts at the run's own offset).
+    fn start(&self, index: usize, hint: Option<(usize, u64)>) -> Option<u64> {
+        if index >= self.lens.len() {
+            return None;
+        }
+        let run = self.chunks.partition_point(|&(first, _)| first <= index) - 1;
+        let (first, base) = self.chunks[run];
+        let (from, at) = match hint {
+            Some((i, at)) if i > first && i <= index => (i, at),
+            _ => (first, base),
+        };
+        let skipped: u64 = self.lens[from..index].iter().map(|&l| u64::from(l)).sum();
+        Some(at + skipped)
+    }
 }
 
 /// A run's transcript: an append-only, ordered list of [`TranscriptItem`]s.
@@ -84,8 +116,8 @@ struct Spilled {
 /// returns every item exactly as pushed; only a non-finite float, which JSON
 /// cannot carry, comes back as `null`.
 ///
-/// Each item's [`digest`](TranscriptItem::digest) is kept (8 bytes per item)
-/// so core can check the transcript against the emitted items (RUN-04)
+/// A [`TranscriptFingerprint`] of the items (16 bytes in all) is kept so
+/// core can check the transcript against the emitted items (RUN-04)
 /// without reading the file back.
 ///
 /// Cloning copies the in-memory tail and the offsets and shares the file.
@@ -99,7 +131,8 @@ struct Spilled {
 pub struct Transcript {
     budget: usize,
     dir: Option<Arc<Path>>,
-    digests: Vec<u64>,
+    /// What core compares with the emitted items (RUN-04).
+    fingerprint: TranscriptFingerprint,
     spilled: Option<Spilled>,
     /// The items after the spilled head, in order.
     tail: Vec<TranscriptItem>,
@@ -126,7 +159,7 @@ impl Transcript {
         Transcript {
             budget,
             dir: None,
-            digests: Vec::new(),
+            fingerprint: TranscriptFingerprint::new(),
             spilled: None,
             tail: Vec::new(),
             tail_bytes: 0,
@@ -148,12 +181,12 @@ impl Transcript {
 
     /// The number of items.
     pub fn len(&self) -> usize {
-        self.digests.len()
+        self.fingerprint.len()
     }
 
     /// True when there are no items.
     pub fn is_empty(&self) -> bool {
-        self.digests.is_empty()
+        self.fingerprint.is_empty()
     }
 
     /// True once some items live in the spill file.
@@ -167,19 +200,29 @@ impl Transcript {
         self.spill_error.as_ref()
     }
 
-    /// The [`digest`](TranscriptItem::digest) of every item, in order.
-    pub fn digests(&self) -> &[u64] {
-        &self.digests
+    /// The fingerprint of every item pushed, in order (16 bytes whatever the
+    /// length): core compares it with the emitted items' (RUN-04).
+    pub fn fingerprint(&self) -> TranscriptFingerprint {
+        self.fingerprint
     }
 
     fn spilled_len(&self) -> usize {
-        self.spilled.as_ref().map_or(0, |s| s.starts.len())
+        self.spilled.as_ref().map_or(0, |s| s.lens.len())
     }
 
     /// Append an item (see the type's docs: never fails, may spill).
     pub fn push(&mut self, item: TranscriptItem) {
-        self.digests.push(item.digest());
+        self.fingerprint.push(&item);
         self.tail_bytes = self.tail_bytes.saturating_add(estimate(&item));
+        if self.tail.len() == self.tail.capacity() {
+            // Grow by doubling, but never past what the budget can hold
+            // (every item counts at least its own size): a tail that
+            // stays under 4 MiB should not sit in an 8 MiB vector.
+            let most = self.budget / size_of::<TranscriptItem>() + 2;
+            let len = self.tail.len();
+            let want = (len * 2).clamp(len + 1, most.max(len + 1)).max(4);
+            self.tail.reserve_exact(want - len);
+        }
         self.tail.push(item);
         if self.tail_bytes > self.budget
             && self.spill_error.is_none()
@@ -202,10 +245,21 @@ impl Transcript {
         if k == 0 {
             return Ok(());
         }
-        let mut buf = Vec::with_capacity(self.tail_bytes.saturating_sub(left));
-        let mut rel = Vec::with_capacity(k);
-        let mut lens = Vec::with_capacity(k);
-        for item in &self.tail[..k] {
+        let file = match &self.spilled {
+            Some(s) => Arc::clone(&s.file),
+            None => Arc::new(
+                SpillFile::create(self.dir.as_deref())
+                    .map_err(|e| TranscriptError::spill("creating the spill file", e))?,
+            ),
+        };
+        let spilled = self.spilled.get_or_insert_with(|| Spilled {
+            file,
+            chunks: Vec::new(),
+            lens: Vec::new(),
+        });
+        let mut buf = Vec::with_capacity(WRITE_CHUNK);
+        let mut lens = Vec::new();
+        for (i, item) in self.tail[..k].iter().enumerate() {
             let start = buf.len();
             serde_json::to_writer(&mut buf, item)
                 .map_err(|e| TranscriptError::spill("encoding an item", io::Error::other(e)))?;
@@ -216,26 +270,18 @@ impl Transcript {
                     io::Error::new(io::ErrorKind::InvalidData, "item larger than 4 GiB"),
                 )
             })?;
-            rel.push(start as u64);
             lens.push(len);
+            if buf.len() >= WRITE_CHUNK || i + 1 == k {
+                // One run: its records are contiguous in the file.
+                let base = spilled
+                    .file
+                    .append(&buf)
+                    .map_err(|e| TranscriptError::spill("writing the spill file", e))?;
+                spilled.chunks.push((spilled.lens.len(), base));
+                spilled.lens.append(&mut lens);
+                buf.clear();
+            }
         }
-        let file = match &self.spilled {
-            Some(s) => Arc::clone(&s.file),
-            None => Arc::new(
-                SpillFile::create(self.dir.as_deref())
-                    .map_err(|e| TranscriptError::spill("creating the spill file", e))?,
-            ),
-        };
-        let base = file
-            .append(&buf)
-            .map_err(|e| TranscriptError::spill("writing the spill file", e))?;
-        let spilled = self.spilled.get_or_insert_with(|| Spilled {
-            file,
-            starts: Vec::new(),
-            lens: Vec::new(),
-        });
-        spilled.starts.extend(rel.iter().map(|r| base + r));
-        spilled.lens.extend_from_slice(&lens);
         self.tail.drain(..k);
         self.tail_bytes = left;
         Ok(())
@@ -290,7 +336,8 @@ impl Transcript {
                 io::Error::new(io::ErrorKind::NotFound, "no spill file"),
             ));
         };
-        let (Some(&start), Some(&len)) = (s.starts.get(index), s.lens.get(index)) else {
+        let hint = reader.as_ref().and_then(|r| r.next);
+        let (Some(start), Some(&len)) = (s.start(index, hint), s.lens.get(index)) else {
             return Err(TranscriptError::spill(
                 "reading an item",
                 io::Error::new(io::ErrorKind::NotFound, "no such spilled item"),
@@ -300,7 +347,9 @@ impl Transcript {
             file: Arc::clone(&s.file),
             buf: Vec::new(),
             at: 0,
+            next: None,
         });
+        reader.next = Some((index + 1, start + u64::from(len)));
         let record = reader
             .record(start, len as usize)
             .map_err(|e| TranscriptError::spill("reading an item", e))?;
@@ -319,6 +368,9 @@ struct Reader {
     buf: Vec<u8>,
     /// The file offset of `buf[0]`.
     at: u64,
+    /// The item after the last one read, and where its record would start
+    /// if it is in the same run (see [`Spilled::start`]).
+    next: Option<(usize, u64)>,
 }
 
 impl Reader {
@@ -437,7 +489,7 @@ impl PartialEq for Transcript {
     /// Item by item, like two `Vec`s; a spilled item that cannot be read
     /// back makes the transcripts unequal.
     fn eq(&self, other: &Self) -> bool {
-        if self.digests != other.digests {
+        if self.fingerprint != other.fingerprint {
             return false;
         }
         if let (Some(a), Some(b)) = (self.as_slice(), other.as_slice()) {
@@ -533,6 +585,7 @@ impl Transcript {
     /// Overwrite the record of spilled item `index` with `bytes` (same length).
     pub(super) fn corrupt_record(&self, index: usize, bytes: &[u8]) -> io::Result<()> {
         let s = self.spilled.as_ref().ok_or(io::ErrorKind::NotFound)?;
-        s.file.overwrite(s.starts[index], bytes)
+        let start = s.start(index, None).ok_or(io::ErrorKind::NotFound)?;
+        s.file.overwrite(start, bytes)
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Transcript, TranscriptError, TranscriptItem, TranscriptKind};
+use super::{Transcript, TranscriptError, TranscriptFingerprint, TranscriptItem, TranscriptKind};
 use crate::usage::Usage;
 
 /// An item with every field set, distinct per `i`, with non-ASCII text.
@@ -122,6 +122,32 @@ fn clones_push_independently_into_the_shared_file() {
     assert_eq!(a.to_vec().unwrap(), want_a);
     assert_eq!(b.to_vec().unwrap(), want_b);
     assert_ne!(a, b);
+    // Random access finds each record across the interleaved runs too,
+    // backwards (no sequential hint to lean on).
+    for (t, want) in [(&a, &want_a), (&b, &want_b)] {
+        for i in (0..want.len()).rev() {
+            assert_eq!(t.get(i).unwrap().unwrap().as_ref(), &want[i], "item {i}");
+        }
+        assert!(t.get(want.len()).unwrap().is_none());
+    }
+}
+
+#[test]
+fn a_spill_larger_than_one_write_is_read_back_in_order() {
+    // ~2 MB of records in one spill: several appends (runs) of ~64 KiB.
+    let big: Vec<TranscriptItem> = (0..4000)
+        .map(|i| {
+            let mut x = full_item(i);
+            x.text = format!("{i}: {}", "é".repeat(200));
+            x
+        })
+        .collect();
+    let t = filled(4 * 1024 * 1024, &big);
+    assert!(t.is_spilled());
+    assert_eq!(t.to_vec().unwrap(), big);
+    for i in [0, 1, 63, 64, 65, 1000, 2345, 3999] {
+        assert_eq!(t.get(i).unwrap().unwrap().as_ref(), &big[i], "item {i}");
+    }
 }
 
 #[test]
@@ -262,8 +288,31 @@ fn digests_follow_every_field() {
         assert_ne!(v.digest(), base.digest(), "{v:?}");
     }
     let t: Transcript = variants.iter().cloned().collect();
-    let want: Vec<u64> = variants.iter().map(TranscriptItem::digest).collect();
-    assert_eq!(t.digests(), &want[..]);
+    let mut want = TranscriptFingerprint::new();
+    for v in &variants {
+        want.push_digest(v.digest());
+    }
+    assert_eq!(t.fingerprint(), want);
+    assert_eq!(t.fingerprint().len(), variants.len());
+}
+
+#[test]
+fn fingerprints_follow_order_length_and_content() {
+    let a = TranscriptItem::assistant("a");
+    let b = TranscriptItem::assistant("b");
+    let fp = |items: &[&TranscriptItem]| {
+        let mut f = TranscriptFingerprint::new();
+        for i in items {
+            f.push(i);
+        }
+        f
+    };
+    assert_eq!(fp(&[&a, &b]), fp(&[&a, &b]));
+    assert_ne!(fp(&[&a, &b]), fp(&[&b, &a]), "order");
+    assert_ne!(fp(&[&a]), fp(&[&a, &a]), "length");
+    assert_ne!(fp(&[&a, &a]), fp(&[&a, &b]), "content");
+    assert!(fp(&[]).is_empty());
+    assert_eq!(fp(&[&a, &b]).len(), 2);
 }
 
 #[test]

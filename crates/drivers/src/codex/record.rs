@@ -5,13 +5,12 @@
 //! and, at the end, every layer of the response — one implementation of the
 //! lifecycle, checkpoint and failure rules for both transports.
 
-use std::collections::{BTreeMap, HashSet};
-
-use foldhash::fast::RandomState;
+use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
-    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SessionState,
-    StreamPayload, TerminalPayload, Transcript, TranscriptItem, TranscriptKind, Usage,
+    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SeenIds,
+    SessionState, StreamPayload, TerminalPayload, Transcript, TranscriptItem, TranscriptKind,
+    Usage,
 };
 use serde_json::{Value, json};
 
@@ -119,8 +118,8 @@ pub(crate) struct Recorder {
     turn_id: Option<String>,
     /// Open lifecycles: (family, provider item id) → lifecycle id.
     open: Vec<((Family, String), String)>,
-    /// Every lifecycle id handed out (looked up per item: a fast hasher).
-    used_ids: HashSet<String, RandomState>,
+    /// Every lifecycle id handed out (looked up per item; kept as hashes).
+    used_ids: SeenIds,
     counter: u64,
     /// Completed agent messages so far, joined with a blank line (built
     /// as they complete: no list of them and no join at the end).
@@ -154,7 +153,7 @@ impl Recorder {
             thread_id: None,
             turn_id: None,
             open: Vec::new(),
-            used_ids: HashSet::default(),
+            used_ids: SeenIds::new(),
             counter: 0,
             output: String::new(),
             last_message: String::new(),
@@ -286,7 +285,7 @@ impl Recorder {
         } else {
             item_id.to_owned()
         };
-        self.used_ids.insert(id.clone());
+        self.used_ids.insert(&id);
         id
     }
 
