@@ -11,7 +11,7 @@
 //! * [`Contender::AaRun`] / [`Contender::AaRunBlocking`] — `agent.run("hi")`
 //!   end to end on a multi-thread tokio runtime (default mode, or
 //!   `blocking_events()`), which keeps the complete raw stdout (spilled to a
-//!   file beyond 8 MiB) and the transcript.
+//!   file beyond 4 MiB) and the transcript.
 //! * [`Contender::AaStream`] / [`Contender::AaStreamBlocking`] —
 //!   `agent.stream("hi")` with a consumer that reads every event, then
 //!   `result()`.

@@ -203,7 +203,7 @@ macro_rules! shared_option_setters {
             /// oldest ones to an unlinked temporary file; the result still
             /// holds the complete transcript. Default
             /// [`DEFAULT_TRANSCRIPT_BUDGET`](agent_adaptor_driver::DEFAULT_TRANSCRIPT_BUDGET)
-            /// (4 MiB).
+            /// (2 MiB).
             pub fn transcript_budget(mut self, bytes: usize) -> Self {
                 self.shared_options_mut().transcript_budget = Some(bytes);
                 self

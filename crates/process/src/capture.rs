@@ -96,17 +96,19 @@ impl Read for SliceReader {
 
 /// Make room for `more` bytes, growing by doubling but never past `limit`
 /// (the spill threshold): plain doubling would take a buffer that holds at
-/// most 8 MiB to 16 MiB of capacity, and copy it there.
+/// most 4 MiB to up to 8 MiB of capacity, and copy it there.
 fn reserve_within(buf: &mut BytesMut, more: usize, limit: usize) {
     let need = buf.len().saturating_add(more);
-    if need > buf.capacity() {
-        let grown = buf
-            .capacity()
-            .saturating_mul(2)
-            .clamp(need, limit.max(need));
-        // `BytesMut::reserve` would double past `grown`: move to an exact
-        // allocation instead.
-        let mut bigger = BytesMut::with_capacity(grown);
+    if need <= buf.capacity() {
+        return;
+    }
+    if buf.capacity().saturating_mul(2) <= limit {
+        // Doubling stays within the limit: the usual (reallocating) growth.
+        buf.reserve(more);
+    } else {
+        // The last step: `BytesMut::reserve` would double past the limit,
+        // so move to an exact allocation instead.
+        let mut bigger = BytesMut::with_capacity(limit.max(need));
         bigger.extend_from_slice(buf);
         *buf = bigger;
     }

@@ -12,7 +12,7 @@ use bytes::Bytes;
 pub const DEFAULT_CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// Default wait after `SIGTERM` before `SIGKILL`.
 pub const DEFAULT_TERM_GRACE: Duration = Duration::from_secs(2);
-/// Default size of a raw stream held in memory before it spills to a file (8 MiB).
+/// Default size of a raw stream held in memory before it spills to a file (4 MiB).
 pub const DEFAULT_SPILL_THRESHOLD: usize = 4 * 1024 * 1024;
 /// Default longest stdout line held in memory; longer lines are file-backed (1 MiB).
 pub const DEFAULT_MAX_LINE_IN_MEMORY: usize = 1024 * 1024;
@@ -73,7 +73,7 @@ pub(crate) enum EnvOp {
 /// |---|---|---|
 /// | [`close_grace`](Command::close_grace) | 2 s | after stdin is closed (or after the child exited while its pipes stay open), how long to wait before signalling |
 /// | [`term_grace`](Command::term_grace) | 2 s | `SIGTERM` → `SIGKILL` |
-/// | [`spill_threshold`](Command::spill_threshold) | 8 MiB | per raw stream, bytes kept in memory before spilling to a temporary file |
+/// | [`spill_threshold`](Command::spill_threshold) | 4 MiB | per raw stream, bytes kept in memory before spilling to a temporary file |
 /// | [`max_line_in_memory`](Command::max_line_in_memory) | 1 MiB | longer stdout lines are file-backed |
 /// | [`timeout`](Command::timeout) | none | whole-process budget from spawn |
 #[derive(Clone)]
@@ -187,7 +187,7 @@ impl Command {
     }
 
     /// Bytes of each raw stream kept in memory before the capture spills to
-    /// a temporary file (default 8 MiB).
+    /// a temporary file (default 4 MiB).
     pub fn spill_threshold(&mut self, bytes: usize) -> &mut Self {
         self.spill_threshold = bytes;
         self

@@ -17,12 +17,13 @@ use super::TranscriptItem;
 use super::digest::TranscriptFingerprint;
 use super::spill::SpillFile;
 
-/// The default memory budget of a [`Transcript`]: 4 MiB of items.
+/// The default memory budget of a [`Transcript`]: 2 MiB of items.
 ///
 /// A transcript of a long run (a 1 GiB Claude stream holds ~40k items, a
-/// 200k-line Codex run 200k) then costs at most ~6 MiB of memory (the
-/// budget, plus one chunk being written) and 12 bytes per spilled item for
-/// its offset and length; a usual run never reaches it and never touches disk.
+/// 200k-line Codex run 200k) then costs at most the budget and a 64 KiB
+/// write buffer of memory, 4 bytes per spilled item for its record length,
+/// and 16 bytes per run of records written; a usual run never reaches it
+/// and never touches disk.
 pub const DEFAULT_TRANSCRIPT_BUDGET: usize = 2 * 1024 * 1024;
 
 /// How many bytes one read of the spill file fetches at least, so a

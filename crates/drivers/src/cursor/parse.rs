@@ -13,6 +13,7 @@
 //!   successful result and a clean exit. On failure Cursor may exit non-zero
 //!   with no `result` at all (error on stderr): a missing terminal.
 
+use foldhash::fast::RandomState;
 use std::collections::HashSet;
 
 use agent_adaptor_driver::{
@@ -46,8 +47,8 @@ pub struct CursorParser {
     messages: Vec<String>,
     thinking: String,
     open_tools: Vec<String>,
-    tools: HashSet<String>,
-    results: HashSet<String>,
+    tools: HashSet<String, RandomState>,
+    results: HashSet<String, RandomState>,
     terminal: Option<Terminal>,
     failure: Option<RunFailure>,
 }
@@ -62,8 +63,8 @@ impl CursorParser {
             messages: Vec::new(),
             thinking: String::new(),
             open_tools: Vec::new(),
-            tools: HashSet::new(),
-            results: HashSet::new(),
+            tools: HashSet::default(),
+            results: HashSet::default(),
             terminal: None,
             failure: None,
         }

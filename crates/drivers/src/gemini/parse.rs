@@ -15,6 +15,7 @@
 //!   none); it becomes a checkpoint only after a successful `result` and a
 //!   clean exit.
 
+use foldhash::fast::RandomState;
 use std::collections::HashSet;
 
 use agent_adaptor_driver::{
@@ -54,8 +55,8 @@ pub struct GeminiParser {
     segments: u64,
     last_text: String,
     open_tools: Vec<String>,
-    tools: HashSet<String>,
-    results: HashSet<String>,
+    tools: HashSet<String, RandomState>,
+    results: HashSet<String, RandomState>,
     last_error: Option<String>,
     terminal: Option<Terminal>,
     failure: Option<RunFailure>,
@@ -73,8 +74,8 @@ impl GeminiParser {
             segments: 0,
             last_text: String::new(),
             open_tools: Vec::new(),
-            tools: HashSet::new(),
-            results: HashSet::new(),
+            tools: HashSet::default(),
+            results: HashSet::default(),
             last_error: None,
             terminal: None,
             failure: None,

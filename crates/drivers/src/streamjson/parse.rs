@@ -2,6 +2,7 @@
 //! items and notices, and at the end every layer of the response — all from
 //! one parse (driver contract §6, §7).
 
+use foldhash::fast::RandomState;
 use std::collections::{BTreeMap, HashSet};
 
 use agent_adaptor_driver::{
@@ -96,8 +97,8 @@ pub struct Parser {
     current_message: String,
     open: BTreeMap<u32, Open>,
     block_counts: BTreeMap<String, u32>,
-    tools: HashSet<String>,
-    results: HashSet<String>,
+    tools: HashSet<String, RandomState>,
+    results: HashSet<String, RandomState>,
     last_message: String,
     last_text: String,
     api_error: Option<String>,
@@ -105,7 +106,7 @@ pub struct Parser {
     result: Option<(ResultLine, String)>,
     aborted: Option<RunFailure>,
     anonymous: u64,
-    lifecycle_ids: HashSet<String>,
+    lifecycle_ids: HashSet<String, RandomState>,
 }
 
 impl Parser {
@@ -134,8 +135,8 @@ impl Parser {
             current_message: String::new(),
             open: BTreeMap::new(),
             block_counts: BTreeMap::new(),
-            tools: HashSet::new(),
-            results: HashSet::new(),
+            tools: HashSet::default(),
+            results: HashSet::default(),
             last_message: String::new(),
             last_text: String::new(),
             api_error: None,
@@ -143,7 +144,7 @@ impl Parser {
             result: None,
             aborted: None,
             anonymous: 0,
-            lifecycle_ids: HashSet::new(),
+            lifecycle_ids: HashSet::default(),
         }
     }
 
