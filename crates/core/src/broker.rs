@@ -397,6 +397,12 @@ pub(crate) struct Batcher {
 }
 
 impl Batcher {
+    /// True until the consumer said nobody will read the events
+    /// ([`Consumer::unobserved`]).
+    pub(crate) fn observed(&self) -> bool {
+        !self.shared.unobserved.load(Ordering::Relaxed)
+    }
+
     /// Open a batch: pushes stop waking the consumer until it is closed.
     pub(crate) fn begin(&self) {
         let mut q = self.shared.lock();

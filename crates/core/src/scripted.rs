@@ -45,6 +45,9 @@ pub enum Step {
     BeginBatch,
     /// Close a batch ([`EventSink::end_batch`]).
     EndBatch,
+    /// Record [`EventSink::payloads_observed`] in the response metadata as
+    /// `observed.<n>` = `true`/`false`.
+    NoteObserved,
 }
 
 /// How a script ends once its steps are played.
@@ -309,7 +312,7 @@ impl Driver for ScriptedDriver {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(req);
-        let mut decisions = BTreeMap::new();
+        let mut decisions: BTreeMap<String, String> = BTreeMap::new();
         for step in self.steps.iter() {
             match step {
                 Step::Stream(p) => sink.emit_stream(p.clone()).await?,
@@ -325,7 +328,8 @@ impl Driver for ScriptedDriver {
                         Some(d) => d.request_decision(req.clone()).await?.result.as_str(),
                         None => "unavailable",
                     };
-                    decisions.insert(format!("decision.{}", decisions.len()), result.to_owned());
+                    let n = decisions.keys().filter(|k| k.starts_with("decision.")).count();
+                    decisions.insert(format!("decision.{n}"), result.to_owned());
                 }
                 Step::WaitForCancel => {
                     ctx.cancel.cancelled().await;
@@ -335,6 +339,13 @@ impl Driver for ScriptedDriver {
                 Step::Panic(msg) => panic!("{msg}"),
                 Step::BeginBatch => sink.begin_batch(),
                 Step::EndBatch => sink.end_batch(),
+                Step::NoteObserved => {
+                    let n = decisions.keys().filter(|k| k.starts_with("observed.")).count();
+                    decisions.insert(
+                        format!("observed.{n}"),
+                        sink.payloads_observed().to_string(),
+                    );
+                }
             }
         }
         match &self.ending {

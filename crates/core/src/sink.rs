@@ -251,6 +251,10 @@ impl EventSink for CoreSink {
     fn end_batch(&self) {
         self.batcher.end();
     }
+
+    fn payloads_observed(&self) -> bool {
+        self.batcher.observed()
+    }
 }
 
 #[async_trait]

@@ -82,6 +82,37 @@ async fn result_is_repeatable_and_concurrent() {
 }
 
 #[tokio::test]
+async fn finish_returns_the_result_whether_or_not_other_handles_hold_it() {
+    let agent = Agent::new(ScriptedDriver::text_reply("x y z"));
+    // The last holder: the result is moved out of the run.
+    assert_eq!(agent.stream("q").finish().await.unwrap().text, "x y z");
+    // Another handle still holds it: `finish` clones, and the handle keeps
+    // its own copy.
+    let stream = agent.stream("q");
+    let handle = stream.handle();
+    assert_eq!(stream.finish().await.unwrap().text, "x y z");
+    assert_eq!(handle.result().await.unwrap().text, "x y z");
+    assert_eq!(handle.try_result().unwrap().unwrap().text, "x y z");
+}
+
+// A current-thread runtime (the default of `tokio::test`): the run task
+// starts only once `run()` has said that nobody will read the stream.
+#[tokio::test]
+async fn run_tells_the_driver_that_nobody_observes_payloads() {
+    let steps = || {
+        let mut steps = framed(vec![]);
+        steps.insert(1, Step::NoteObserved);
+        steps
+    };
+    let agent = Agent::new(scripted(steps(), response("ok", vec![])));
+    let result = agent.run("q").await.unwrap();
+    assert_eq!(result.metadata["observed.0"], "false");
+    let agent = Agent::new(scripted(steps(), response("ok", vec![])));
+    let (_, outcome) = drain(agent.stream("q")).await;
+    assert_eq!(outcome.unwrap().metadata["observed.0"], "true");
+}
+
+#[tokio::test]
 async fn invalid_driver_config_is_a_pre_start_error_with_no_events() {
     let agent = Agent::new(ScriptedDriver::text_reply("x").with_invalid_config("model is empty"));
     let (events, outcome) = drain(agent.stream("q")).await;

@@ -57,6 +57,24 @@ pub trait EventSink: Send + Sync {
     /// outermost close hands what is pending to the consumer. An unmatched
     /// close is ignored.
     fn end_batch(&self) {}
+
+    /// Whether anyone can still see this run's live payloads.
+    ///
+    /// `false` once the host knows no consumer will read them (for example
+    /// `run()`, which only returns the result). It never turns back to
+    /// `true`. While it is `false` a driver may leave out whole lifecycles
+    /// it has not started yet — text, reasoning, tool call, step — and
+    /// standalone payloads (custom, HITL audit), and so save building them.
+    /// Everything else is unchanged: `run.started` first, a lifecycle that
+    /// was started is completed as usual, exactly one terminal frame, every
+    /// transcript item and operational event, and every layer of the
+    /// response. The payload stream stays valid (spec §5); it only has
+    /// fewer lifecycles.
+    ///
+    /// The default is `true`: a driver that never asks loses nothing.
+    fn payloads_observed(&self) -> bool {
+        true
+    }
 }
 
 /// A batch of events on a sink, open for as long as the guard lives (see

@@ -60,6 +60,13 @@ pub trait LineProtocol: Send {
     fn line(&mut self, raw: &[u8]) -> Vec<Out>;
     /// True once the protocol's terminal event was seen.
     fn terminated(&self) -> bool;
+    /// Whether anyone can see live payloads
+    /// ([`EventSink::payloads_observed`]), told before each line. A parser
+    /// may then leave out lifecycles it has not started (see there). The
+    /// default ignores it.
+    fn observe(&mut self, observed: bool) {
+        let _ = observed;
+    }
 }
 
 /// The transport side of a bidirectional protocol.
@@ -134,6 +141,7 @@ pub async fn run_duplex(
 trait Side: Send {
     fn line(&mut self, raw: &[u8]) -> Vec<Out>;
     fn terminated(&self) -> bool;
+    fn observe(&mut self, observed: bool);
     fn controller(&mut self) -> Option<&mut dyn Controller>;
 }
 
@@ -148,6 +156,9 @@ impl Side for Split<'_, '_> {
     }
     fn terminated(&self) -> bool {
         self.proto.terminated()
+    }
+    fn observe(&mut self, observed: bool) {
+        self.proto.observe(observed);
     }
     fn controller(&mut self) -> Option<&mut dyn Controller> {
         match &mut self.controller {
@@ -165,6 +176,9 @@ impl Side for Joined<'_> {
     }
     fn terminated(&self) -> bool {
         LineProtocol::terminated(&*self.0)
+    }
+    fn observe(&mut self, observed: bool) {
+        self.0.observe(observed);
     }
     fn controller(&mut self) -> Option<&mut dyn Controller> {
         Some(&mut *self.0)
@@ -270,6 +284,7 @@ async fn deliver_line(
     stdin: &mut Option<StdinController>,
 ) -> Result<(), DriverError> {
     let _batch = Batch::new(sink);
+    side.observe(sink.payloads_observed());
     for out in side.line(bytes) {
         let mut controller = side.controller();
         deliver(out, sink, &mut controller, stdin).await?;

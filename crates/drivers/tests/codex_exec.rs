@@ -82,6 +82,66 @@ fn basic_answer_reasoning_usage_and_checkpoint() {
     }
 }
 
+/// Parse `rel` with payloads on, telling the parser that nobody observes
+/// them from line `unobserved_from` on; check the payload lifecycle, and
+/// return the payloads and the parse.
+fn parse_observed(rel: &str, unobserved_from: usize) -> (Vec<StreamKind>, ExecParsed) {
+    let capture = fixtures::load(rel).unwrap();
+    let mut p = ExecParser::new(true, None);
+    let mut outs = Vec::new();
+    for (n, line) in capture.stdout_lines().into_iter().enumerate() {
+        p.observe(n < unobserved_from);
+        outs.extend(p.line(line.as_bytes()));
+    }
+    let (tail, parsed) = p.finish(Some(0), false);
+    outs.extend(tail);
+    let mut rules = LifecycleChecker::new(StreamCapability::FULL);
+    let mut kinds = Vec::new();
+    for o in outs {
+        if let Out::Stream(s) = o {
+            rules
+                .check(&s)
+                .unwrap_or_else(|v| panic!("{rel}, unobserved from {unobserved_from}: {v}"));
+            kinds.push(s.kind);
+        }
+    }
+    rules.finish(true).unwrap();
+    (kinds, parsed)
+}
+
+#[test]
+fn unobserved_payloads_leave_out_lifecycles_but_nothing_else() {
+    for rel in [
+        "codex/exec-basic.jsonl",
+        "codex/exec-tool-bypass.jsonl",
+        "codex/exec-resume.jsonl",
+        "codex/exec-http400.jsonl",
+    ] {
+        let lines = fixtures::load(rel).unwrap().stdout_lines().len();
+        let (all, want) = parse_observed(rel, usize::MAX);
+        // Nobody watching from the start: only the run lifecycle is built.
+        let (none, got) = parse_observed(rel, 0);
+        assert_eq!(got, want, "{rel}: every layer is the same");
+        assert!(matches!(none.first(), Some(StreamKind::RunStarted)), "{rel}");
+        assert!(
+            none.iter().skip(1).all(|k| matches!(
+                k,
+                StreamKind::RunFinished { .. } | StreamKind::RunError { .. }
+            )),
+            "{rel}: {none:?}"
+        );
+        assert_eq!(none.len(), 2, "{rel}: {none:?}");
+        assert!(all.len() > none.len(), "{rel}");
+        // Watching stops after any line: what was started is completed (the
+        // checker above), nothing new starts, and the parse is the same.
+        for from in 1..=lines {
+            let (some, got) = parse_observed(rel, from);
+            assert_eq!(got, want, "{rel}, unobserved from {from}");
+            assert!(some.len() <= all.len(), "{rel}, unobserved from {from}");
+        }
+    }
+}
+
 #[test]
 fn a_tool_call_runs_and_its_output_comes_back() {
     let (outs, p) = parse("codex/exec-tool-bypass.jsonl", true, 0, None);

@@ -67,7 +67,7 @@ fn hasher() -> FoldHasher<'static> {
 }
 
 /// The fingerprint of a sequence of transcript items: how many, and an
-/// order-sensitive fold of their [`digest`]s. Two sequences with different
+/// order-sensitive fold of their [`digest`](TranscriptItem::digest)s. Two sequences with different
 /// fingerprints differ; equal fingerprints mean equal sequences except for
 /// a 64-bit hash collision. 16 bytes, whatever the length.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -87,7 +87,7 @@ impl TranscriptFingerprint {
         self.push_digest(digest(item));
     }
 
-    /// Append one item by its [`digest`].
+    /// Append one item by its [`digest`](TranscriptItem::digest).
     pub fn push_digest(&mut self, digest: u64) {
         let mut h = hasher();
         h.write_u64(self.fold);

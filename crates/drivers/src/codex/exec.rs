@@ -75,6 +75,9 @@ impl ExecParser {
         let Some((name, args)) = Self::tool_of(&item.details) else {
             return;
         };
+        // The structured result only feeds a payload: not built when
+        // nobody will see it.
+        let shown = self.rec.shows_tool(&item.id);
         let (text, is_error, result) = match &item.details {
             ItemDetails::CommandExecution {
                 aggregated_output,
@@ -84,12 +87,14 @@ impl ExecParser {
             } => (
                 aggregated_output.clone(),
                 status != "completed" || exit_code.is_some_and(|c| c != 0),
-                json!({"exit_code": exit_code, "status": status, "output": aggregated_output}),
+                shown.then(|| {
+                    json!({"exit_code": exit_code, "status": status, "output": aggregated_output})
+                }),
             ),
             ItemDetails::FileChange { status, .. } => (
                 status.clone(),
                 status != "completed",
-                json!({ "status": status }),
+                shown.then(|| json!({ "status": status })),
             ),
             ItemDetails::McpToolCall {
                 result,
@@ -103,10 +108,11 @@ impl ExecParser {
                     .or_else(|| error.as_ref().map(Value::to_string))
                     .unwrap_or_default(),
                 error.is_some() || status == "failed",
-                json!({"result": result, "error": error, "status": status}),
+                shown.then(|| json!({"result": result, "error": error, "status": status})),
             ),
-            _ => (String::new(), false, Value::Null),
+            _ => (String::new(), false, None),
         };
+        let result = result.unwrap_or(Value::Null);
         let outcome = ToolOutcome {
             name,
             args,
@@ -226,5 +232,9 @@ impl LineProtocol for ExecParser {
 
     fn terminated(&self) -> bool {
         self.rec.terminated()
+    }
+
+    fn observe(&mut self, observed: bool) {
+        self.rec.observe(observed);
     }
 }

@@ -106,18 +106,37 @@ enum Family {
     Tool,
 }
 
+/// One open lifecycle.
+#[derive(Debug)]
+struct Open {
+    family: Family,
+    /// The provider's item id.
+    item: String,
+    /// The lifecycle id (unique in the run).
+    id: String,
+    /// Whether its start was emitted. A lifecycle opened while nobody
+    /// observed payloads is never announced: none of its payloads are built
+    /// (see [`EventSink::payloads_observed`](agent_adaptor_driver::EventSink::payloads_observed)).
+    announced: bool,
+}
+
 /// The shared state machine of one Codex turn (see the module docs).
 #[derive(Debug)]
 pub(crate) struct Recorder {
     payloads: bool,
+    /// Whether anyone can see payloads (told per line); new lifecycles are
+    /// announced only while true.
+    observed: bool,
     started: bool,
     terminated: bool,
     succeeded: bool,
     step_open: bool,
+    /// Whether the open step's start was emitted.
+    step_announced: bool,
     thread_id: Option<String>,
     turn_id: Option<String>,
-    /// Open lifecycles: (family, provider item id) → lifecycle id.
-    open: Vec<((Family, String), String)>,
+    /// Open lifecycles, in opening order.
+    open: Vec<Open>,
     /// Every lifecycle id handed out (looked up per item; kept as hashes).
     used_ids: SeenIds,
     counter: u64,
@@ -146,10 +165,12 @@ impl Recorder {
     pub(crate) fn new(payloads: bool) -> Self {
         Recorder {
             payloads,
+            observed: true,
             started: false,
             terminated: false,
             succeeded: false,
             step_open: false,
+            step_announced: false,
             thread_id: None,
             turn_id: None,
             open: Vec::new(),
@@ -168,6 +189,28 @@ impl Recorder {
 
     pub(crate) fn terminated(&self) -> bool {
         self.terminated
+    }
+
+    /// Whether anyone can see payloads
+    /// ([`EventSink::payloads_observed`](agent_adaptor_driver::EventSink::payloads_observed));
+    /// once false, lifecycles not started yet are left out.
+    pub(crate) fn observe(&mut self, observed: bool) {
+        self.observed = observed;
+    }
+
+    /// Whether a new lifecycle (or a standalone payload) would be emitted now.
+    fn live(&self) -> bool {
+        self.payloads && self.observed && !self.terminated
+    }
+
+    /// Whether the tool call of `item_id` shows payloads: it is open and
+    /// announced, or not open and would be announced now. Lets a parser
+    /// skip building a result nobody will see.
+    pub(crate) fn shows_tool(&self, item_id: &str) -> bool {
+        match self.find_open(Family::Tool, item_id) {
+            Some(o) => o.announced,
+            None => self.live(),
+        }
     }
 
     pub(crate) fn thread_id(&self) -> Option<&str> {
@@ -250,6 +293,9 @@ impl Recorder {
     /// payload with its raw JSON (a notice without payloads).
     pub(crate) fn custom(&mut self, out: &mut Vec<Out>, kind: String, raw: &[u8]) {
         if self.payloads {
+            if !self.live() {
+                return;
+            }
             let value: Value = serde_json::from_slice(raw).unwrap_or(Value::Null);
             self.emit(
                 out,
@@ -269,7 +315,10 @@ impl Recorder {
     pub(crate) fn step_started(&mut self, out: &mut Vec<Out>) {
         if !self.step_open {
             self.step_open = true;
-            self.emit(out, StreamPayload::step_started("turn"));
+            self.step_announced = self.live();
+            if self.step_announced {
+                self.emit(out, StreamPayload::step_started("turn"));
+            }
         }
     }
 
@@ -289,64 +338,95 @@ impl Recorder {
         id
     }
 
-    fn open_id(&self, family: Family, item_id: &str) -> Option<String> {
+    fn find_open(&self, family: Family, item_id: &str) -> Option<&Open> {
         self.open
             .iter()
-            .find(|((f, i), _)| *f == family && i == item_id)
-            .map(|(_, id)| id.clone())
+            .find(|o| o.family == family && o.item == item_id)
     }
 
-    fn take_open(&mut self, family: Family, item_id: &str) -> Option<String> {
+    fn take_open(&mut self, family: Family, item_id: &str) -> Option<Open> {
         let pos = self
             .open
             .iter()
-            .position(|((f, i), _)| *f == family && i == item_id)?;
-        Some(self.open.remove(pos).1)
+            .position(|o| o.family == family && o.item == item_id)?;
+        Some(self.open.remove(pos))
     }
 
-    fn open_lifecycle(&mut self, out: &mut Vec<Out>, family: Family, item_id: &str) -> String {
-        if let Some(id) = self.open_id(family, item_id) {
-            return id;
+    /// The open lifecycle of `item_id`, opened (and announced, when
+    /// payloads are seen) if needed: its id, and whether it is announced.
+    fn open_lifecycle(
+        &mut self,
+        out: &mut Vec<Out>,
+        family: Family,
+        item_id: &str,
+    ) -> (String, bool) {
+        if let Some(o) = self.find_open(family, item_id) {
+            return (o.id.clone(), o.announced);
         }
         let what = match family {
             Family::Text => "message",
             Family::Reasoning => "reasoning",
             Family::Tool => "tool",
         };
+        // Ids are handed out whether or not the lifecycle is announced, so
+        // transcript ids do not depend on who is watching.
         let id = self.fresh_id(item_id, what);
-        self.open.push(((family, item_id.to_owned()), id.clone()));
-        match family {
-            Family::Text => self.emit(out, StreamPayload::text_start(&id)),
-            Family::Reasoning => self.emit(out, StreamPayload::reasoning_start(&id)),
-            Family::Tool => {}
+        let announced = self.live();
+        self.open.push(Open {
+            family,
+            item: item_id.to_owned(),
+            id: id.clone(),
+            announced,
+        });
+        if announced {
+            match family {
+                Family::Text => self.emit(out, StreamPayload::text_start(&id)),
+                Family::Reasoning => self.emit(out, StreamPayload::reasoning_start(&id)),
+                Family::Tool => {}
+            }
         }
-        id
+        (id, announced)
+    }
+
+    /// A piece of a message (text or reasoning, token level).
+    fn message_delta(&mut self, out: &mut Vec<Out>, family: Family, item_id: &str, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        let (id, announced) = self.open_lifecycle(out, family, item_id);
+        if announced {
+            self.emit(out, content(family, id, delta));
+        }
+    }
+
+    /// A completed message: closes its lifecycle, or plays it whole when no
+    /// delta came.
+    fn message_done(&mut self, out: &mut Vec<Out>, family: Family, item_id: &str, text: &str) {
+        let open = match self.take_open(family, item_id) {
+            Some(o) => Some(o),
+            None if !text.is_empty() => {
+                let (id, announced) = self.open_lifecycle(out, family, item_id);
+                if announced {
+                    self.emit(out, content(family, &id, text));
+                }
+                self.take_open(family, item_id)
+            }
+            None => None,
+        };
+        if let Some(o) = open.filter(|o| o.announced) {
+            self.emit(out, end(family, o.id));
+        }
     }
 
     /// A piece of assistant text (token level).
     pub(crate) fn text_delta(&mut self, out: &mut Vec<Out>, item_id: &str, delta: &str) {
-        if delta.is_empty() {
-            return;
-        }
-        let id = self.open_lifecycle(out, Family::Text, item_id);
-        self.emit(out, StreamPayload::text_content(id, delta));
+        self.message_delta(out, Family::Text, item_id, delta);
     }
 
     /// A completed assistant message: closes its lifecycle (or plays it
     /// whole when no delta came), and records it.
     pub(crate) fn text_done(&mut self, out: &mut Vec<Out>, item_id: &str, text: &str) {
-        let id = match self.take_open(Family::Text, item_id) {
-            Some(id) => Some(id),
-            None if !text.is_empty() => {
-                let id = self.open_lifecycle(out, Family::Text, item_id);
-                self.emit(out, StreamPayload::text_content(&id, text));
-                self.take_open(Family::Text, item_id)
-            }
-            None => None,
-        };
-        if let Some(id) = id {
-            self.emit(out, StreamPayload::text_end(id));
-        }
+        self.message_done(out, Family::Text, item_id, text);
         if !text.is_empty() {
             if !self.output.is_empty() {
                 self.output.push_str("\n\n");
@@ -359,27 +439,12 @@ impl Recorder {
 
     /// A piece of reasoning.
     pub(crate) fn reasoning_delta(&mut self, out: &mut Vec<Out>, item_id: &str, delta: &str) {
-        if delta.is_empty() {
-            return;
-        }
-        let id = self.open_lifecycle(out, Family::Reasoning, item_id);
-        self.emit(out, StreamPayload::reasoning_content(id, delta));
+        self.message_delta(out, Family::Reasoning, item_id, delta);
     }
 
     /// Completed reasoning (see [`text_done`](Self::text_done)).
     pub(crate) fn reasoning_done(&mut self, out: &mut Vec<Out>, item_id: &str, text: &str) {
-        let id = match self.take_open(Family::Reasoning, item_id) {
-            Some(id) => Some(id),
-            None if !text.is_empty() => {
-                let id = self.open_lifecycle(out, Family::Reasoning, item_id);
-                self.emit(out, StreamPayload::reasoning_content(&id, text));
-                self.take_open(Family::Reasoning, item_id)
-            }
-            None => None,
-        };
-        if let Some(id) = id {
-            self.emit(out, StreamPayload::reasoning_end(id));
-        }
+        self.message_done(out, Family::Reasoning, item_id, text);
         if !text.is_empty() {
             self.item(out, TranscriptItem::thinking(text));
         }
@@ -393,46 +458,53 @@ impl Recorder {
         name: &str,
         args: Value,
     ) {
-        if self.open_id(Family::Tool, item_id).is_some() {
+        if self.find_open(Family::Tool, item_id).is_some() {
             return;
         }
-        let id = self.open_lifecycle(out, Family::Tool, item_id);
-        self.emit(
-            out,
-            StreamPayload::tool_call_start(&id, name, Some(args.clone())),
-        );
+        let (id, announced) = self.open_lifecycle(out, Family::Tool, item_id);
+        if announced {
+            self.emit(
+                out,
+                StreamPayload::tool_call_start(&id, name, Some(args.clone())),
+            );
+        }
         self.item(out, TranscriptItem::tool_call(id, name, Some(args)));
     }
 
     /// A tool call completed (started first if its start was never seen).
     pub(crate) fn tool_done(&mut self, out: &mut Vec<Out>, item_id: &str, tool: ToolOutcome) {
-        if self.open_id(Family::Tool, item_id).is_none() {
+        if self.find_open(Family::Tool, item_id).is_none() {
             self.tool_started(out, item_id, &tool.name, tool.args);
         }
-        let Some(id) = self.take_open(Family::Tool, item_id) else {
+        let Some(o) = self.take_open(Family::Tool, item_id) else {
             return;
         };
-        self.emit(out, StreamPayload::tool_call_end(&id, None));
-        self.emit(out, StreamPayload::tool_call_result(&id, Some(tool.result)));
+        if o.announced {
+            self.emit(out, StreamPayload::tool_call_end(&o.id, None));
+            self.emit(out, StreamPayload::tool_call_result(&o.id, Some(tool.result)));
+        }
         self.item(
             out,
-            TranscriptItem::tool_result(id, tool.text, tool.is_error),
+            TranscriptItem::tool_result(o.id, tool.text, tool.is_error),
         );
     }
 
     /// Close every open lifecycle (before a terminal frame).
     fn close_all(&mut self, out: &mut Vec<Out>) {
-        for ((family, _), id) in std::mem::take(&mut self.open) {
-            let p = match family {
-                Family::Text => StreamPayload::text_end(id),
-                Family::Reasoning => StreamPayload::reasoning_end(id),
-                Family::Tool => StreamPayload::tool_call_end(id, None),
-            };
-            self.emit(out, p);
+        for o in std::mem::take(&mut self.open) {
+            if o.announced {
+                let p = match o.family {
+                    Family::Tool => StreamPayload::tool_call_end(o.id, None),
+                    family => end(family, o.id),
+                };
+                self.emit(out, p);
+            }
         }
         if self.step_open {
             self.step_open = false;
-            self.emit(out, StreamPayload::step_finished("turn"));
+            if self.step_announced {
+                self.emit(out, StreamPayload::step_finished("turn"));
+            }
         }
     }
 
@@ -560,6 +632,22 @@ impl Recorder {
     }
 }
 
+/// The content payload of a message family.
+fn content(family: Family, id: impl Into<String>, delta: &str) -> StreamPayload {
+    match family {
+        Family::Reasoning => StreamPayload::reasoning_content(id, delta),
+        _ => StreamPayload::text_content(id, delta),
+    }
+}
+
+/// The end payload of a message family.
+fn end(family: Family, id: impl Into<String>) -> StreamPayload {
+    match family {
+        Family::Reasoning => StreamPayload::reasoning_end(id),
+        _ => StreamPayload::text_end(id),
+    }
+}
+
 /// How a tool call ended, for [`Recorder::tool_done`].
 #[derive(Debug, Clone)]
 pub(crate) struct ToolOutcome {
@@ -571,7 +659,8 @@ pub(crate) struct ToolOutcome {
     pub text: String,
     /// Whether it failed (or was declined).
     pub is_error: bool,
-    /// The structured result of the live payload.
+    /// The structured result of the live payload (`Null` when
+    /// [`Recorder::shows_tool`] said nobody sees it).
     pub result: Value,
 }
 

@@ -560,4 +560,8 @@ impl LineProtocol for AppServerParser {
     fn terminated(&self) -> bool {
         self.rec.terminated()
     }
+
+    fn observe(&mut self, observed: bool) {
+        self.rec.observe(observed);
+    }
 }

@@ -257,6 +257,10 @@ impl LineProtocol for Session {
     fn terminated(&self) -> bool {
         LineProtocol::terminated(&self.parser)
     }
+
+    fn observe(&mut self, observed: bool) {
+        self.parser.observe(observed);
+    }
 }
 
 #[async_trait]
