@@ -328,7 +328,10 @@ impl Driver for ScriptedDriver {
                         Some(d) => d.request_decision(req.clone()).await?.result.as_str(),
                         None => "unavailable",
                     };
-                    let n = decisions.keys().filter(|k| k.starts_with("decision.")).count();
+                    let n = decisions
+                        .keys()
+                        .filter(|k| k.starts_with("decision."))
+                        .count();
                     decisions.insert(format!("decision.{n}"), result.to_owned());
                 }
                 Step::WaitForCancel => {
@@ -340,7 +343,10 @@ impl Driver for ScriptedDriver {
                 Step::BeginBatch => sink.begin_batch(),
                 Step::EndBatch => sink.end_batch(),
                 Step::NoteObserved => {
-                    let n = decisions.keys().filter(|k| k.starts_with("observed.")).count();
+                    let n = decisions
+                        .keys()
+                        .filter(|k| k.starts_with("observed."))
+                        .count();
                     decisions.insert(
                         format!("observed.{n}"),
                         sink.payloads_observed().to_string(),

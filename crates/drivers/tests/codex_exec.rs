@@ -122,7 +122,10 @@ fn unobserved_payloads_leave_out_lifecycles_but_nothing_else() {
         // Nobody watching from the start: only the run lifecycle is built.
         let (none, got) = parse_observed(rel, 0);
         assert_eq!(got, want, "{rel}: every layer is the same");
-        assert!(matches!(none.first(), Some(StreamKind::RunStarted)), "{rel}");
+        assert!(
+            matches!(none.first(), Some(StreamKind::RunStarted)),
+            "{rel}"
+        );
         assert!(
             none.iter().skip(1).all(|k| matches!(
                 k,

@@ -106,6 +106,17 @@ enum Family {
     Tool,
 }
 
+impl Family {
+    /// The prefix of a lifecycle id made up for an item without an id.
+    fn what(self) -> &'static str {
+        match self {
+            Family::Text => "message",
+            Family::Reasoning => "reasoning",
+            Family::Tool => "tool",
+        }
+    }
+}
+
 /// One open lifecycle.
 #[derive(Debug)]
 struct Open {
@@ -325,6 +336,15 @@ impl Recorder {
     /// A lifecycle id for a provider item: the item id when unused in this
     /// run, else made unique (exec restarts its ids in every process).
     fn fresh_id(&mut self, item_id: &str, what: &str) -> String {
+        match self.reserve_id(item_id, what) {
+            Some(id) => id,
+            None => item_id.to_owned(),
+        }
+    }
+
+    /// [`fresh_id`](Self::fresh_id) without allocating in the usual case:
+    /// `None` means the lifecycle id is `item_id` itself.
+    fn reserve_id(&mut self, item_id: &str, what: &str) -> Option<String> {
         let id = if item_id.is_empty() {
             self.counter += 1;
             format!("{what}-{}", self.counter)
@@ -332,10 +352,11 @@ impl Recorder {
             self.counter += 1;
             format!("{item_id}#{}", self.counter)
         } else {
-            item_id.to_owned()
+            self.used_ids.insert(item_id);
+            return None;
         };
         self.used_ids.insert(&id);
-        id
+        Some(id)
     }
 
     fn find_open(&self, family: Family, item_id: &str) -> Option<&Open> {
@@ -363,11 +384,7 @@ impl Recorder {
         if let Some(o) = self.find_open(family, item_id) {
             return (o.id.clone(), o.announced);
         }
-        let what = match family {
-            Family::Text => "message",
-            Family::Reasoning => "reasoning",
-            Family::Tool => "tool",
-        };
+        let what = family.what();
         // Ids are handed out whether or not the lifecycle is announced, so
         // transcript ids do not depend on who is watching.
         let id = self.fresh_id(item_id, what);
@@ -404,6 +421,12 @@ impl Recorder {
     fn message_done(&mut self, out: &mut Vec<Out>, family: Family, item_id: &str, text: &str) {
         let open = match self.take_open(family, item_id) {
             Some(o) => Some(o),
+            // Played whole, but nobody sees it: only the id is spent (so
+            // later ids do not depend on who watches).
+            None if !text.is_empty() && !self.live() => {
+                self.reserve_id(item_id, family.what());
+                None
+            }
             None if !text.is_empty() => {
                 let (id, announced) = self.open_lifecycle(out, family, item_id);
                 if announced {
@@ -481,7 +504,10 @@ impl Recorder {
         };
         if o.announced {
             self.emit(out, StreamPayload::tool_call_end(&o.id, None));
-            self.emit(out, StreamPayload::tool_call_result(&o.id, Some(tool.result)));
+            self.emit(
+                out,
+                StreamPayload::tool_call_result(&o.id, Some(tool.result)),
+            );
         }
         self.item(
             out,
