@@ -71,31 +71,31 @@ impl ExecParser {
         }
     }
 
-    fn tool_completed(&mut self, item: &Item, out: &mut Vec<Out>) {
+    fn tool_completed(&mut self, item: Item, out: &mut Vec<Out>) {
         let Some((name, args)) = Self::tool_of(&item.details) else {
             return;
         };
         // The structured result only feeds a payload: not built when
         // nobody will see it.
         let shown = self.rec.shows_tool(&item.id);
-        let (text, is_error, result) = match &item.details {
+        let (text, is_error, result) = match item.details {
             ItemDetails::CommandExecution {
                 aggregated_output,
                 exit_code,
                 status,
                 ..
-            } => (
-                aggregated_output.clone(),
-                status != "completed" || exit_code.is_some_and(|c| c != 0),
-                shown.then(|| {
+            } => {
+                let result = shown.then(|| {
                     json!({"exit_code": exit_code, "status": status, "output": aggregated_output})
-                }),
-            ),
-            ItemDetails::FileChange { status, .. } => (
-                status.clone(),
-                status != "completed",
-                shown.then(|| json!({ "status": status })),
-            ),
+                });
+                let is_error = status != "completed" || exit_code.is_some_and(|c| c != 0);
+                (aggregated_output, is_error, result)
+            }
+            ItemDetails::FileChange { status, .. } => {
+                let result = shown.then(|| json!({ "status": status }));
+                let is_error = status != "completed";
+                (status, is_error, result)
+            }
             ItemDetails::McpToolCall {
                 result,
                 error,
@@ -123,12 +123,12 @@ impl ExecParser {
         self.rec.tool_done(out, &item.id, outcome);
     }
 
-    fn completed(&mut self, item: &Item, raw: &[u8], out: &mut Vec<Out>) {
-        match &item.details {
+    fn completed(&mut self, item: Item, raw: &[u8], out: &mut Vec<Out>) {
+        match item.details {
             ItemDetails::AgentMessage { text } => self.rec.text_done(out, &item.id, text),
             ItemDetails::Reasoning { text } => self.rec.reasoning_done(out, &item.id, text),
             // Error *items* are warnings (e.g. unknown model metadata).
-            ItemDetails::Error { message } => Recorder::warning(out, message.clone()),
+            ItemDetails::Error { message } => Recorder::warning(out, message),
             ItemDetails::CommandExecution { .. }
             | ItemDetails::FileChange { .. }
             | ItemDetails::McpToolCall { .. }
@@ -204,7 +204,7 @@ impl LineProtocol for ExecParser {
                 }
             },
             ExecEvent::ItemUpdated { .. } => self.unknown_item(raw, &mut out),
-            ExecEvent::ItemCompleted { item } => self.completed(&item, raw, &mut out),
+            ExecEvent::ItemCompleted { item } => self.completed(item, raw, &mut out),
             ExecEvent::Error { message } => self.rec.stream_error(&mut out, message),
             ExecEvent::TurnCompleted { usage } => {
                 // exec reports the thread's cumulative usage: this turn's is

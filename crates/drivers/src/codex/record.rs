@@ -154,8 +154,9 @@ pub(crate) struct Recorder {
     /// Completed agent messages so far, joined with a blank line (built
     /// as they complete: no list of them and no join at the end).
     output: String,
-    /// The last completed agent message.
-    last_message: String,
+    /// Where the last completed agent message starts in `output` (it is
+    /// its suffix: no second copy is kept).
+    last_start: usize,
     items: Transcript,
     terminal: Option<(String, String)>,
     failure: Option<RunFailure>,
@@ -188,7 +189,7 @@ impl Recorder {
             used_ids: SeenIds::new(),
             counter: 0,
             output: String::new(),
-            last_message: String::new(),
+            last_start: 0,
             items: Transcript::new(),
             terminal: None,
             failure: None,
@@ -448,14 +449,14 @@ impl Recorder {
 
     /// A completed assistant message: closes its lifecycle (or plays it
     /// whole when no delta came), and records it.
-    pub(crate) fn text_done(&mut self, out: &mut Vec<Out>, item_id: &str, text: &str) {
-        self.message_done(out, Family::Text, item_id, text);
+    pub(crate) fn text_done(&mut self, out: &mut Vec<Out>, item_id: &str, text: String) {
+        self.message_done(out, Family::Text, item_id, &text);
         if !text.is_empty() {
             if !self.output.is_empty() {
                 self.output.push_str("\n\n");
             }
-            self.output.push_str(text);
-            text.clone_into(&mut self.last_message);
+            self.last_start = self.output.len();
+            self.output.push_str(&text);
             self.item(out, TranscriptItem::assistant(text));
         }
     }
@@ -466,8 +467,8 @@ impl Recorder {
     }
 
     /// Completed reasoning (see [`text_done`](Self::text_done)).
-    pub(crate) fn reasoning_done(&mut self, out: &mut Vec<Out>, item_id: &str, text: &str) {
-        self.message_done(out, Family::Reasoning, item_id, text);
+    pub(crate) fn reasoning_done(&mut self, out: &mut Vec<Out>, item_id: &str, text: String) {
+        self.message_done(out, Family::Reasoning, item_id, &text);
         if !text.is_empty() {
             self.item(out, TranscriptItem::thinking(text));
         }
@@ -642,9 +643,14 @@ impl Recorder {
                 }
                 Checkpoint::valid(state)
             });
+        let last_message = self
+            .output
+            .get(self.last_start..)
+            .unwrap_or_default()
+            .to_owned();
         let parsed = Parsed {
             output: std::mem::take(&mut self.output),
-            last_message: std::mem::take(&mut self.last_message),
+            last_message,
             terminal: self
                 .terminal
                 .as_ref()

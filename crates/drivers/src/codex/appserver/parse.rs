@@ -304,14 +304,14 @@ impl AppServerParser {
     fn completed(&mut self, item: ThreadItem, params: &Value, raw: &[u8], out: &mut Vec<Out>) {
         match item {
             ThreadItem::UserMessage { .. } => {}
-            ThreadItem::AgentMessage { id, text } => self.rec.text_done(out, &id, &text),
+            ThreadItem::AgentMessage { id, text } => self.rec.text_done(out, &id, text),
             ThreadItem::Reasoning {
                 id,
                 summary,
                 content,
             } => {
                 let parts = if summary.is_empty() { content } else { summary };
-                self.rec.reasoning_done(out, &id, &parts.join("\n"));
+                self.rec.reasoning_done(out, &id, parts.join("\n"));
             }
             ThreadItem::Other => self.unknown_item(params, raw, out),
             tool => {
