@@ -227,39 +227,9 @@ async fn pump(
     let mut terminated = false;
     let mut batch = Batches::new(sink);
     loop {
-        let next = batch
-            .next(async {
-                tokio::select! {
-                    biased;
-                    () = ctx.cancel.cancelled() => None,
-                    r = proc.next_line(sink) => Some(r),
-                }
-            })
-            .await;
-        let line = match next {
-            None => {
-                if let Some(c) = side.controller() {
-                    let _ =
-                        tokio::time::timeout(Duration::from_millis(200), c.interrupt(stdin)).await;
-                }
-                return Err(DriverError::Cancelled);
-            }
-            Some(Err(e)) if e.is_cancelled() => return Err(DriverError::Cancelled),
-            Some(Err(e)) => return Err(e.into()),
-            Some(Ok(None)) => return Ok(()),
-            Some(Ok(Some(line))) => line,
-        };
-        // A line in memory is parsed where it is; a spilled one is read back.
-        let spilled;
-        let bytes = match line.as_memory() {
-            Some(b) => b,
-            None => {
-                spilled = line.bytes().to_vec()?;
-                &spilled[..]
-            }
-        };
-        batch.open();
-        deliver_line(side, bytes, sink, stdin).await?;
+        if !next_line(proc, ctx, sink, side, stdin, &mut batch).await? {
+            return Ok(());
+        }
         if !terminated && side.terminated() {
             terminated = true;
             batch.close();
@@ -273,6 +243,52 @@ async fn pump(
             }
         }
     }
+}
+
+/// Read the next stdout line and deliver what it means (inside `batch`):
+/// `Ok(false)` at the end of stdout. On cancellation the protocol is asked
+/// to interrupt (best effort, 200 ms) and `Err(Cancelled)` is returned.
+async fn next_line<'s>(
+    proc: &mut Process,
+    ctx: &RunContext,
+    sink: &'s dyn EventSink,
+    side: &mut dyn Side,
+    stdin: &mut Option<StdinController>,
+    batch: &mut Batches<'s>,
+) -> Result<bool, DriverError> {
+    let next = batch
+        .next(async {
+            tokio::select! {
+                biased;
+                () = ctx.cancel.cancelled() => None,
+                r = proc.next_line(sink) => Some(r),
+            }
+        })
+        .await;
+    let line = match next {
+        None => {
+            if let Some(c) = side.controller() {
+                let _ = tokio::time::timeout(Duration::from_millis(200), c.interrupt(stdin)).await;
+            }
+            return Err(DriverError::Cancelled);
+        }
+        Some(Err(e)) if e.is_cancelled() => return Err(DriverError::Cancelled),
+        Some(Err(e)) => return Err(e.into()),
+        Some(Ok(None)) => return Ok(false),
+        Some(Ok(Some(line))) => line,
+    };
+    // A line in memory is parsed where it is; a spilled one is read back.
+    let spilled;
+    let bytes = match line.as_memory() {
+        Some(b) => b,
+        None => {
+            spilled = line.bytes().to_vec()?;
+            &spilled[..]
+        }
+    };
+    batch.open();
+    deliver_line(side, bytes, sink, stdin).await?;
+    Ok(true)
 }
 
 /// Deliver everything one stdout line means, as one batch: the consumer is
@@ -368,39 +384,9 @@ pub async fn run_turn(
     let mut side = Joined(session);
     let mut batch = Batches::new(sink);
     loop {
-        let next = batch
-            .next(async {
-                tokio::select! {
-                    biased;
-                    () = ctx.cancel.cancelled() => None,
-                    r = proc.next_line(sink) => Some(r),
-                }
-            })
-            .await;
-        let line = match next {
-            None => {
-                if let Some(c) = side.controller() {
-                    let _ =
-                        tokio::time::timeout(Duration::from_millis(200), c.interrupt(stdin)).await;
-                }
-                return Err(DriverError::Cancelled);
-            }
-            Some(Err(e)) if e.is_cancelled() => return Err(DriverError::Cancelled),
-            Some(Err(e)) => return Err(e.into()),
-            Some(Ok(None)) => return Ok(TurnEnd::Eof),
-            Some(Ok(Some(line))) => line,
-        };
-        // A line in memory is parsed where it is; a spilled one is read back.
-        let spilled;
-        let bytes = match line.as_memory() {
-            Some(b) => b,
-            None => {
-                spilled = line.bytes().to_vec()?;
-                &spilled[..]
-            }
-        };
-        batch.open();
-        deliver_line(&mut side, bytes, sink, stdin).await?;
+        if !next_line(proc, ctx, sink, &mut side, stdin, &mut batch).await? {
+            return Ok(TurnEnd::Eof);
+        }
         if side.terminated() {
             return Ok(TurnEnd::Terminal);
         }

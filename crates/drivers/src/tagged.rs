@@ -160,6 +160,19 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Replay<A> {
     }
 }
 
+/// `impl Deserialize` through [`deserialize`] (tag first) for each listed
+/// type that implements [`Tagged`].
+macro_rules! deserialize_tagged {
+    ($($ty:ty),+ $(,)?) => {$(
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                $crate::tagged::deserialize(d)
+            }
+        }
+    )+};
+}
+pub(crate) use deserialize_tagged;
+
 #[cfg(test)]
 mod tests {
     use serde::Deserialize;

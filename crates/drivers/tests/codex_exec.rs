@@ -146,6 +146,44 @@ fn unobserved_payloads_leave_out_lifecycles_but_nothing_else() {
 }
 
 #[test]
+fn unobserved_payloads_still_end_a_run_without_its_terminal_in_failure() {
+    let capture = fixtures::load("codex/exec-tool-bypass.jsonl").unwrap();
+    let lines = capture.stdout_lines();
+    // Cut before `turn.completed`, and after the tool started (it is open).
+    let cut = lines
+        .iter()
+        .position(|l| l.contains("turn.completed"))
+        .unwrap();
+    for unobserved_from in 0..=cut {
+        let mut p = ExecParser::new(true, None);
+        let mut outs = Vec::new();
+        for (n, line) in lines[..cut].iter().enumerate() {
+            p.observe(n < unobserved_from);
+            outs.extend(p.line(line.as_bytes()));
+        }
+        let (tail, parsed) = p.finish(Some(0), false);
+        outs.extend(tail);
+        let mut rules = LifecycleChecker::new(StreamCapability::FULL);
+        for o in &outs {
+            if let Out::Stream(s) = o {
+                rules.check(s).unwrap_or_else(|v| panic!("from {unobserved_from}: {v}"));
+            }
+        }
+        rules.finish(true).unwrap();
+        let failure = parsed.failure.expect("a missing terminal is a failure");
+        assert_eq!(failure.metadata["reason"], "missing_terminal");
+        assert!(parsed.checkpoint.is_none());
+        assert!(matches!(
+            outs.iter().rev().find_map(|o| match o {
+                Out::Stream(s) => Some(&s.kind),
+                _ => None,
+            }),
+            Some(StreamKind::RunError { .. })
+        ));
+    }
+}
+
+#[test]
 fn a_tool_call_runs_and_its_output_comes_back() {
     let (outs, p) = parse("codex/exec-tool-bypass.jsonl", true, 0, None);
     assert_eq!(p.output, "Tool said hi.");

@@ -38,14 +38,19 @@ fn wait_gone(pid: u32, within: Duration) -> Result<(), ProcInfo> {
     }
 }
 
-fn script() -> agent_adaptor_process::Command {
-    // The grandchild prints its own pid, then sleeps in a new session; the
-    // child waits on stdin like a CLI in the middle of a turn.
-    let mut cmd = sh("setsid sh -c 'echo $$; exec sleep 300' & cat");
+/// `script` under `sh -c` with a piped stdin and short shutdown graces.
+fn piped(script: &str) -> agent_adaptor_process::Command {
+    let mut cmd = sh(script);
     cmd.close_grace(Duration::from_millis(100))
         .term_grace(Duration::from_millis(300));
     cmd.stdin(agent_adaptor_process::StdinMode::Pipe);
     cmd
+}
+
+fn script() -> agent_adaptor_process::Command {
+    // The grandchild prints its own pid, then sleeps in a new session; the
+    // child waits on stdin like a CLI in the middle of a turn.
+    piped("setsid sh -c 'echo $$; exec sleep 300' & cat")
 }
 
 #[tokio::test]
@@ -80,11 +85,7 @@ async fn dropping_a_process_stops_descendants_in_other_groups() {
 async fn a_tool_that_outlives_its_parent_is_still_stopped() {
     become_subreaper();
     // child (cat) → intermediate (waits for one stdin line) → setsid tool.
-    let mut cmd =
-        sh("sh -c 'setsid sh -c \"echo \\$\\$; exec sleep 300\" & read x; echo bye'; cat");
-    cmd.close_grace(Duration::from_millis(100))
-        .term_grace(Duration::from_millis(300));
-    cmd.stdin(agent_adaptor_process::StdinMode::Pipe);
+    let cmd = piped("sh -c 'setsid sh -c \"echo \\$\\$; exec sleep 300\" & read x; echo bye'; cat");
     let sink = TestSink::new();
     let mut proc = Process::spawn(&cmd).unwrap();
     let mut stdin = proc.take_stdin().unwrap();
@@ -120,11 +121,8 @@ async fn a_tool_orphaned_while_no_output_comes_is_still_stopped() {
     become_subreaper();
     // child → intermediate: on the first stdin line starts a setsid tool
     // (announcing its pid) and exits on the second.
-    let mut cmd =
-        sh("sh -c 'read x; setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; read y'");
-    cmd.close_grace(Duration::from_millis(100))
-        .term_grace(Duration::from_millis(300));
-    cmd.stdin(agent_adaptor_process::StdinMode::Pipe);
+    let cmd =
+        piped("sh -c 'read x; setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; read y'");
     let sink = TestSink::new();
     let mut proc = Process::spawn(&cmd).unwrap();
     let mut stdin = proc.take_stdin().unwrap();

@@ -4,17 +4,13 @@
 //! without buffering every line twice. Each variant's fields are read
 //! through a private struct with the same field attributes as the variant.
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::wire::{ErrorBody, ExecEvent, ExecUsage, Item, ItemDetails};
 use crate::tagged::{self, Fields, Tagged};
 
-impl<'de> Deserialize<'de> for ExecEvent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        tagged::deserialize(d)
-    }
-}
+tagged::deserialize_tagged!(ExecEvent, Item);
 
 impl<'de> Tagged<'de> for ExecEvent {
     const EXPECTING: &'static str = "internally tagged enum ExecEvent";
@@ -75,12 +71,6 @@ impl<'de> Tagged<'de> for ExecEvent {
                 ExecEvent::Unknown
             }
         })
-    }
-}
-
-impl<'de> Deserialize<'de> for Item {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        tagged::deserialize(d)
     }
 }
 

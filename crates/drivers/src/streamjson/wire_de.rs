@@ -4,7 +4,7 @@
 //! every line. Each variant's fields are read through a private struct with
 //! the same field attributes as the variant.
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::wire::{
@@ -13,11 +13,7 @@ use super::wire::{
 };
 use crate::tagged::{self, Fields, Tagged};
 
-impl<'de> Deserialize<'de> for Line {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        tagged::deserialize(d)
-    }
-}
+tagged::deserialize_tagged!(Line, Block, SseEvent, Delta);
 
 impl<'de> Tagged<'de> for Line {
     const EXPECTING: &'static str = "internally tagged enum Line";
@@ -37,12 +33,6 @@ impl<'de> Tagged<'de> for Line {
                 Line::Unknown
             }
         })
-    }
-}
-
-impl<'de> Deserialize<'de> for Block {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        tagged::deserialize(d)
     }
 }
 
@@ -113,12 +103,6 @@ impl<'de> Tagged<'de> for Block {
     }
 }
 
-impl<'de> Deserialize<'de> for SseEvent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        tagged::deserialize(d)
-    }
-}
-
 impl<'de> Tagged<'de> for SseEvent {
     const EXPECTING: &'static str = "internally tagged enum SseEvent";
 
@@ -167,12 +151,6 @@ impl<'de> Tagged<'de> for SseEvent {
                 SseEvent::Other
             }
         })
-    }
-}
-
-impl<'de> Deserialize<'de> for Delta {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        tagged::deserialize(d)
     }
 }
 
