@@ -166,7 +166,9 @@ fn unobserved_payloads_still_end_a_run_without_its_terminal_in_failure() {
         let mut rules = LifecycleChecker::new(StreamCapability::FULL);
         for o in &outs {
             if let Out::Stream(s) = o {
-                rules.check(s).unwrap_or_else(|v| panic!("from {unobserved_from}: {v}"));
+                rules
+                    .check(s)
+                    .unwrap_or_else(|v| panic!("from {unobserved_from}: {v}"));
             }
         }
         rules.finish(true).unwrap();
