@@ -105,14 +105,15 @@ impl LineSplitter {
     }
 
     /// Split `chunk`, which was just appended to `cap` at stream `offset`.
-    pub(crate) fn feed(&mut self, chunk: &[u8], offset: u64, cap: &mut Capture) -> io::Result<()> {
+    /// A line that lies wholly inside `chunk` shares its buffer (no copy).
+    pub(crate) fn feed(&mut self, chunk: &Bytes, offset: u64, cap: &mut Capture) -> io::Result<()> {
         if !self.enabled {
             return Ok(());
         }
         let mut pos = 0;
         for nl in memchr::memchr_iter(b'\n', chunk) {
             let end = offset + nl as u64;
-            let line = self.take_line(&chunk[pos..nl], end, cap)?;
+            let line = self.take_line(chunk, pos..nl, end, cap)?;
             self.ready.push_back(Line {
                 bytes: line,
                 terminated: true,
@@ -140,7 +141,7 @@ impl LineSplitter {
         if !self.enabled || end <= self.start {
             return Ok(());
         }
-        let line = self.take_line(&[], end, cap)?;
+        let line = self.take_line(&Bytes::new(), 0..0, end, cap)?;
         self.ready.push_back(Line {
             bytes: line,
             terminated: false,
@@ -150,8 +151,15 @@ impl LineSplitter {
         Ok(())
     }
 
-    /// Complete the current line with `tail`, the line ending at stream offset `end`.
-    fn take_line(&mut self, tail: &[u8], end: u64, cap: &mut Capture) -> io::Result<RawBytes> {
+    /// Complete the current line with `chunk[tail]`, the line ending at
+    /// stream offset `end`.
+    fn take_line(
+        &mut self,
+        chunk: &Bytes,
+        tail: std::ops::Range<usize>,
+        end: u64,
+        cap: &mut Capture,
+    ) -> io::Result<RawBytes> {
         let len = end - self.start;
         if self.in_file || len > self.max_mem as u64 {
             self.in_file = false;
@@ -159,9 +167,9 @@ impl LineSplitter {
             return cap.file_slice(self.start, len);
         }
         if self.partial.is_empty() {
-            return Ok(RawBytes::from_bytes(Bytes::copy_from_slice(tail)));
+            return Ok(RawBytes::from_bytes(chunk.slice(tail)));
         }
-        self.partial.extend_from_slice(tail);
+        self.partial.extend_from_slice(&chunk[tail]);
         Ok(RawBytes::from_bytes(self.partial.split().freeze()))
     }
 }
@@ -177,7 +185,7 @@ mod tests {
         for c in chunks {
             let off = cap.len();
             cap.append(c).unwrap();
-            s.feed(c, off, &mut cap).unwrap();
+            s.feed(&Bytes::copy_from_slice(c), off, &mut cap).unwrap();
             while let Some(l) = s.pop() {
                 out.push(l);
             }
@@ -266,7 +274,7 @@ mod tests {
                 let chunk = &data[pos..end];
                 let off = cap.len();
                 cap.append(chunk).unwrap();
-                s.feed(chunk, off, &mut cap).unwrap();
+                s.feed(&Bytes::copy_from_slice(chunk), off, &mut cap).unwrap();
                 while let Some(l) = s.pop() {
                     got.push(l);
                 }

@@ -50,7 +50,7 @@ pub enum TranscriptError {
         index: usize,
         /// Why it does not decode.
         #[source]
-        source: Arc<serde_json::Error>,
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -81,7 +81,7 @@ struct Spilled {
     /// (index of the first item, file offset of its record) of each run,
     /// in order.
     chunks: Vec<(usize, u64)>,
-    /// Length of each record (its JSON and a newline).
+    /// Length of each record (the item in MessagePack).
     lens: Vec<u32>,
 }
 
@@ -110,12 +110,11 @@ impl Spilled {
 /// Items stay in memory until their estimated size passes the budget
 /// ([`DEFAULT_TRANSCRIPT_BUDGET`] unless set with
 /// [`with_budget`](Self::with_budget)); then the oldest ones are written, as
-/// JSON lines in one write per chunk, to an unlinked temporary file and only
-/// their offsets are kept. The newest items (about half the budget, and
-/// always the last item) stay in memory. Reading back
-/// ([`iter`](Self::iter), [`get`](Self::get), [`to_vec`](Self::to_vec))
-/// returns every item exactly as pushed; only a non-finite float, which JSON
-/// cannot carry, comes back as `null`.
+/// MessagePack records (strings copied, not escaped) in one write per
+/// chunk, to an unlinked temporary file and only their offsets are kept.
+/// The newest items (about half the budget, and always the last item) stay
+/// in memory. Reading back ([`iter`](Self::iter), [`get`](Self::get),
+/// [`to_vec`](Self::to_vec)) returns every item exactly as pushed.
 ///
 /// A [`TranscriptFingerprint`] of the items (16 bytes in all) is kept so
 /// core can check the transcript against the emitted items (RUN-04)
@@ -262,9 +261,8 @@ impl Transcript {
         let mut lens = Vec::new();
         for (i, item) in self.tail[..k].iter().enumerate() {
             let start = buf.len();
-            serde_json::to_writer(&mut buf, item)
+            rmp_serde::encode::write_named(&mut buf, item)
                 .map_err(|e| TranscriptError::spill("encoding an item", io::Error::other(e)))?;
-            buf.push(b'\n');
             let len = u32::try_from(buf.len() - start).map_err(|_| {
                 TranscriptError::spill(
                     "encoding an item",
@@ -354,7 +352,7 @@ impl Transcript {
         let record = reader
             .record(start, len as usize)
             .map_err(|e| TranscriptError::spill("reading an item", e))?;
-        serde_json::from_slice(record)
+        rmp_serde::from_slice(record)
             .map(Cow::Owned)
             .map_err(|e| TranscriptError::Corrupt {
                 index,

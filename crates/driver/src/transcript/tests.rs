@@ -40,7 +40,7 @@ fn full_item(i: usize) -> TranscriptItem {
         ("k".to_owned(), "v".to_owned()),
         ("i".to_owned(), i.to_string()),
     ]);
-    item.data = Some(json!([1, "two", {"three": 3.0}]));
+    item.data = Some(json!([1, "two", {"three": 3.0}, u64::MAX, i64::MIN, -0.5e300, ""]));
     item
 }
 
