@@ -24,6 +24,7 @@ pub mod codex;
 pub mod cursor;
 #[cfg(feature = "gemini")]
 pub mod gemini;
+pub mod json_line;
 pub mod jsonl;
 pub mod policy;
 pub mod pump;

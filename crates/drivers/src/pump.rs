@@ -56,8 +56,16 @@ pub enum ControlFrame {
 
 /// A sans-IO line protocol parser.
 pub trait LineProtocol: Send {
-    /// Parse one stdout line (without its newline).
-    fn line(&mut self, raw: &[u8]) -> Vec<Out>;
+    /// Parse one stdout line (without its newline), appending what it
+    /// means to `out` (a buffer the pump reuses from line to line).
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>);
+    /// Parse one stdout line into a new vector (see
+    /// [`line_into`](LineProtocol::line_into)).
+    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
+        let mut out = Vec::new();
+        self.line_into(raw, &mut out);
+        out
+    }
     /// True once the protocol's terminal event was seen.
     fn terminated(&self) -> bool;
     /// Whether anyone can see live payloads
@@ -139,7 +147,7 @@ pub async fn run_duplex(
 
 /// The two shapes of a protocol the loop accepts.
 trait Side: Send {
-    fn line(&mut self, raw: &[u8]) -> Vec<Out>;
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>);
     fn terminated(&self) -> bool;
     fn observe(&mut self, observed: bool);
     fn controller(&mut self) -> Option<&mut dyn Controller>;
@@ -151,8 +159,8 @@ struct Split<'p, 'c> {
 }
 
 impl Side for Split<'_, '_> {
-    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
-        self.proto.line(raw)
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
+        self.proto.line_into(raw, out);
     }
     fn terminated(&self) -> bool {
         self.proto.terminated()
@@ -171,8 +179,8 @@ impl Side for Split<'_, '_> {
 struct Joined<'a>(&'a mut dyn Duplex);
 
 impl Side for Joined<'_> {
-    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
-        self.0.line(raw)
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
+        self.0.line_into(raw, out);
     }
     fn terminated(&self) -> bool {
         LineProtocol::terminated(&*self.0)
@@ -226,8 +234,9 @@ async fn pump(
 ) -> Result<(), DriverError> {
     let mut terminated = false;
     let mut batch = Batches::new(sink);
+    let mut outs = Vec::new();
     loop {
-        if !next_line(proc, ctx, sink, side, stdin, &mut batch).await? {
+        if !next_line(proc, ctx, sink, side, stdin, &mut batch, &mut outs).await? {
             return Ok(());
         }
         if !terminated && side.terminated() {
@@ -245,9 +254,10 @@ async fn pump(
     }
 }
 
-/// Read the next stdout line and deliver what it means (inside `batch`):
-/// `Ok(false)` at the end of stdout. On cancellation the protocol is asked
-/// to interrupt (best effort, 200 ms) and `Err(Cancelled)` is returned.
+/// Read the next stdout line and deliver what it means (inside `batch`,
+/// parsed into `outs`, a buffer reused from line to line): `Ok(false)` at
+/// the end of stdout. On cancellation the protocol is asked to interrupt
+/// (best effort, 200 ms) and `Err(Cancelled)` is returned.
 async fn next_line<'s>(
     proc: &mut Process,
     ctx: &RunContext,
@@ -255,6 +265,7 @@ async fn next_line<'s>(
     side: &mut dyn Side,
     stdin: &mut Option<StdinController>,
     batch: &mut Batches<'s>,
+    outs: &mut Vec<Out>,
 ) -> Result<bool, DriverError> {
     let next = batch
         .next(async {
@@ -287,21 +298,25 @@ async fn next_line<'s>(
         }
     };
     batch.open();
-    deliver_line(side, bytes, sink, stdin).await?;
+    deliver_line(side, bytes, outs, sink, stdin).await?;
     Ok(true)
 }
 
 /// Deliver everything one stdout line means, as one batch: the consumer is
-/// woken once for the line, not once per event.
+/// woken once for the line, not once per event. `outs` is the (empty)
+/// buffer the line is parsed into.
 async fn deliver_line(
     side: &mut dyn Side,
     bytes: &[u8],
+    outs: &mut Vec<Out>,
     sink: &dyn EventSink,
     stdin: &mut Option<StdinController>,
 ) -> Result<(), DriverError> {
     let _batch = Batch::new(sink);
     side.observe(sink.payloads_observed());
-    for out in side.line(bytes) {
+    outs.clear();
+    side.line_into(bytes, outs);
+    for out in outs.drain(..) {
         let mut controller = side.controller();
         deliver(out, sink, &mut controller, stdin).await?;
     }
@@ -383,8 +398,9 @@ pub async fn run_turn(
 ) -> Result<TurnEnd, DriverError> {
     let mut side = Joined(session);
     let mut batch = Batches::new(sink);
+    let mut outs = Vec::new();
     loop {
-        if !next_line(proc, ctx, sink, &mut side, stdin, &mut batch).await? {
+        if !next_line(proc, ctx, sink, &mut side, stdin, &mut batch, &mut outs).await? {
             return Ok(TurnEnd::Eof);
         }
         if side.terminated() {
@@ -457,12 +473,12 @@ mod tests {
     struct Three;
 
     impl LineProtocol for Three {
-        fn line(&mut self, _raw: &[u8]) -> Vec<Out> {
-            vec![
+        fn line_into(&mut self, _raw: &[u8], out: &mut Vec<Out>) {
+            out.extend([
                 Out::Stream(StreamPayload::run_started()),
                 Out::Event(RunEvent::stdout("x")),
                 Out::Stream(StreamPayload::text_start("m")),
-            ]
+            ]);
         }
         fn terminated(&self) -> bool {
             false
@@ -477,7 +493,7 @@ mod tests {
             proto: &mut proto,
             controller: None,
         };
-        deliver_line(&mut side, b"{}", &log, &mut None)
+        deliver_line(&mut side, b"{}", &mut Vec::new(), &log, &mut None)
             .await
             .unwrap();
         assert_eq!(log.take(), ["begin", "payload", "event", "payload", "end"]);

@@ -138,7 +138,7 @@ impl ExecParser {
     }
 
     fn unknown_item(&mut self, raw: &[u8], out: &mut Vec<Out>) {
-        let kind = serde_json::from_slice::<Value>(raw)
+        let kind = crate::json_line::from_line::<Value>(raw)
             .ok()
             .and_then(|v| {
                 v.get("item")
@@ -151,7 +151,7 @@ impl ExecParser {
     }
 
     fn unknown_event(&mut self, raw: &[u8], out: &mut Vec<Out>) {
-        let kind = serde_json::from_slice::<Value>(raw)
+        let kind = crate::json_line::from_line::<Value>(raw)
             .ok()
             .and_then(|v| {
                 v.get("type")
@@ -169,13 +169,12 @@ impl ExecParser {
 }
 
 impl LineProtocol for ExecParser {
-    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
-        let mut out = Vec::new();
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
         let raw = raw.trim_ascii();
         if raw.is_empty() {
-            return out;
+            return;
         }
-        let event = match serde_json::from_slice::<ExecEvent>(raw) {
+        let event = match crate::json_line::from_line::<ExecEvent>(raw) {
             Ok(e) => e,
             Err(e) => {
                 let what = if raw.first() == Some(&b'{') {
@@ -183,36 +182,36 @@ impl LineProtocol for ExecParser {
                 } else {
                     "codex: non-JSON stdout line".to_owned()
                 };
-                Recorder::notice(&mut out, what, raw);
-                return out;
+                Recorder::notice(out, what, raw);
+                return;
             }
         };
         if self.rec.terminated() {
-            Recorder::notice(&mut out, "codex: line after the terminal event".into(), raw);
-            return out;
+            Recorder::notice(out, "codex: line after the terminal event".into(), raw);
+            return;
         }
         match event {
-            ExecEvent::ThreadStarted { thread_id } => self.rec.thread(&mut out, &thread_id),
-            ExecEvent::TurnStarted => self.rec.step_started(&mut out),
+            ExecEvent::ThreadStarted { thread_id } => self.rec.thread(out, &thread_id),
+            ExecEvent::TurnStarted => self.rec.step_started(out),
             ExecEvent::ItemStarted { item } => match &item.details {
                 ItemDetails::AgentMessage { .. } | ItemDetails::Reasoning { .. } => {}
-                ItemDetails::Other => self.unknown_item(raw, &mut out),
+                ItemDetails::Other => self.unknown_item(raw, out),
                 details => {
                     if let Some((name, args)) = Self::tool_of(details) {
-                        self.rec.tool_started(&mut out, &item.id, &name, args);
+                        self.rec.tool_started(out, &item.id, &name, args);
                     }
                 }
             },
-            ExecEvent::ItemUpdated { .. } => self.unknown_item(raw, &mut out),
-            ExecEvent::ItemCompleted { item } => self.completed(item, raw, &mut out),
-            ExecEvent::Error { message } => self.rec.stream_error(&mut out, message),
+            ExecEvent::ItemUpdated { .. } => self.unknown_item(raw, out),
+            ExecEvent::ItemCompleted { item } => self.completed(item, raw, out),
+            ExecEvent::Error { message } => self.rec.stream_error(out, message),
             ExecEvent::TurnCompleted { usage } => {
                 // exec reports the thread's cumulative usage: this turn's is
                 // the difference with what the checkpoint carried.
                 let cumulative = usage.map(Totals::from);
                 let turn = cumulative.map(|c| c.minus(self.previous.unwrap_or_default()));
                 self.rec.set_usage(turn, cumulative);
-                self.rec.succeed(&mut out, "turn.completed", raw);
+                self.rec.succeed(out, "turn.completed", raw);
             }
             ExecEvent::TurnFailed { error } => {
                 let message = error.map(|e| e.message);
@@ -223,11 +222,10 @@ impl LineProtocol for ExecParser {
                     agent_adaptor_driver::FailureCode::AgentError,
                     message,
                 );
-                self.rec.fail(&mut out, Some(("turn.failed", raw)), failure);
+                self.rec.fail(out, Some(("turn.failed", raw)), failure);
             }
-            ExecEvent::Unknown => self.unknown_event(raw, &mut out),
+            ExecEvent::Unknown => self.unknown_event(raw, out),
         }
-        out
     }
 
     fn terminated(&self) -> bool {

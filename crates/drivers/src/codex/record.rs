@@ -308,7 +308,7 @@ impl Recorder {
             if !self.live() {
                 return;
             }
-            let value: Value = serde_json::from_slice(raw).unwrap_or(Value::Null);
+            let value: Value = crate::json_line::from_line(raw).unwrap_or(Value::Null);
             self.emit(
                 out,
                 StreamPayload::custom(kind, String::new()).with_raw(value),

@@ -276,67 +276,63 @@ impl CursorParser {
 }
 
 impl LineProtocol for CursorParser {
-    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
-        let mut out = Vec::new();
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
         let raw = raw.trim_ascii();
         if raw.is_empty() {
-            return out;
+            return;
         }
-        let line = match serde_json::from_slice::<Line>(raw) {
+        let line = match crate::json_line::from_line::<Line>(raw) {
             Ok(l) => l,
             Err(e) => {
-                self.em.not_protocol(&mut out, raw, &e);
-                return out;
+                self.em.not_protocol(out, raw, &e);
+                return;
             }
         };
         if self.terminated {
-            self.em.notice(&mut out, "line after the result line", raw);
-            return out;
+            self.em.notice(out, "line after the result line", raw);
+            return;
         }
         match line {
-            Line::System { ref subtype, .. } if subtype == "init" => self.init(line, &mut out),
-            Line::System { subtype, .. } => {
-                self.unknown(&format!("system.{subtype}"), raw, &mut out)
-            }
+            Line::System { ref subtype, .. } if subtype == "init" => self.init(line, out),
+            Line::System { subtype, .. } => self.unknown(&format!("system.{subtype}"), raw, out),
             // The replayed prompt (see the module docs).
             Line::User {} => {}
             Line::Assistant { message } => {
-                self.flush_thinking(&mut out);
-                self.assistant(message, &mut out);
+                self.flush_thinking(out);
+                self.assistant(message, out);
             }
             Line::Thinking { subtype, text } => match subtype.as_str() {
                 "delta" => self.thinking.push_str(&text),
-                "completed" => self.flush_thinking(&mut out),
-                other => self.unknown(&format!("thinking.{other}"), raw, &mut out),
+                "completed" => self.flush_thinking(out),
+                other => self.unknown(&format!("thinking.{other}"), raw, out),
             },
             Line::ToolCall {
                 subtype,
                 call_id,
                 tool_call,
             } => {
-                self.flush_thinking(&mut out);
+                self.flush_thinking(out);
                 if call_id.is_empty() {
-                    self.em.notice(&mut out, "tool_call without a call_id", raw);
-                    return out;
+                    self.em.notice(out, "tool_call without a call_id", raw);
+                    return;
                 }
                 match subtype.as_str() {
-                    "started" => self.tool_started(&call_id, &tool_call, &mut out),
-                    "completed" => self.tool_completed(&call_id, &tool_call, &mut out),
-                    other => self.unknown(&format!("tool_call.{other}"), raw, &mut out),
+                    "started" => self.tool_started(&call_id, &tool_call, out),
+                    "completed" => self.tool_completed(&call_id, &tool_call, out),
+                    other => self.unknown(&format!("tool_call.{other}"), raw, out),
                 }
             }
-            line @ Line::Result { .. } => self.result(line, raw, &mut out),
+            line @ Line::Result { .. } => self.result(line, raw, out),
             Line::Unknown => {
-                let value: Value = serde_json::from_slice(raw).unwrap_or(Value::Null);
+                let value: Value = crate::json_line::from_line(raw).unwrap_or(Value::Null);
                 let kind = value
                     .get("type")
                     .and_then(Value::as_str)
                     .unwrap_or("unknown")
                     .to_owned();
-                self.em.unknown(&mut out, &kind, value);
+                self.em.unknown(out, &kind, value);
             }
         }
-        out
     }
 
     fn terminated(&self) -> bool {
@@ -346,7 +342,7 @@ impl LineProtocol for CursorParser {
 
 impl CursorParser {
     fn unknown(&mut self, kind: &str, raw: &[u8], out: &mut Vec<Out>) {
-        let value = serde_json::from_slice(raw).unwrap_or(Value::Null);
+        let value = crate::json_line::from_line(raw).unwrap_or(Value::Null);
         self.em.unknown(out, kind, value);
     }
 }

@@ -282,48 +282,47 @@ impl GeminiParser {
 }
 
 impl LineProtocol for GeminiParser {
-    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
-        let mut out = Vec::new();
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
         let raw = raw.trim_ascii();
         if raw.is_empty() {
-            return out;
+            return;
         }
-        let event = match serde_json::from_slice::<Event>(raw) {
+        let event = match crate::json_line::from_line::<Event>(raw) {
             Ok(e) => e,
             Err(e) => {
-                self.em.not_protocol(&mut out, raw, &e);
-                return out;
+                self.em.not_protocol(out, raw, &e);
+                return;
             }
         };
         if self.terminated {
-            self.em.notice(&mut out, "line after the result line", raw);
-            return out;
+            self.em.notice(out, "line after the result line", raw);
+            return;
         }
         match event {
-            Event::Init { session_id, model } => self.init(session_id, model, &mut out),
+            Event::Init { session_id, model } => self.init(session_id, model, out),
             Event::Message {
                 role,
                 content,
                 delta,
             } => match role.as_str() {
-                "assistant" if delta => self.text(content, &mut out),
+                "assistant" if delta => self.text(content, out),
                 "assistant" => {
                     // A whole message: a message of its own.
-                    self.close_text(&mut out);
-                    self.text(content, &mut out);
-                    self.close_text(&mut out);
+                    self.close_text(out);
+                    self.text(content, out);
+                    self.close_text(out);
                 }
                 // The replayed prompt (see the module docs).
                 "user" => {}
-                other => self.unknown(&format!("message.{other}"), raw, &mut out),
+                other => self.unknown(&format!("message.{other}"), raw, out),
             },
             Event::ToolUse {
                 tool_name,
                 tool_id,
                 parameters,
             } => {
-                self.close_text(&mut out);
-                self.tool_use(tool_name, tool_id, parameters, raw, &mut out);
+                self.close_text(out);
+                self.tool_use(tool_name, tool_id, parameters, raw, out);
             }
             Event::ToolResult {
                 tool_id,
@@ -331,12 +330,12 @@ impl LineProtocol for GeminiParser {
                 output,
                 error,
             } => {
-                self.close_text(&mut out);
-                self.tool_result(tool_id, status, output, error, raw, &mut out);
+                self.close_text(out);
+                self.tool_result(tool_id, status, output, error, raw, out);
             }
             Event::Error { severity, message } => {
                 let text = readable(&message).unwrap_or_else(|| "an empty error event".into());
-                self.em.warning(&mut out, &text, &severity);
+                self.em.warning(out, &text, &severity);
                 if severity != "warning" {
                     self.last_error = Some(text);
                 }
@@ -345,13 +344,12 @@ impl LineProtocol for GeminiParser {
                 status,
                 error,
                 stats,
-            } => self.result(status, error, stats, raw, &mut out),
+            } => self.result(status, error, stats, raw, out),
             Event::Unknown => {
                 let kind = type_of(raw);
-                self.unknown(&kind, raw, &mut out);
+                self.unknown(&kind, raw, out);
             }
         }
-        out
     }
 
     fn terminated(&self) -> bool {
@@ -361,14 +359,14 @@ impl LineProtocol for GeminiParser {
 
 impl GeminiParser {
     fn unknown(&mut self, kind: &str, raw: &[u8], out: &mut Vec<Out>) {
-        let value = serde_json::from_slice(raw).unwrap_or(Value::Null);
+        let value = crate::json_line::from_line(raw).unwrap_or(Value::Null);
         self.em.unknown(out, kind, value);
     }
 }
 
 /// The `type` of a JSON line, or `unknown`.
 fn type_of(raw: &[u8]) -> String {
-    serde_json::from_slice::<Value>(raw)
+    crate::json_line::from_line::<Value>(raw)
         .ok()
         .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned))
         .unwrap_or_else(|| "unknown".into())

@@ -161,15 +161,20 @@ impl Parser {
     /// Parse one stdout line (without its newline).
     pub fn line(&mut self, raw: &[u8]) -> Vec<Out> {
         let mut out = Vec::new();
+        self.line_into(raw, &mut out);
+        out
+    }
+
+    /// [`line`](Self::line), appending to `out` (a buffer the caller reuses).
+    pub fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
         let trimmed = raw.trim_ascii();
         if trimmed.is_empty() {
-            return out;
+            return;
         }
-        match serde_json::from_slice::<Line>(trimmed) {
-            Ok(line) => self.dispatch(line, trimmed, &mut out),
-            Err(e) => self.not_protocol(trimmed, &e.to_string(), &mut out),
+        match crate::json_line::from_line::<Line>(trimmed) {
+            Ok(line) => self.dispatch(line, trimmed, out),
+            Err(e) => self.not_protocol(trimmed, &e.to_string(), out),
         }
-        out
     }
 
     fn dispatch(&mut self, line: Line, raw: &[u8], out: &mut Vec<Out>) {
@@ -248,7 +253,7 @@ impl Parser {
     }
 
     fn unknown(&mut self, raw: &[u8], out: &mut Vec<Out>) {
-        let value: Value = serde_json::from_slice(raw).unwrap_or(Value::Null);
+        let value: Value = crate::json_line::from_line(raw).unwrap_or(Value::Null);
         let kind = value
             .get("type")
             .and_then(Value::as_str)

@@ -189,7 +189,7 @@ pub(super) const INIT_ID: &str = "init_1";
 
 /// True for the `control_response` line answering request `id`.
 fn is_reply_to(line: &[u8], id: &str) -> bool {
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(line.trim_ascii()) else {
+    let Ok(v) = crate::json_line::from_line::<serde_json::Value>(line.trim_ascii()) else {
         return false;
     };
     v.get("type").and_then(serde_json::Value::as_str) == Some("control_response")
@@ -319,6 +319,8 @@ pub(super) struct Session {
     /// The turn's parser.
     pub(super) parser: Parser,
     host_approvals: bool,
+    /// The buffer each line is parsed into, reused from line to line.
+    outs: Vec<Out>,
 }
 
 impl Session {
@@ -333,6 +335,7 @@ impl Session {
             family,
             parser: Parser::new(family, streaming, streaming).with_transcript(transcript),
             host_approvals: cfg.host_approvals,
+            outs: Vec::new(),
         }
     }
 
@@ -354,9 +357,13 @@ impl Session {
         };
         // One batch per line: the consumer is woken once for the line.
         let _batch = Batch::new(sink);
-        for out in self.parser.line(bytes) {
+        let mut outs = std::mem::take(&mut self.outs);
+        outs.clear();
+        self.parser.line_into(bytes, &mut outs);
+        for out in outs.drain(..) {
             self.deliver(out, stdin, sink).await?;
         }
+        self.outs = outs;
         Ok(())
     }
 

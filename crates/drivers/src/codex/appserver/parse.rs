@@ -520,13 +520,12 @@ fn outcome(name: String, args: Value, item: ThreadItem) -> ToolOutcome {
 }
 
 impl LineProtocol for AppServerParser {
-    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
-        let mut out = Vec::new();
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
         let raw = raw.trim_ascii();
         if raw.is_empty() {
-            return out;
+            return;
         }
-        let incoming = match serde_json::from_slice::<Value>(raw) {
+        let incoming = match crate::json_line::from_line::<Value>(raw) {
             Ok(v) => Incoming::classify(v),
             Err(e) => {
                 let what = if raw.first() == Some(&b'{') {
@@ -534,27 +533,26 @@ impl LineProtocol for AppServerParser {
                 } else {
                     "codex: non-JSON stdout line".to_owned()
                 };
-                Recorder::notice(&mut out, what, raw);
-                return out;
+                Recorder::notice(out, what, raw);
+                return;
             }
         };
         match incoming {
-            None => Recorder::notice(&mut out, "codex: not a JSON-RPC message".into(), raw),
+            None => Recorder::notice(out, "codex: not a JSON-RPC message".into(), raw),
             Some(Incoming::Response { id, result }) => {
                 out.push(Out::Control(ControlFrame::Response { id, result }));
             }
             // A request is always handed on: it must be answered, even late.
             Some(Incoming::Request { id, method, params }) => {
-                self.server_request(id, method, params, &mut out);
+                self.server_request(id, method, params, out);
             }
             Some(Incoming::Notification { .. }) if self.rec.terminated() => {
-                Recorder::notice(&mut out, "codex: line after the terminal event".into(), raw);
+                Recorder::notice(out, "codex: line after the terminal event".into(), raw);
             }
             Some(Incoming::Notification { method, params }) => {
-                self.notification(&method, &params, raw, &mut out);
+                self.notification(&method, &params, raw, out);
             }
         }
-        out
     }
 
     fn terminated(&self) -> bool {

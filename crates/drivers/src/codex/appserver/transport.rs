@@ -250,8 +250,8 @@ fn thread_method(resume: &Option<String>) -> &'static str {
 }
 
 impl LineProtocol for Session {
-    fn line(&mut self, raw: &[u8]) -> Vec<Out> {
-        self.parser.line(raw)
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
+        self.parser.line_into(raw, out);
     }
 
     fn terminated(&self) -> bool {
