@@ -112,9 +112,9 @@ impl Spilled {
 /// [`with_budget`](Self::with_budget)); then the oldest ones are written, as
 /// MessagePack records (strings copied, not escaped) in one write per
 /// chunk, to an unlinked temporary file and only their offsets are kept.
-/// The newest items (about half the budget, and always the last item) stay
-/// in memory. Reading back ([`iter`](Self::iter), [`get`](Self::get),
-/// [`to_vec`](Self::to_vec)) returns every item exactly as pushed.
+/// The newest item always stays in memory. Reading back
+/// ([`iter`](Self::iter), [`get`](Self::get), [`to_vec`](Self::to_vec))
+/// returns every item exactly as pushed.
 ///
 /// A [`TranscriptFingerprint`] of the items (16 bytes in all) is kept so
 /// core can check the transcript against the emitted items (RUN-04)
@@ -232,19 +232,14 @@ impl Transcript {
         }
     }
 
-    /// Write the oldest in-memory items to the spill file until about half
-    /// the budget (and at least the newest item) is left in memory.
+    /// Write every in-memory item but the newest to the spill file (one
+    /// pass over a budget's worth of items, and nothing left to shift).
     fn spill_head(&mut self) -> Result<(), TranscriptError> {
-        let keep = self.budget / 2;
-        let mut left = self.tail_bytes;
-        let mut k = 0;
-        while k + 1 < self.tail.len() && left > keep {
-            left = left.saturating_sub(estimate(&self.tail[k]));
-            k += 1;
-        }
+        let k = self.tail.len().saturating_sub(1);
         if k == 0 {
             return Ok(());
         }
+        let left = self.tail.last().map_or(0, estimate);
         let file = match &self.spilled {
             Some(s) => Arc::clone(&s.file),
             None => Arc::new(
