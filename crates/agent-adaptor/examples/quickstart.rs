@@ -41,7 +41,11 @@ fn script() -> ScriptedDriver {
         TranscriptItem::assistant(answer),
     ];
     steps.push(Step::Stream(StreamPayload::text_end("m1")));
-    steps.extend(items.iter().cloned().map(|i| Step::Emit(RunEvent::Item(i))));
+    steps.extend(
+        items
+            .iter()
+            .map(|i| Step::Emit(RunEvent::Item(i.clone().into()))),
+    );
     steps.push(Step::Stream(StreamPayload::run_finished(None)));
     let response = agent_adaptor::driver::Response {
         output: answer.into(),

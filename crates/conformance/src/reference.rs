@@ -386,13 +386,12 @@ impl Driver for ReferenceDriver {
             }
         }
         for item in &items {
-            sink.emit(RunEvent::Item(item.clone())).await?;
+            sink.emit(RunEvent::Item(item.clone().into())).await?;
         }
         if self.is(Fault::InvalidItemEvent) {
-            sink.emit(RunEvent::Item(TranscriptItem::new(
-                TranscriptKind::ToolCall,
-                "",
-            )))
+            sink.emit(RunEvent::Item(
+                TranscriptItem::new(TranscriptKind::ToolCall, "").into(),
+            ))
             .await?;
         }
         if self.is(Fault::BrokenMirror) {

@@ -140,7 +140,7 @@ fn run_events(trace: &Trace, scope: &str, report: &mut Report) {
     let items: Vec<&TranscriptItem> = trace
         .events()
         .filter_map(|e| match e {
-            RunEvent::Item(i) => Some(i),
+            RunEvent::Item(i) => Some(&**i),
             _ => None,
         })
         .collect();

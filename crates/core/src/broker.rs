@@ -504,7 +504,7 @@ mod tests {
     /// A reliable event (a transcript-item notice).
     fn reliable(p: &Publisher, n: usize) -> Event {
         let item = agent_adaptor_driver::TranscriptItem::assistant(format!("item {n}"));
-        translate::run_event(p.meta(), RunEvent::Item(item))
+        translate::run_event(p.meta(), RunEvent::Item(item.into()))
     }
 
     fn offer_now(p: &mut Publisher, ev: Event) {

@@ -128,7 +128,7 @@ impl ScriptedDriver {
                 .map(|c| Step::Stream(StreamPayload::text_content("m1", c.as_ref()))),
         );
         steps.push(Step::Stream(StreamPayload::text_end("m1")));
-        steps.push(Step::Emit(RunEvent::Item(item.clone())));
+        steps.push(Step::Emit(RunEvent::Item(item.clone().into())));
         steps.push(Step::Stream(StreamPayload::run_finished(None)));
         let terminal = serde_json::json!({"type": "result", "result": text}).to_string();
         let response = Response {

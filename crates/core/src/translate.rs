@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use agent_adaptor_driver::{
     OperationalEvent, OutputStream, ProviderCoords, RunEvent, RunFailure, StreamKind,
@@ -244,7 +245,7 @@ pub(crate) fn run_event(meta: EventMeta, ev: RunEvent) -> Event {
             meta,
             kind: notice_kind::TRANSCRIPT_ITEM.into(),
             text: String::new(),
-            item: Some(Box::new(item)),
+            item: Some(Box::new(Arc::unwrap_or_clone(item))),
             metadata: BTreeMap::new(),
             data: None,
         }),

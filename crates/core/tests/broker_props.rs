@@ -128,7 +128,7 @@ fn plan(ops: &[Batched], leave_open: bool) -> Plan {
             Op::Item => {
                 let item = TranscriptItem::assistant(format!("item {n}"));
                 p.items.push(item.clone());
-                p.steps.push(Step::Emit(RunEvent::Item(item)));
+                p.steps.push(Step::Emit(RunEvent::Item(item.into())));
                 p.reliable.push("notice.transcript.item".into());
             }
             Op::Stdout(k) => {

@@ -58,7 +58,8 @@ async fn the_default_budget_keeps_a_usual_transcript_in_memory() {
     let driver = scripted(emitting(&expected), response("ok", expected.clone()));
     let agent = Agent::new(driver.clone());
     let result = agent.run("q").await.unwrap();
-    assert_eq!(result.transcript().as_slice(), Some(&expected[..]));
+    assert!(!result.transcript().is_spilled());
+    assert_eq!(*result.transcript(), expected);
     assert_eq!(driver.recorded_requests()[0].transcript_budget, None);
 }
 

@@ -238,7 +238,7 @@ async fn invalid_transcript_item_is_rejected() {
     let bad = TranscriptItem::new(TranscriptKind::ToolCall, "");
     let steps = {
         let mut s = framed(vec![]);
-        s.insert(1, Step::Emit(RunEvent::Item(bad)));
+        s.insert(1, Step::Emit(RunEvent::Item(bad.into())));
         s
     };
     let (clause, events) = first_violation(plain(steps)).await;

@@ -1,6 +1,7 @@
 //! Operational events a driver sends through [`EventSink::emit`](crate::EventSink::emit) (spec §6).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -59,7 +60,6 @@ impl OperationalEvent {
 /// holds by construction).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-#[allow(clippy::large_enum_variant)] // items are the common case; boxing them costs an allocation each
 pub enum RunEvent {
     /// Raw bytes from stdout or stderr, with any chunk boundary.
     Chunk {
@@ -69,8 +69,10 @@ pub enum RunEvent {
         bytes: Bytes,
     },
     /// A transcript item as it is parsed; the sequence of these must equal
-    /// [`Response::transcript`](crate::Response::transcript).
-    Item(TranscriptItem),
+    /// [`Response::transcript`](crate::Response::transcript). Shared, so a
+    /// driver keeps one copy for its transcript and the event
+    /// ([`Transcript::share`](crate::Transcript::share)).
+    Item(Arc<TranscriptItem>),
     /// The provider process was spawned (pid, argv summary …).
     Spawn(OperationalEvent),
     /// The provider was invoked (argv, model, transport …).

@@ -44,11 +44,10 @@
 //!         sink.emit_stream(StreamPayload::text_start("m1")).await?;
 //!         sink.emit_stream(StreamPayload::text_content("m1", req.prompt.clone())).await?;
 //!         sink.emit_stream(StreamPayload::text_end("m1")).await?;
-//!         let item = TranscriptItem::assistant(req.prompt.clone());
-//!         sink.emit(RunEvent::Item(item.clone())).await?;
-//!         sink.emit_stream(StreamPayload::run_finished(None)).await?;
 //!         let mut transcript = req.new_transcript();
-//!         transcript.push(item);
+//!         let item = transcript.share(TranscriptItem::assistant(req.prompt.clone()));
+//!         sink.emit(RunEvent::Item(item)).await?;
+//!         sink.emit_stream(StreamPayload::run_finished(None)).await?;
 //!         Ok(Response { output: req.prompt, transcript, ..Default::default() })
 //!     }
 //! }

@@ -77,8 +77,7 @@ impl Emitter {
 
     /// Emit a transcript item and keep it for the response.
     pub fn item(&mut self, out: &mut Vec<Out>, item: TranscriptItem) {
-        self.items.push(item.clone());
-        out.push(Out::Event(RunEvent::Item(item)));
+        out.push(Out::Event(RunEvent::Item(self.items.share(item))));
     }
 
     /// The transcript so far, in emission order.

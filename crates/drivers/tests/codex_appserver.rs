@@ -10,6 +10,7 @@
 mod codex_support;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_conformance::fuzz::{FuzzConfig, fuzz_inputs};
@@ -152,7 +153,7 @@ fn checked(
             }
             Out::Event(RunEvent::Item(i)) => {
                 i.validate().unwrap();
-                items.push(i);
+                items.push(Arc::unwrap_or_clone(i));
             }
             _ => {}
         }

@@ -43,7 +43,7 @@ fn parse(
             Out::Stream(s) => rules.check(s).unwrap_or_else(|v| panic!("{rel}: {v}")),
             Out::Event(RunEvent::Item(i)) => {
                 i.validate().unwrap();
-                items.push(i.clone());
+                items.push((**i).clone());
             }
             _ => {}
         }

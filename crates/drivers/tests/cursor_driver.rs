@@ -67,6 +67,7 @@ fn items(p: &CursorParsed, kind: TranscriptKind) -> Vec<&agent_adaptor_driver::T
         .as_slice()
         .unwrap()
         .iter()
+        .map(|i| &**i)
         .filter(|i| i.kind == kind)
         .collect()
 }

@@ -58,7 +58,7 @@ fn the_parser_survives_mutated_captures() {
                 Out::Stream(p) => rules.check(p).unwrap_or_else(|v| panic!("{v}")),
                 Out::Event(RunEvent::Item(i)) => {
                     i.validate().unwrap_or_else(|v| panic!("{v}"));
-                    items.push(i.clone());
+                    items.push((**i).clone());
                 }
                 _ => {}
             }

@@ -46,7 +46,7 @@ pub fn scripted(
     let item = TranscriptItem::assistant(text);
     let mut steps = vec![Step::Stream(StreamPayload::run_started())];
     steps.extend(body);
-    steps.push(Step::Emit(RunEvent::Item(item.clone())));
+    steps.push(Step::Emit(RunEvent::Item(item.clone().into())));
     steps.push(Step::Stream(StreamPayload::run_finished(None)));
     let terminal = json!({"type": "result", "result": text}).to_string();
     let response = Response {

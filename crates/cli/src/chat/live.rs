@@ -89,8 +89,8 @@ impl<'a> Live<'a> {
 
     /// Emit a transcript item and keep it for the response.
     pub async fn item(&mut self, item: TranscriptItem) -> Result<(), DriverError> {
-        self.sink.emit(RunEvent::Item(item.clone())).await?;
-        self.items.push(item);
+        let item = self.items.share(item);
+        self.sink.emit(RunEvent::Item(item)).await?;
         Ok(())
     }
 

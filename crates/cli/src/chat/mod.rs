@@ -463,8 +463,7 @@ impl ChatDriver {
         ))
         .await?;
         let item = TranscriptItem::tool_result(stream_id.to_owned(), text.clone(), is_error);
-        sink.emit(RunEvent::Item(item.clone())).await?;
-        items.push(item);
+        sink.emit(RunEvent::Item(items.share(item))).await?;
         Ok(text)
     }
 }

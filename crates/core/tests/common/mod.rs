@@ -101,7 +101,7 @@ pub fn framed(middle: Vec<StreamPayload>) -> Vec<Step> {
 
 /// An item step.
 pub fn item(i: TranscriptItem) -> Step {
-    Step::Emit(RunEvent::Item(i))
+    Step::Emit(RunEvent::Item(i.into()))
 }
 
 /// The broker's and the provider's `Dropped` reports, in order.

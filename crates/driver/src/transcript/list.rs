@@ -134,8 +134,9 @@ pub struct Transcript {
     /// What core compares with the emitted items (RUN-04).
     fingerprint: TranscriptFingerprint,
     spilled: Option<Spilled>,
-    /// The items after the spilled head, in order.
-    tail: Vec<TranscriptItem>,
+    /// The items after the spilled head, in order (shared with the
+    /// [`RunEvent::Item`](crate::RunEvent::Item)s that announced them).
+    tail: Vec<Arc<TranscriptItem>>,
     /// The estimated size of `tail`.
     tail_bytes: usize,
     spill_error: Option<TranscriptError>,
@@ -212,6 +213,20 @@ impl Transcript {
 
     /// Append an item (see the type's docs: never fails, may spill).
     pub fn push(&mut self, item: TranscriptItem) {
+        self.push_shared(Arc::new(item));
+    }
+
+    /// Append an item and return it shared, e.g. for the
+    /// [`RunEvent::Item`](crate::RunEvent::Item) that announces it: one
+    /// item in memory, not two copies.
+    pub fn share(&mut self, item: TranscriptItem) -> Arc<TranscriptItem> {
+        let item = Arc::new(item);
+        self.push_shared(Arc::clone(&item));
+        item
+    }
+
+    /// Append an item held elsewhere too (see [`share`](Self::share)).
+    pub fn push_shared(&mut self, item: Arc<TranscriptItem>) {
         self.fingerprint.push(&item);
         self.tail_bytes = self.tail_bytes.saturating_add(estimate(&item));
         if self.tail.len() == self.tail.capacity() {
@@ -239,7 +254,7 @@ impl Transcript {
         if k == 0 {
             return Ok(());
         }
-        let left = self.tail.last().map_or(0, estimate);
+        let left = self.tail.last().map_or(0, |i| estimate(i));
         let file = match &self.spilled {
             Some(s) => Arc::clone(&s.file),
             None => Arc::new(
@@ -282,7 +297,7 @@ impl Transcript {
     }
 
     /// Every item, borrowed, while nothing has spilled.
-    pub fn as_slice(&self) -> Option<&[TranscriptItem]> {
+    pub fn as_slice(&self) -> Option<&[Arc<TranscriptItem>]> {
         match self.spilled {
             None => Some(&self.tail),
             Some(_) => None,
@@ -291,14 +306,14 @@ impl Transcript {
 
     /// The last item (always held in memory).
     pub fn last(&self) -> Option<&TranscriptItem> {
-        self.tail.last()
+        self.tail.last().map(|i| &**i)
     }
 
     /// The item at `index`: borrowed when in memory, read back when spilled.
     pub fn get(&self, index: usize) -> Result<Option<Cow<'_, TranscriptItem>>, TranscriptError> {
         let head = self.spilled_len();
         if index >= head {
-            return Ok(self.tail.get(index - head).map(Cow::Borrowed));
+            return Ok(self.tail.get(index - head).map(|i| Cow::Borrowed(&**i)));
         }
         let mut reader = None;
         self.read_spilled(&mut reader, index).map(Some)
@@ -407,7 +422,7 @@ impl<'a> Iterator for Iter<'a> {
         self.next += 1;
         let head = t.spilled_len();
         if index >= head {
-            return t.tail.get(index - head).map(|i| Ok(Cow::Borrowed(i)));
+            return t.tail.get(index - head).map(|i| Ok(Cow::Borrowed(&**i)));
         }
         Some(t.read_spilled(&mut self.reader, index))
     }

@@ -48,6 +48,12 @@ fn items(n: usize) -> Vec<TranscriptItem> {
     (0..n).map(full_item).collect()
 }
 
+/// The items, when all are in memory.
+fn in_memory(t: &Transcript) -> Option<Vec<TranscriptItem>> {
+    t.as_slice()
+        .map(|items| items.iter().map(|i| (**i).clone()).collect())
+}
+
 fn filled(budget: usize, items: &[TranscriptItem]) -> Transcript {
     let mut t = Transcript::with_budget(budget);
     for item in items {
@@ -62,7 +68,7 @@ fn stays_in_memory_within_the_budget() {
     let t = filled(1 << 20, &expected);
     assert!(!t.is_spilled());
     assert_eq!(t.len(), 10);
-    assert_eq!(t.as_slice(), Some(&expected[..]));
+    assert_eq!(in_memory(&t), Some(expected.clone()));
     assert!(t.iter().all(|r| matches!(r, Ok(Cow::Borrowed(_)))));
 }
 
@@ -161,7 +167,7 @@ fn a_clone_of_an_unspilled_transcript_spills_on_its_own() {
     }
     assert!(b.is_spilled());
     assert!(!a.is_spilled());
-    assert_eq!(a.as_slice(), Some(&base[..]));
+    assert_eq!(in_memory(&a), Some(base.clone()));
     let mut want = base.clone();
     want.extend(items(100));
     assert_eq!(b, want);
@@ -240,7 +246,7 @@ fn a_spill_failure_keeps_every_item_in_memory_and_says_why() {
         "{err}"
     );
     assert!(err.to_string().contains("creating the spill file"));
-    assert_eq!(t.as_slice(), Some(&expected[..]));
+    assert_eq!(in_memory(&t), Some(expected.clone()));
 }
 
 #[test]
@@ -340,4 +346,17 @@ fn debug_lists_items_in_memory_and_summarizes_a_spill() {
     assert!(format!("{t:?}").contains("\"hi\""));
     let t = filled(0, &items(3));
     assert_eq!(format!("{t:?}"), "Transcript(3 items, 2 spilled)");
+}
+
+#[test]
+fn a_shared_item_is_one_copy_and_counts_like_a_pushed_one() {
+    let mut shared = Transcript::new();
+    let item = shared.share(full_item(1));
+    assert!(std::sync::Arc::ptr_eq(
+        &item,
+        &shared.as_slice().unwrap()[0]
+    ));
+    let pushed = filled(1 << 20, &[full_item(1)]);
+    assert_eq!(shared.fingerprint(), pushed.fingerprint());
+    assert_eq!(shared, pushed);
 }

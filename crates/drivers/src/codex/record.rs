@@ -274,8 +274,7 @@ impl Recorder {
     }
 
     fn item(&mut self, out: &mut Vec<Out>, item: TranscriptItem) {
-        self.items.push(item.clone());
-        out.push(Out::Event(RunEvent::Item(item)));
+        out.push(Out::Event(RunEvent::Item(self.items.share(item))));
     }
 
     /// An operational notice about a line (never a payload).

@@ -230,8 +230,7 @@ impl Parser {
     }
 
     fn item(&mut self, out: &mut Vec<Out>, item: TranscriptItem) {
-        self.items.push(item.clone());
-        out.push(Out::Event(RunEvent::Item(item)));
+        out.push(Out::Event(RunEvent::Item(self.items.share(item))));
     }
 
     fn notice(&mut self, out: &mut Vec<Out>, what: &str, raw: &[u8]) {

@@ -76,7 +76,7 @@ pub fn judge(
             }
             Out::Event(RunEvent::Item(i)) => {
                 i.validate().unwrap_or_else(|v| panic!("{what}: {v}"));
-                items.push(i.clone());
+                items.push((**i).clone());
             }
             _ => {}
         }
@@ -240,7 +240,7 @@ pub fn parse_with<P: agent_adaptor_drivers::jsonl::OneShotParser>(
         &outs,
         cap,
         streaming,
-        parsed.transcript.as_slice().unwrap(),
+        &parsed.transcript.to_vec().unwrap(),
     );
     (outs, parsed)
 }

@@ -111,8 +111,8 @@ impl Translator {
         sink: &dyn EventSink,
         item: TranscriptItem,
     ) -> Result<(), DriverError> {
-        self.transcript.push(item.clone());
-        sink.emit(RunEvent::Item(item)).await?;
+        sink.emit(RunEvent::Item(self.transcript.share(item)))
+            .await?;
         Ok(())
     }
 

@@ -41,7 +41,7 @@ fn slow_reply(text: &str, session: &str, pause: Duration) -> ScriptedDriver {
         Step::Stream(StreamPayload::text_content("m1", text)),
         Step::Sleep(pause),
         Step::Stream(StreamPayload::text_end("m1")),
-        Step::Emit(RunEvent::Item(item.clone())),
+        Step::Emit(RunEvent::Item(item.clone().into())),
         Step::Stream(StreamPayload::run_finished(None)),
     ];
     let terminal = serde_json::json!({"type": "result", "result": text}).to_string();
