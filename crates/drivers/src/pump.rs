@@ -6,6 +6,7 @@
 //! Protocol semantics live in the parsers; process handling lives in
 //! `agent-adaptor-process`; this module only moves parsed output along.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::task::Poll;
 use std::time::Duration;
@@ -16,6 +17,11 @@ use agent_adaptor_driver::{
 };
 use agent_adaptor_process::{Command, Finished, Process, StdinController};
 use serde_json::Value;
+
+/// Most lines a protocol without a controller parses in one go (see
+/// [`LineProtocol::lines_into`]): a 64 KiB read of short lines, and few
+/// enough that a burst's outputs stay in cache.
+const BURST: usize = 128;
 
 /// What one stdout line means, in emission order.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,10 +72,21 @@ pub trait LineProtocol: Send {
         self.line_into(raw, &mut out);
         out
     }
+    /// Parse a burst of lines that arrived together, in order, appending
+    /// to `out`: must mean exactly what [`line_into`](LineProtocol::line_into)
+    /// on each line in turn means, which the default does. A protocol may
+    /// first decode every line and then handle them, so each step's code
+    /// stays in the instruction cache for the whole burst.
+    fn lines_into(&mut self, lines: &[&[u8]], out: &mut Vec<Out>) {
+        for raw in lines {
+            self.line_into(raw, out);
+        }
+    }
     /// True once the protocol's terminal event was seen.
     fn terminated(&self) -> bool;
     /// Whether anyone can see live payloads
-    /// ([`EventSink::payloads_observed`]), told before each line. A parser
+    /// ([`EventSink::payloads_observed`]), told before each line (or burst
+    /// of lines, see [`lines_into`](LineProtocol::lines_into)). A parser
     /// may then leave out lifecycles it has not started (see there). The
     /// default ignores it.
     fn observe(&mut self, observed: bool) {
@@ -147,7 +164,7 @@ pub async fn run_duplex(
 
 /// The two shapes of a protocol the loop accepts.
 trait Side: Send {
-    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>);
+    fn lines_into(&mut self, lines: &[&[u8]], out: &mut Vec<Out>);
     fn terminated(&self) -> bool;
     fn observe(&mut self, observed: bool);
     fn controller(&mut self) -> Option<&mut dyn Controller>;
@@ -159,8 +176,8 @@ struct Split<'p, 'c> {
 }
 
 impl Side for Split<'_, '_> {
-    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
-        self.proto.line_into(raw, out);
+    fn lines_into(&mut self, lines: &[&[u8]], out: &mut Vec<Out>) {
+        self.proto.lines_into(lines, out);
     }
     fn terminated(&self) -> bool {
         self.proto.terminated()
@@ -179,8 +196,8 @@ impl Side for Split<'_, '_> {
 struct Joined<'a>(&'a mut dyn Duplex);
 
 impl Side for Joined<'_> {
-    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
-        self.0.line_into(raw, out);
+    fn lines_into(&mut self, lines: &[&[u8]], out: &mut Vec<Out>) {
+        self.0.lines_into(lines, out);
     }
     fn terminated(&self) -> bool {
         LineProtocol::terminated(&*self.0)
@@ -258,6 +275,11 @@ async fn pump(
 /// parsed into `outs`, a buffer reused from line to line): `Ok(false)` at
 /// the end of stdout. On cancellation the protocol is asked to interrupt
 /// (best effort, 200 ms) and `Err(Cancelled)` is returned.
+///
+/// A protocol without a controller also gets the lines already read behind
+/// that one (up to [`BURST`]) in the same call: they are parsed together,
+/// then delivered in order. One that answers control frames gets one line
+/// at a time, so each answer precedes the next line's parse.
 async fn next_line<'s>(
     proc: &mut Process,
     ctx: &RunContext,
@@ -288,26 +310,35 @@ async fn next_line<'s>(
         Some(Ok(None)) => return Ok(false),
         Some(Ok(Some(line))) => line,
     };
-    // A line in memory is parsed where it is; a spilled one is read back.
-    let spilled;
-    let bytes = match line.as_memory() {
-        Some(b) => b,
-        None => {
-            spilled = line.bytes().to_vec()?;
-            &spilled[..]
+    let mut lines = vec![line];
+    if side.controller().is_none() {
+        while lines.len() < BURST {
+            match proc.ready_line() {
+                Some(line) => lines.push(line),
+                None => break,
+            }
         }
-    };
+    }
+    // A line in memory is parsed where it is; a spilled one is read back.
+    let bytes = lines
+        .iter()
+        .map(|line| match line.as_memory() {
+            Some(b) => Ok(Cow::Borrowed(b)),
+            None => line.bytes().to_vec().map(Cow::Owned),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let raws: Vec<&[u8]> = bytes.iter().map(|b| &**b).collect();
     batch.open();
-    deliver_line(side, bytes, outs, sink, stdin).await?;
+    deliver_lines(side, &raws, outs, sink, stdin).await?;
     Ok(true)
 }
 
-/// Deliver everything one stdout line means, as one batch: the consumer is
-/// woken once for the line, not once per event. `outs` is the (empty)
-/// buffer the line is parsed into.
-async fn deliver_line(
+/// Deliver everything some stdout lines mean, as one batch: the consumer
+/// is woken once for them, not once per event. `outs` is the (empty)
+/// buffer they are parsed into.
+async fn deliver_lines(
     side: &mut dyn Side,
-    bytes: &[u8],
+    lines: &[&[u8]],
     outs: &mut Vec<Out>,
     sink: &dyn EventSink,
     stdin: &mut Option<StdinController>,
@@ -315,7 +346,7 @@ async fn deliver_line(
     let _batch = Batch::new(sink);
     side.observe(sink.payloads_observed());
     outs.clear();
-    side.line_into(bytes, outs);
+    side.lines_into(lines, outs);
     for out in outs.drain(..) {
         let mut controller = side.controller();
         deliver(out, sink, &mut controller, stdin).await?;
@@ -493,7 +524,7 @@ mod tests {
             proto: &mut proto,
             controller: None,
         };
-        deliver_line(&mut side, b"{}", &mut Vec::new(), &log, &mut None)
+        deliver_lines(&mut side, &[b"{}"], &mut Vec::new(), &log, &mut None)
             .await
             .unwrap();
         assert_eq!(log.take(), ["begin", "payload", "event", "payload", "end"]);

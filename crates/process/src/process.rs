@@ -181,8 +181,7 @@ impl Process {
             if let Some(err) = self.failure_copy() {
                 return Err(err);
             }
-            if let Some(line) = self.lines.pop() {
-                self.consumed = line.end();
+            if let Some(line) = self.ready_line() {
                 return Ok(Some(line));
             }
             if self.stdout.is_none() {
@@ -190,6 +189,20 @@ impl Process {
             }
             self.step(sink).await?;
         }
+    }
+
+    /// The next stdout line if one is already split and waiting — what
+    /// [`next_line`](Process::next_line) would return without reading —
+    /// else `None` (nothing waiting, end of stdout, or a failure, which the
+    /// next `next_line` reports). Lets a reader take a burst of lines at
+    /// once.
+    pub fn ready_line(&mut self) -> Option<Line> {
+        if self.failure.is_some() {
+            return None;
+        }
+        let line = self.lines.pop()?;
+        self.consumed = line.end();
+        Some(line)
     }
 
     /// Hand over the raw capture so far and start a new one, for a child

@@ -168,13 +168,26 @@ impl ExecParser {
     }
 }
 
-impl LineProtocol for ExecParser {
-    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
+/// The pure part of parsing a line: the line as a wire event,
+/// `None` for a blank line.
+fn decode(raw: &[u8]) -> Option<serde_json::Result<ExecEvent>> {
+    let raw = raw.trim_ascii();
+    (!raw.is_empty()).then(|| crate::json_line::from_line::<ExecEvent>(raw))
+}
+
+impl ExecParser {
+    /// Handle `raw`, which [`decode`] made `wire` of.
+    fn apply(
+        &mut self,
+        raw: &[u8],
+        wire: Option<serde_json::Result<ExecEvent>>,
+        out: &mut Vec<Out>,
+    ) {
         let raw = raw.trim_ascii();
-        if raw.is_empty() {
+        let Some(wire) = wire else {
             return;
-        }
-        let event = match crate::json_line::from_line::<ExecEvent>(raw) {
+        };
+        let event = match wire {
             Ok(e) => e,
             Err(e) => {
                 let what = if raw.first() == Some(&b'{') {
@@ -225,6 +238,21 @@ impl LineProtocol for ExecParser {
                 self.rec.fail(out, Some(("turn.failed", raw)), failure);
             }
             ExecEvent::Unknown => self.unknown_event(raw, out),
+        }
+    }
+}
+
+impl LineProtocol for ExecParser {
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
+        let wire = decode(raw);
+        self.apply(raw, wire, out);
+    }
+
+    /// Every line decoded first, then each handled in turn.
+    fn lines_into(&mut self, lines: &[&[u8]], out: &mut Vec<Out>) {
+        let wires: Vec<_> = lines.iter().map(|raw| decode(raw)).collect();
+        for (raw, wire) in lines.iter().zip(wires) {
+            self.apply(raw, wire, out);
         }
     }
 
