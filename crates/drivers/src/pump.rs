@@ -6,7 +6,6 @@
 //! Protocol semantics live in the parsers; process handling lives in
 //! `agent-adaptor-process`; this module only moves parsed output along.
 
-use std::borrow::Cow;
 use std::future::Future;
 use std::task::Poll;
 use std::time::Duration;
@@ -251,9 +250,9 @@ async fn pump(
 ) -> Result<(), DriverError> {
     let mut terminated = false;
     let mut batch = Batches::new(sink);
-    let mut outs = Vec::new();
+    let mut bufs = Buffers::default();
     loop {
-        if !next_line(proc, ctx, sink, side, stdin, &mut batch, &mut outs).await? {
+        if !next_line(proc, ctx, sink, side, stdin, &mut batch, &mut bufs).await? {
             return Ok(());
         }
         if !terminated && side.terminated() {
@@ -272,8 +271,8 @@ async fn pump(
 }
 
 /// Read the next stdout line and deliver what it means (inside `batch`,
-/// parsed into `outs`, a buffer reused from line to line): `Ok(false)` at
-/// the end of stdout. On cancellation the protocol is asked to interrupt
+/// with `bufs` reused from line to line): `Ok(false)` at the end of
+/// stdout. On cancellation the protocol is asked to interrupt
 /// (best effort, 200 ms) and `Err(Cancelled)` is returned.
 ///
 /// A protocol without a controller also gets the lines already read behind
@@ -287,7 +286,7 @@ async fn next_line<'s>(
     side: &mut dyn Side,
     stdin: &mut Option<StdinController>,
     batch: &mut Batches<'s>,
-    outs: &mut Vec<Out>,
+    bufs: &mut Buffers,
 ) -> Result<bool, DriverError> {
     let next = batch
         .next(async {
@@ -310,7 +309,9 @@ async fn next_line<'s>(
         Some(Ok(None)) => return Ok(false),
         Some(Ok(Some(line))) => line,
     };
-    let mut lines = vec![line];
+    let lines = &mut bufs.lines;
+    lines.clear();
+    lines.push(line);
     if side.controller().is_none() {
         while lines.len() < BURST {
             match proc.ready_line() {
@@ -320,17 +321,29 @@ async fn next_line<'s>(
         }
     }
     // A line in memory is parsed where it is; a spilled one is read back.
-    let bytes = lines
+    let mut spilled = Vec::new();
+    for line in lines.iter().filter(|l| l.as_memory().is_none()) {
+        spilled.push(line.bytes().to_vec()?);
+    }
+    let mut spilled = spilled.iter();
+    let raws: Vec<&[u8]> = lines
         .iter()
         .map(|line| match line.as_memory() {
-            Some(b) => Ok(Cow::Borrowed(b)),
-            None => line.bytes().to_vec().map(Cow::Owned),
+            Some(b) => b,
+            None => spilled.next().map_or(&[][..], Vec::as_slice),
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    let raws: Vec<&[u8]> = bytes.iter().map(|b| &**b).collect();
+        .collect();
     batch.open();
-    deliver_lines(side, &raws, outs, sink, stdin).await?;
+    deliver_lines(side, &raws, &mut bufs.outs, sink, stdin).await?;
     Ok(true)
+}
+
+/// What [`next_line`] reuses from call to call: the lines of a burst and
+/// what they mean (allocated once per run, not once per burst).
+#[derive(Default)]
+struct Buffers {
+    lines: Vec<agent_adaptor_process::Line>,
+    outs: Vec<Out>,
 }
 
 /// Deliver everything some stdout lines mean, as one batch: the consumer
@@ -429,9 +442,9 @@ pub async fn run_turn(
 ) -> Result<TurnEnd, DriverError> {
     let mut side = Joined(session);
     let mut batch = Batches::new(sink);
-    let mut outs = Vec::new();
+    let mut bufs = Buffers::default();
     loop {
-        if !next_line(proc, ctx, sink, &mut side, stdin, &mut batch, &mut outs).await? {
+        if !next_line(proc, ctx, sink, &mut side, stdin, &mut batch, &mut bufs).await? {
             return Ok(TurnEnd::Eof);
         }
         if side.terminated() {

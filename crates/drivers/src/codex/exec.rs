@@ -18,7 +18,12 @@ pub type ExecParsed = Parsed;
 pub struct ExecParser {
     rec: Recorder,
     previous: Option<Totals>,
+    /// The decoded lines of a burst, reused from burst to burst.
+    wires: Vec<Wire>,
 }
+
+/// What [`decode`] makes of a line: `None` for a blank one.
+type Wire = Option<serde_json::Result<ExecEvent>>;
 
 impl From<ExecUsage> for Totals {
     fn from(u: ExecUsage) -> Self {
@@ -38,6 +43,7 @@ impl ExecParser {
         ExecParser {
             rec: Recorder::new(payloads),
             previous: previous.map(Totals::from),
+            wires: Vec::new(),
         }
     }
 
@@ -168,21 +174,15 @@ impl ExecParser {
     }
 }
 
-/// The pure part of parsing a line: the line as a wire event,
-/// `None` for a blank line.
-fn decode(raw: &[u8]) -> Option<serde_json::Result<ExecEvent>> {
+/// The pure part of parsing a line: the line as a wire event.
+fn decode(raw: &[u8]) -> Wire {
     let raw = raw.trim_ascii();
     (!raw.is_empty()).then(|| crate::json_line::from_line::<ExecEvent>(raw))
 }
 
 impl ExecParser {
     /// Handle `raw`, which [`decode`] made `wire` of.
-    fn apply(
-        &mut self,
-        raw: &[u8],
-        wire: Option<serde_json::Result<ExecEvent>>,
-        out: &mut Vec<Out>,
-    ) {
+    fn apply(&mut self, raw: &[u8], wire: Wire, out: &mut Vec<Out>) {
         let raw = raw.trim_ascii();
         let Some(wire) = wire else {
             return;
@@ -250,10 +250,12 @@ impl LineProtocol for ExecParser {
 
     /// Every line decoded first, then each handled in turn.
     fn lines_into(&mut self, lines: &[&[u8]], out: &mut Vec<Out>) {
-        let wires: Vec<_> = lines.iter().map(|raw| decode(raw)).collect();
-        for (raw, wire) in lines.iter().zip(wires) {
+        let mut wires = std::mem::take(&mut self.wires);
+        wires.extend(lines.iter().map(|raw| decode(raw)));
+        for (raw, wire) in lines.iter().zip(wires.drain(..)) {
             self.apply(raw, wire, out);
         }
+        self.wires = wires;
     }
 
     fn terminated(&self) -> bool {
