@@ -78,8 +78,11 @@ impl Plan {
             latency_reps: 3,
             concurrent_runs: 256,
             concurrent_lines: 2_000,
-            single_rounds: 16,
-            concurrent_reps: 3,
+            // As many runs in sequence as at once: the same work on both
+            // sides, and enough of it (~1 s of CPU) that a noisy host's
+            // jitter does not decide the ratio.
+            single_rounds: 256,
+            concurrent_reps: 5,
             big_bytes: 1 << 30,
         }
     }
