@@ -335,6 +335,10 @@ async fn next_line<'s>(
         .collect();
     batch.open();
     deliver_lines(side, &raws, &mut bufs.outs, sink, stdin).await?;
+    drop(raws);
+    // Let go of the lines before the next read, so the read buffer they
+    // share can be reused.
+    bufs.lines.clear();
     Ok(true)
 }
 
@@ -541,6 +545,28 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(log.take(), ["begin", "payload", "event", "payload", "end"]);
+    }
+
+    #[tokio::test]
+    async fn the_events_of_a_burst_are_one_batch_in_line_order() {
+        let log = Log::default();
+        let mut proto = Three;
+        let mut side = Split {
+            proto: &mut proto,
+            controller: None,
+        };
+        // A buffer left with something in it is emptied first.
+        let mut outs = vec![Out::Event(RunEvent::stdout("stale"))];
+        deliver_lines(&mut side, &[b"{}", b"{}"], &mut outs, &log, &mut None)
+            .await
+            .unwrap();
+        assert_eq!(
+            log.take(),
+            [
+                "begin", "payload", "event", "payload", "payload", "event", "payload", "end"
+            ]
+        );
+        assert!(outs.is_empty());
     }
 
     #[tokio::test]

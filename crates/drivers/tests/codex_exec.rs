@@ -499,3 +499,48 @@ async fn an_output_schema_goes_to_a_file_and_the_answer_is_structured() {
         "the schema file is removed after the run"
     );
 }
+
+/// Parse `lines` in bursts of `size` (`LineProtocol::lines_into`).
+fn parse_in_bursts(lines: &[Vec<u8>], size: usize) -> (Vec<Out>, ExecParsed) {
+    let mut p = ExecParser::new(true, None);
+    let mut outs = Vec::new();
+    for burst in lines.chunks(size) {
+        let raws: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
+        p.lines_into(&raws, &mut outs);
+    }
+    let (tail, parsed) = p.finish(Some(0), false);
+    outs.extend(tail);
+    (outs, parsed)
+}
+
+#[test]
+fn a_burst_means_what_its_lines_mean_one_by_one() {
+    for rel in [
+        "codex/exec-basic.jsonl",
+        "codex/exec-tool-bypass.jsonl",
+        "codex/exec-resume.jsonl",
+        "codex/exec-http400.jsonl",
+        "codex/exec-output-schema.jsonl",
+        "codex/exec-response-failed.jsonl",
+    ] {
+        let mut lines: Vec<Vec<u8>> = fixtures::load(rel)
+            .unwrap()
+            .stdout_lines()
+            .iter()
+            .map(|l| l.as_bytes().to_vec())
+            .collect();
+        // Blank, non-JSON and malformed lines inside a burst too.
+        lines.insert(1, b"   ".to_vec());
+        lines.insert(2, b"not json".to_vec());
+        lines.insert(3, b"{\"type\":".to_vec());
+        let one_by_one = parse_in_bursts(&lines, 1);
+        assert!(one_by_one.0.len() > lines.len(), "{rel}: a real parse");
+        for size in [2, 3, 7, lines.len()] {
+            assert_eq!(
+                parse_in_bursts(&lines, size),
+                one_by_one,
+                "{rel}, bursts of {size}"
+            );
+        }
+    }
+}

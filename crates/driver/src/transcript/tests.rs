@@ -360,3 +360,15 @@ fn a_shared_item_is_one_copy_and_counts_like_a_pushed_one() {
     assert_eq!(shared.fingerprint(), pushed.fingerprint());
     assert_eq!(shared, pushed);
 }
+
+#[test]
+fn a_spilled_item_keeps_a_non_finite_float() {
+    let mut item = full_item(0);
+    item.cost_usd = Some(f64::INFINITY);
+    let mut t = Transcript::with_budget(0);
+    t.push(item);
+    t.push(full_item(1));
+    assert!(t.is_spilled());
+    let back = t.get(0).unwrap().unwrap();
+    assert_eq!(back.cost_usd, Some(f64::INFINITY));
+}
