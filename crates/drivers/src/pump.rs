@@ -533,35 +533,33 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn the_events_of_one_line_are_one_batch() {
+    /// Deliver `lines` of [`Three`] through `outs`; what the sink saw.
+    async fn deliver_three(lines: &[&[u8]], outs: &mut Vec<Out>) -> Vec<String> {
         let log = Log::default();
         let mut proto = Three;
         let mut side = Split {
             proto: &mut proto,
             controller: None,
         };
-        deliver_lines(&mut side, &[b"{}"], &mut Vec::new(), &log, &mut None)
+        deliver_lines(&mut side, lines, outs, &log, &mut None)
             .await
             .unwrap();
-        assert_eq!(log.take(), ["begin", "payload", "event", "payload", "end"]);
+        log.take()
+    }
+
+    #[tokio::test]
+    async fn the_events_of_one_line_are_one_batch() {
+        let seen = deliver_three(&[b"{}"], &mut Vec::new()).await;
+        assert_eq!(seen, ["begin", "payload", "event", "payload", "end"]);
     }
 
     #[tokio::test]
     async fn the_events_of_a_burst_are_one_batch_in_line_order() {
-        let log = Log::default();
-        let mut proto = Three;
-        let mut side = Split {
-            proto: &mut proto,
-            controller: None,
-        };
         // A buffer left with something in it is emptied first.
         let mut outs = vec![Out::Event(RunEvent::stdout("stale"))];
-        deliver_lines(&mut side, &[b"{}", b"{}"], &mut outs, &log, &mut None)
-            .await
-            .unwrap();
+        let seen = deliver_three(&[b"{}", b"{}"], &mut outs).await;
         assert_eq!(
-            log.take(),
+            seen,
             [
                 "begin", "payload", "event", "payload", "payload", "event", "payload", "end"
             ]
