@@ -281,3 +281,32 @@ async fn futures_are_send() {
     assert_send(&fin);
     fin.await.unwrap();
 }
+
+#[tokio::test]
+async fn ready_lines_are_the_rest_of_what_was_read_in_order_and_lose_nothing() {
+    // One write of several lines: after the first line, the rest is ready
+    // without another read; mixing the two calls keeps order and bytes.
+    let data: Vec<u8> = (0..2000)
+        .flat_map(|i| format!("line {i} {}\n", "x".repeat(i % 97)).into_bytes())
+        .collect();
+    let f = data_file(&data);
+    let sink = TestSink::new();
+    let mut p = Process::spawn(&sh(&format!("cat '{}'", f.path().display()))).unwrap();
+    let mut lines = Vec::new();
+    let mut ready_taken = 0;
+    while let Some(line) = p.next_line(&sink).await.unwrap() {
+        lines.push(line);
+        while let Some(line) = p.ready_line() {
+            ready_taken += 1;
+            lines.push(line);
+        }
+    }
+    assert!(p.ready_line().is_none(), "nothing after the end of stdout");
+    assert!(
+        ready_taken > 0,
+        "a read of several lines leaves lines ready"
+    );
+    assert_eq!(line_bytes(&lines), split_lines(&data));
+    let fin = p.finish(&sink).await.unwrap();
+    assert_same(&fin.stdout.to_vec().unwrap(), &data);
+}
