@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use agent_adaptor_driver::{
     DecisionError, DecisionKind, DecisionRequest, DecisionResponse, DecisionResult, DecisionSink,
-    Driver, DriverError, EventSink, Request, Response, RunContext, RunEvent, SinkError,
-    StreamPayload, async_trait,
+    Driver, DriverError, Emit, EventSink, Request, Response, RunContext, RunEvent, StreamPayload,
+    async_trait,
 };
 use futures::FutureExt;
 
@@ -88,16 +88,15 @@ impl RecordingSink {
     }
 }
 
-#[async_trait]
 impl EventSink for RecordingSink {
-    async fn emit(&self, event: RunEvent) -> Result<(), SinkError> {
+    fn emit(&self, event: RunEvent) -> Emit<'_> {
         self.push(Emitted::Event(event));
-        Ok(())
+        Emit::ready(Ok(()))
     }
 
-    async fn emit_stream(&self, payload: StreamPayload) -> Result<(), SinkError> {
+    fn emit_stream(&self, payload: StreamPayload) -> Emit<'_> {
         self.push(Emitted::Stream(payload));
-        Ok(())
+        Emit::ready(Ok(()))
     }
 
     fn decisions(&self) -> Option<&dyn DecisionSink> {

@@ -245,7 +245,7 @@ pub(crate) fn run_event(meta: EventMeta, ev: RunEvent) -> Event {
             meta,
             kind: notice_kind::TRANSCRIPT_ITEM.into(),
             text: String::new(),
-            item: Some(Box::new(Arc::unwrap_or_clone(item))),
+            item: Some(Box::new(Arc::unwrap_or_clone(item.into_arc()))),
             metadata: BTreeMap::new(),
             data: None,
         }),

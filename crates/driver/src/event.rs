@@ -1,13 +1,12 @@
 //! Operational events a driver sends through [`EventSink::emit`](crate::EventSink::emit) (spec §6).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::transcript::TranscriptItem;
+use crate::transcript::SharedItem;
 
 /// Which output stream a raw chunk came from. Only stdout and stderr exist
 /// (RUN-01 holds by construction).
@@ -71,8 +70,9 @@ pub enum RunEvent {
     /// A transcript item as it is parsed; the sequence of these must equal
     /// [`Response::transcript`](crate::Response::transcript). Shared, so a
     /// driver keeps one copy for its transcript and the event
-    /// ([`Transcript::share`](crate::Transcript::share)).
-    Item(Arc<TranscriptItem>),
+    /// ([`Transcript::share`](crate::Transcript::share)), and its digest is
+    /// worked out once ([`SharedItem`]).
+    Item(SharedItem),
     /// The provider process was spawned (pid, argv summary …).
     Spawn(OperationalEvent),
     /// The provider was invoked (argv, model, transport …).

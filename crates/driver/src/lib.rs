@@ -95,11 +95,11 @@ pub use session::{
     Checkpoint, FingerprintError, SessionCodec, SessionContext, SessionMode, SessionParams,
     SessionState, StandardSessionCodec, canonical_session_config_fingerprint,
 };
-pub use sink::{Batch, EventSink, SinkError};
+pub use sink::{Batch, Emit, EventSink, SinkError};
 pub use stream::{ProviderCoords, ProviderDrop, Role, StreamKind, StreamPayload, ToolScope};
 pub use tokio_util::sync::CancellationToken;
 pub use transcript::{
-    DEFAULT_TRANSCRIPT_BUDGET, Transcript, TranscriptError, TranscriptFingerprint, TranscriptItem,
-    TranscriptKind, TranscriptViolation,
+    DEFAULT_TRANSCRIPT_BUDGET, SharedItem, Transcript, TranscriptError, TranscriptFingerprint,
+    TranscriptItem, TranscriptKind, TranscriptViolation,
 };
 pub use usage::Usage;

@@ -1,6 +1,9 @@
 //! The sink a driver reports through (spec §4).
 
-use async_trait::async_trait;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use crate::decision::DecisionSink;
 use crate::event::RunEvent;
@@ -9,9 +12,12 @@ use crate::stream::StreamPayload;
 
 /// Where a driver sends everything it observes during [`Driver::run`](crate::Driver::run).
 ///
-/// Both methods end up on the one public event stream. They are `async`
-/// because delivery applies backpressure: a reliable event (a lifecycle
-/// boundary, a transcript item, a tool result) waits for consumer space.
+/// Both methods end up on the one public event stream. They return a future
+/// ([`Emit`]) because delivery applies backpressure: a reliable event (a
+/// lifecycle boundary, a transcript item, a tool result) waits for consumer
+/// space. In the common case — room in the queue — a sink answers with
+/// [`Emit::ready`], which costs no allocation; one that must wait returns
+/// [`Emit::new`] with its `async` block.
 ///
 /// The sink is *borrowed* for the duration of `run`, so a driver cannot keep
 /// it, and cannot call it after `run` returns — a detached task holding the
@@ -28,13 +34,34 @@ use crate::stream::StreamPayload;
 /// Every error means "stop": [`SinkError::Cancelled`] when the run was
 /// cancelled, [`SinkError::Violation`] when the payload broke the contract
 /// (a driver bug, already reported to the host).
-#[async_trait]
+///
+/// A sink that implements both methods with `async` code:
+///
+/// ```
+/// use agent_adaptor_driver::{Emit, EventSink, RunEvent, StreamPayload};
+/// struct Log(std::sync::Mutex<Vec<String>>);
+/// impl EventSink for Log {
+///     fn emit(&self, event: RunEvent) -> Emit<'_> {
+///         // Already done: no future to build.
+///         self.0.lock().unwrap().push(event.kind_name().to_owned());
+///         Emit::ready(Ok(()))
+///     }
+///     fn emit_stream(&self, payload: StreamPayload) -> Emit<'_> {
+///         // Work that awaits goes in an `async` block.
+///         Emit::new(async move {
+///             tokio::task::yield_now().await;
+///             self.0.lock().unwrap().push(payload.kind.name().to_owned());
+///             Ok(())
+///         })
+///     }
+/// }
+/// ```
 pub trait EventSink: Send + Sync {
     /// Report an operational event or transcript item (spec §6).
-    async fn emit(&self, event: RunEvent) -> Result<(), SinkError>;
+    fn emit(&self, event: RunEvent) -> Emit<'_>;
 
     /// Report a normalized live payload (spec §5).
-    async fn emit_stream(&self, payload: StreamPayload) -> Result<(), SinkError>;
+    fn emit_stream(&self, payload: StreamPayload) -> Emit<'_>;
 
     /// The decision-capable side of the sink, when the host can answer
     /// human decisions (spec §10).
@@ -77,6 +104,63 @@ pub trait EventSink: Send + Sync {
     }
 }
 
+/// The outcome of [`EventSink::emit`] / [`EventSink::emit_stream`]: a future
+/// that is either complete already ([`Emit::ready`], no allocation: the
+/// common case) or boxed work still to do ([`Emit::new`]).
+///
+/// Await it once. Polled again after it completed, it answers `Ok(())`
+/// (the event was delivered, or refused, on the first completion).
+#[must_use = "the event may not be delivered until this is awaited"]
+pub struct Emit<'a>(EmitState<'a>);
+
+enum EmitState<'a> {
+    Ready(Option<Result<(), SinkError>>),
+    Pending(Pin<Box<dyn Future<Output = Result<(), SinkError>> + Send + 'a>>),
+}
+
+impl<'a> Emit<'a> {
+    /// Already delivered (or refused): the result, without a future to run.
+    pub fn ready(result: Result<(), SinkError>) -> Self {
+        Emit(EmitState::Ready(Some(result)))
+    }
+
+    /// Delivery still to do: `work` is boxed and run when awaited.
+    pub fn new(work: impl Future<Output = Result<(), SinkError>> + Send + 'a) -> Self {
+        Emit(EmitState::Pending(Box::pin(work)))
+    }
+
+    /// True when the result is known without running anything.
+    pub fn is_ready(&self) -> bool {
+        matches!(self.0, EmitState::Ready(_))
+    }
+}
+
+impl Future for Emit<'_> {
+    type Output = Result<(), SinkError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.0 {
+            EmitState::Ready(result) => Poll::Ready(result.take().unwrap_or(Ok(()))),
+            EmitState::Pending(work) => {
+                let out = work.as_mut().poll(cx);
+                if out.is_ready() {
+                    self.0 = EmitState::Ready(None);
+                }
+                out
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Emit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            EmitState::Ready(result) => f.debug_tuple("Emit::Ready").field(result).finish(),
+            EmitState::Pending(_) => f.write_str("Emit::Pending"),
+        }
+    }
+}
+
 /// A batch of events on a sink, open for as long as the guard lives (see
 /// [`EventSink::begin_batch`]).
 ///
@@ -114,8 +198,8 @@ impl Drop for Batch<'_> {
     }
 }
 
-impl std::fmt::Debug for Batch<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for Batch<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Batch").finish_non_exhaustive()
     }
 }

@@ -3,12 +3,14 @@
 
 mod digest;
 mod list;
+mod shared;
 mod spill;
 #[cfg(test)]
 mod tests;
 
 pub use digest::TranscriptFingerprint;
 pub use list::{DEFAULT_TRANSCRIPT_BUDGET, Iter, Transcript, TranscriptError};
+pub use shared::SharedItem;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -482,7 +482,7 @@ mod tests {
 
     use std::sync::Mutex;
 
-    use agent_adaptor_driver::SinkError;
+    use agent_adaptor_driver::Emit;
 
     use super::*;
 
@@ -499,15 +499,14 @@ mod tests {
         }
     }
 
-    #[async_trait]
     impl EventSink for Log {
-        async fn emit(&self, _event: RunEvent) -> Result<(), SinkError> {
+        fn emit(&self, _event: RunEvent) -> Emit<'_> {
             self.push("event");
-            Ok(())
+            Emit::ready(Ok(()))
         }
-        async fn emit_stream(&self, _payload: StreamPayload) -> Result<(), SinkError> {
+        fn emit_stream(&self, _payload: StreamPayload) -> Emit<'_> {
             self.push("payload");
-            Ok(())
+            Emit::ready(Ok(()))
         }
         fn begin_batch(&self) {
             self.push("begin");

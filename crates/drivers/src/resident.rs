@@ -49,8 +49,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use agent_adaptor_driver::{
-    EventSink, FailureCode, OperationalEvent, RunEvent, RunFailure, SinkError, StreamPayload,
-    async_trait, canonical_session_config_fingerprint,
+    Emit, EventSink, FailureCode, OperationalEvent, RunEvent, RunFailure, SinkError, StreamPayload,
+    canonical_session_config_fingerprint,
 };
 use agent_adaptor_process::{Command, PartialWrite, Process, StdinController};
 use serde::Serialize;
@@ -591,13 +591,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A sink for output nobody will read (a process being stopped between runs).
 struct Discard;
 
-#[async_trait]
 impl EventSink for Discard {
-    async fn emit(&self, _event: RunEvent) -> Result<(), SinkError> {
-        Ok(())
+    fn emit(&self, _event: RunEvent) -> Emit<'_> {
+        Emit::ready(Ok(()))
     }
 
-    async fn emit_stream(&self, _payload: StreamPayload) -> Result<(), SinkError> {
-        Ok(())
+    fn emit_stream(&self, _payload: StreamPayload) -> Emit<'_> {
+        Emit::ready(Ok(()))
     }
 }

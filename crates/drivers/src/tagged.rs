@@ -17,7 +17,9 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::Deserialize;
-use serde::de::value::{MapAccessDeserializer, StringDeserializer};
+use serde::de::value::{
+    BorrowedStrDeserializer, MapAccessDeserializer, SeqAccessDeserializer, StringDeserializer,
+};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
@@ -69,16 +71,99 @@ impl<'de, T: Tagged<'de>> Visitor<'de> for TaggedVisitor<T> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
-        let mut before = Vec::new();
+        let mut before = Before::default();
         while let Some(Str(key)) = map.next_key::<Str<'de>>()? {
             if key == TAG {
                 let Str(tag) = map.next_value::<Str<'de>>()?;
                 return T::variant(&tag, Rest { before, map });
             }
-            let value: Value = map.next_value()?;
-            before.push((key.into_owned(), value));
+            before.push(key, map.next_value()?);
         }
         Err(de::Error::missing_field(TAG))
+    }
+}
+
+/// The fields read before the tag, in order. The first is held inline and
+/// keys and string values borrow from the input where they can, so the
+/// common case — one field, such as an item's `id`, ahead of `type` —
+/// allocates nothing.
+#[derive(Default)]
+struct Before<'de> {
+    first: Option<(Cow<'de, str>, Held<'de>)>,
+    more: Vec<(Cow<'de, str>, Held<'de>)>,
+}
+
+impl<'de> Before<'de> {
+    fn push(&mut self, key: Cow<'de, str>, value: Held<'de>) {
+        if self.first.is_none() {
+            self.first = Some((key, value));
+        } else {
+            self.more.push((key, value));
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    fn into_iter(self) -> impl Iterator<Item = (Cow<'de, str>, Held<'de>)> {
+        self.first.into_iter().chain(self.more)
+    }
+}
+
+/// A value read before the tag: a string as read (borrowed when it has no
+/// escapes), anything else as a [`Value`].
+enum Held<'de> {
+    Str(Cow<'de, str>),
+    Value(Value),
+}
+
+impl<'de> Deserialize<'de> for Held<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Held<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Held<'de>, E> {
+                Ok(Held::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Held<'de>, E> {
+                Ok(Held::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Held<'de>, E> {
+                Ok(Held::Str(Cow::Owned(v)))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Held<'de>, E> {
+                Ok(Held::Value(Value::Bool(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Held<'de>, E> {
+                Ok(Held::Value(Value::from(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Held<'de>, E> {
+                Ok(Held::Value(Value::from(v)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Held<'de>, E> {
+                Ok(Held::Value(Value::from(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Held<'de>, E> {
+                Ok(Held::Value(Value::Null))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Held<'de>, E> {
+                Ok(Held::Value(Value::Null))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Held<'de>, D::Error> {
+                Held::deserialize(d)
+            }
+            fn visit_seq<S: de::SeqAccess<'de>>(self, seq: S) -> Result<Held<'de>, S::Error> {
+                Value::deserialize(SeqAccessDeserializer::new(seq)).map(Held::Value)
+            }
+            fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<Held<'de>, M::Error> {
+                Value::deserialize(MapAccessDeserializer::new(map)).map(Held::Value)
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -108,12 +193,12 @@ impl<'de> Deserialize<'de> for Str<'de> {
 }
 
 /// The fields after the tag (still in the input), and those before it.
-struct Rest<A> {
-    before: Vec<(String, Value)>,
+struct Rest<'de, A> {
+    before: Before<'de>,
     map: A,
 }
 
-impl<'de, A: MapAccess<'de>> Fields<'de> for Rest<A> {
+impl<'de, A: MapAccess<'de>> Fields<'de> for Rest<'de, A> {
     type Error = A::Error;
 
     fn read<T: Deserialize<'de>>(self) -> Result<T, A::Error> {
@@ -129,13 +214,17 @@ impl<'de, A: MapAccess<'de>> Fields<'de> for Rest<A> {
 }
 
 /// The fields read before the tag, then the rest of the object.
-struct Replay<A> {
-    before: std::vec::IntoIter<(String, Value)>,
-    value: Option<Value>,
+struct Replay<'de, I, A> {
+    before: I,
+    value: Option<Held<'de>>,
     map: A,
 }
 
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for Replay<A> {
+impl<'de, I, A> MapAccess<'de> for Replay<'de, I, A>
+where
+    I: Iterator<Item = (Cow<'de, str>, Held<'de>)>,
+    A: MapAccess<'de>,
+{
     type Error = A::Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
@@ -145,8 +234,11 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Replay<A> {
         match self.before.next() {
             Some((key, value)) => {
                 self.value = Some(value);
-                seed.deserialize(StringDeserializer::<A::Error>::new(key))
-                    .map(Some)
+                let key = match key {
+                    Cow::Borrowed(k) => seed.deserialize(BorrowedStrDeserializer::new(k)),
+                    Cow::Owned(k) => seed.deserialize(StringDeserializer::new(k)),
+                };
+                key.map(Some)
             }
             None => self.map.next_key_seed(seed),
         }
@@ -154,9 +246,58 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Replay<A> {
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
         match self.value.take() {
-            Some(value) => seed.deserialize(value).map_err(de::Error::custom),
+            Some(Held::Str(s)) => seed.deserialize(HeldStr(s, PhantomData)),
+            Some(Held::Value(value)) => seed.deserialize(value).map_err(de::Error::custom),
             None => self.map.next_value_seed(seed),
         }
+    }
+}
+
+/// A string read before the tag, replayed as a JSON string value would
+/// be: borrowed when it borrows from the input, `Some` for an `Option`,
+/// a unit variant for an enum, the inner value of a newtype.
+struct HeldStr<'de, E>(Cow<'de, str>, PhantomData<E>);
+
+impl<'de, E: de::Error> Deserializer<'de> for HeldStr<'de, E> {
+    type Error = E;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        match self.0 {
+            Cow::Borrowed(s) => visitor.visit_borrowed_str(s),
+            Cow::Owned(s) => visitor.visit_string(s),
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, E> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, E> {
+        match self.0 {
+            Cow::Borrowed(s) => {
+                BorrowedStrDeserializer::new(s).deserialize_enum(name, variants, visitor)
+            }
+            Cow::Owned(s) => StringDeserializer::new(s).deserialize_enum(name, variants, visitor),
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple tuple_struct map struct
+        identifier ignored_any
     }
 }
 
@@ -184,8 +325,27 @@ mod tests {
         Circle { r: u32 },
         Square { side: u32, label: String },
         Dot,
+        Pen(Pen),
         Other,
     }
+
+    /// Strings as an option, an enum and a newtype.
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Pen {
+        note: Option<String>,
+        color: Color,
+        name: Name,
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Color {
+        Red,
+        Blue,
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Name(String);
 
     impl<'de> Deserialize<'de> for Shape {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -222,6 +382,7 @@ mod tests {
                     fields.skip()?;
                     Shape::Dot
                 }
+                "pen" => Shape::Pen(fields.read()?),
                 _ => {
                     fields.skip()?;
                     Shape::Other
@@ -243,6 +404,11 @@ mod tests {
             label: String,
         },
         Dot,
+        Pen {
+            note: Option<String>,
+            color: Color,
+            name: Name,
+        },
         #[serde(other)]
         Other,
     }
@@ -252,6 +418,7 @@ mod tests {
             Derived::Circle { r } => Shape::Circle { r },
             Derived::Square { side, label } => Shape::Square { side, label },
             Derived::Dot => Shape::Dot,
+            Derived::Pen { note, color, name } => Shape::Pen(Pen { note, color, name }),
             Derived::Other => Shape::Other,
         }
     }
@@ -264,6 +431,17 @@ mod tests {
             r#"{"r":3,"extra":{"deep":[1,2,{"x":null}]},"type":"circle","more":true}"#,
             r#"{"type":"square","side":2}"#,
             r#"{"side":2,"label":"a\"b","type":"square"}"#,
+            r#"{"label":"plain","side":2,"type":"square"}"#,
+            r#"{"note":"n","color":"red","name":"x","type":"pen"}"#,
+            r#"{"note":"a\nb","color":"blu\u0065","name":"\"q\"","type":"pen"}"#,
+            r#"{"note":null,"color":"blue","type":"pen","name":"x"}"#,
+            r#"{"color":"green","name":"x","type":"pen"}"#,
+            r#"{"note":1,"color":"red","name":"x","type":"pen"}"#,
+            r#"{"type":"pen","note":"n","color":"red","name":"x"}"#,
+            r#"{"label":"x","n":null,"f":1.5,"u":18446744073709551615,"i":-7,"b":false,"a":[{"k":"v"}],"side":2,"type":"square"}"#,
+            r#"{"r":"3","type":"circle"}"#,
+            r#"{"label":7,"side":2,"type":"square"}"#,
+            r#"{"side":2,"side":3,"type":"square"}"#,
             r#"{"type":"sq\u0075are","side":2}"#,
             r#"{"type":"dot"}"#,
             r#"{"type":"dot","r":"anything"}"#,

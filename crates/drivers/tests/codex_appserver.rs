@@ -153,7 +153,7 @@ fn checked(
             }
             Out::Event(RunEvent::Item(i)) => {
                 i.validate().unwrap();
-                items.push(Arc::unwrap_or_clone(i));
+                items.push(Arc::unwrap_or_clone(i.into_arc()));
             }
             _ => {}
         }

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use agent_adaptor_driver::{EventSink, RunEvent, SinkError, StreamPayload};
+use agent_adaptor_driver::{Emit, EventSink, RunEvent, SinkError, StreamPayload};
 use agent_adaptor_process::{Line, Process};
 use common::{TestSink, assert_same, pseudo_random, sh, split_lines};
 
@@ -179,14 +179,15 @@ async fn empty_output_and_unterminated_tail() {
 /// dropped in the middle of an emit.
 struct YieldingSink(TestSink);
 
-#[agent_adaptor_driver::async_trait]
 impl EventSink for YieldingSink {
-    async fn emit(&self, event: RunEvent) -> Result<(), SinkError> {
-        tokio::task::yield_now().await;
-        self.0.emit(event).await
+    fn emit(&self, event: RunEvent) -> Emit<'_> {
+        Emit::new(async move {
+            tokio::task::yield_now().await;
+            self.0.emit(event).await
+        })
     }
-    async fn emit_stream(&self, payload: StreamPayload) -> Result<(), SinkError> {
-        self.0.emit_stream(payload).await
+    fn emit_stream(&self, payload: StreamPayload) -> Emit<'_> {
+        self.0.emit_stream(payload)
     }
 }
 

@@ -232,19 +232,15 @@ async fn a_dropped_lone_child_is_reaped() {
 /// A sink whose every emit waits forever (a consumer that never reads).
 struct StuckSink;
 
-#[agent_adaptor_driver::async_trait]
 impl agent_adaptor_driver::EventSink for StuckSink {
-    async fn emit(
-        &self,
-        _event: agent_adaptor_driver::RunEvent,
-    ) -> Result<(), agent_adaptor_driver::SinkError> {
-        std::future::pending().await
+    fn emit(&self, _event: agent_adaptor_driver::RunEvent) -> agent_adaptor_driver::Emit<'_> {
+        agent_adaptor_driver::Emit::new(std::future::pending())
     }
-    async fn emit_stream(
+    fn emit_stream(
         &self,
         _payload: agent_adaptor_driver::StreamPayload,
-    ) -> Result<(), agent_adaptor_driver::SinkError> {
-        std::future::pending().await
+    ) -> agent_adaptor_driver::Emit<'_> {
+        agent_adaptor_driver::Emit::new(std::future::pending())
     }
 }
 

@@ -13,9 +13,9 @@ use serde::ser::{Error as _, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::TranscriptItem;
 use super::digest::TranscriptFingerprint;
 use super::spill::SpillFile;
+use super::{SharedItem, TranscriptItem};
 
 /// The default memory budget of a [`Transcript`]: 2 MiB of items.
 ///
@@ -213,21 +213,22 @@ impl Transcript {
 
     /// Append an item (see the type's docs: never fails, may spill).
     pub fn push(&mut self, item: TranscriptItem) {
-        self.push_shared(Arc::new(item));
+        self.push_shared(SharedItem::new(item));
     }
 
     /// Append an item and return it shared, e.g. for the
     /// [`RunEvent::Item`](crate::RunEvent::Item) that announces it: one
     /// item in memory, not two copies.
-    pub fn share(&mut self, item: TranscriptItem) -> Arc<TranscriptItem> {
-        let item = Arc::new(item);
-        self.push_shared(Arc::clone(&item));
+    pub fn share(&mut self, item: TranscriptItem) -> SharedItem {
+        let item = SharedItem::new(item);
+        self.push_shared(item.clone());
         item
     }
 
     /// Append an item held elsewhere too (see [`share`](Self::share)).
-    pub fn push_shared(&mut self, item: Arc<TranscriptItem>) {
-        self.fingerprint.push(&item);
+    pub fn push_shared(&mut self, item: SharedItem) {
+        self.fingerprint.push_digest(item.digest());
+        let item = item.into_arc();
         self.tail_bytes = self.tail_bytes.saturating_add(estimate(&item));
         if self.tail.len() == self.tail.capacity() {
             // Grow by doubling, but never past what the budget can hold

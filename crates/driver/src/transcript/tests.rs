@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Transcript, TranscriptError, TranscriptFingerprint, TranscriptItem, TranscriptKind};
+use super::{
+    SharedItem, Transcript, TranscriptError, TranscriptFingerprint, TranscriptItem, TranscriptKind,
+};
 use crate::usage::Usage;
 
 /// An item with every field set, distinct per `i`, with non-ASCII text.
@@ -353,12 +355,30 @@ fn a_shared_item_is_one_copy_and_counts_like_a_pushed_one() {
     let mut shared = Transcript::new();
     let item = shared.share(full_item(1));
     assert!(std::sync::Arc::ptr_eq(
-        &item,
+        item.as_arc(),
         &shared.as_slice().unwrap()[0]
     ));
     let pushed = filled(1 << 20, &[full_item(1)]);
     assert_eq!(shared.fingerprint(), pushed.fingerprint());
     assert_eq!(shared, pushed);
+    // The digest the item carries is the item's own.
+    assert_eq!(item.digest(), full_item(1).digest());
+    let mut by_digest = TranscriptFingerprint::new();
+    by_digest.push_digest(item.digest());
+    assert_eq!(by_digest, pushed.fingerprint());
+}
+
+#[test]
+fn a_shared_item_made_any_way_carries_its_own_digest() {
+    let a = SharedItem::new(full_item(2));
+    let b = SharedItem::from(std::sync::Arc::new(full_item(2)));
+    let c: SharedItem = full_item(3).into();
+    assert_eq!(a.digest(), full_item(2).digest());
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    assert_eq!(c.digest(), full_item(3).digest());
+    assert_eq!(*a, full_item(2), "derefs to the item");
+    assert_eq!(format!("{a:?}"), format!("{:?}", full_item(2)));
 }
 
 #[test]

@@ -78,7 +78,12 @@ impl ExecParser {
     }
 
     fn tool_completed(&mut self, item: Item, out: &mut Vec<Out>) {
-        let Some((name, args)) = Self::tool_of(&item.details) else {
+        // The name and arguments only start a call whose start was not seen.
+        let call = if self.rec.tool_open(&item.id) {
+            None
+        } else if let Some(call) = Self::tool_of(&item.details) {
+            Some(call)
+        } else {
             return;
         };
         // The structured result only feeds a payload: not built when
@@ -120,8 +125,7 @@ impl ExecParser {
         };
         let result = result.unwrap_or(Value::Null);
         let outcome = ToolOutcome {
-            name,
-            args,
+            call,
             text,
             is_error,
             result,

@@ -359,6 +359,12 @@ impl Recorder {
         Some(id)
     }
 
+    /// True while the tool call of `item_id` is open (its start was seen
+    /// and it has not completed): its completion needs no name or arguments.
+    pub(crate) fn tool_open(&self, item_id: &str) -> bool {
+        self.find_open(Family::Tool, item_id).is_some()
+    }
+
     fn find_open(&self, family: Family, item_id: &str) -> Option<&Open> {
         self.open
             .iter()
@@ -496,8 +502,10 @@ impl Recorder {
 
     /// A tool call completed (started first if its start was never seen).
     pub(crate) fn tool_done(&mut self, out: &mut Vec<Out>, item_id: &str, tool: ToolOutcome) {
-        if self.find_open(Family::Tool, item_id).is_none() {
-            self.tool_started(out, item_id, &tool.name, tool.args);
+        if !self.tool_open(item_id)
+            && let Some((name, args)) = tool.call
+        {
+            self.tool_started(out, item_id, &name, args);
         }
         let Some(o) = self.take_open(Family::Tool, item_id) else {
             return;
@@ -682,10 +690,11 @@ fn end(family: Family, id: impl Into<String>) -> StreamPayload {
 /// How a tool call ended, for [`Recorder::tool_done`].
 #[derive(Debug, Clone)]
 pub(crate) struct ToolOutcome {
-    /// The tool name (used when the start was never seen).
-    pub name: String,
-    /// The complete arguments (likewise).
-    pub args: Value,
+    /// The tool name and its complete arguments, which start the call when
+    /// its start was never seen. A caller leaves them out (`None`) only when
+    /// [`Recorder::tool_open`] says the call is open, so as not to build them
+    /// for nothing; a completion of an unknown call without them is dropped.
+    pub call: Option<(String, Value)>,
     /// The transcript text of the result.
     pub text: String,
     /// Whether it failed (or was declined).

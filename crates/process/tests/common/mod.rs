@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use agent_adaptor_driver::{EventSink, OutputStream, RunEvent, SinkError, StreamPayload};
+use agent_adaptor_driver::{Emit, EventSink, OutputStream, RunEvent, SinkError, StreamPayload};
 use agent_adaptor_process::Command;
 
 /// What the sink saw.
@@ -57,9 +57,18 @@ impl TestSink {
     }
 }
 
-#[agent_adaptor_driver::async_trait]
 impl EventSink for TestSink {
-    async fn emit(&self, event: RunEvent) -> Result<(), SinkError> {
+    fn emit(&self, event: RunEvent) -> Emit<'_> {
+        Emit::ready(self.take(event))
+    }
+
+    fn emit_stream(&self, _payload: StreamPayload) -> Emit<'_> {
+        panic!("the process helper must never emit stream payloads");
+    }
+}
+
+impl TestSink {
+    fn take(&self, event: RunEvent) -> Result<(), SinkError> {
         let RunEvent::Chunk { stream, bytes } = event else {
             panic!(
                 "the process helper emits only chunks, got {}",
@@ -81,10 +90,6 @@ impl EventSink for TestSink {
             }
         }
         Ok(())
-    }
-
-    async fn emit_stream(&self, _payload: StreamPayload) -> Result<(), SinkError> {
-        panic!("the process helper must never emit stream payloads");
     }
 }
 

@@ -315,11 +315,20 @@ impl AppServerParser {
             }
             ThreadItem::Other => self.unknown_item(params, raw, out),
             tool => {
-                let (Some((name, args)), Some(id)) = (tool.tool(), item_id(&tool)) else {
+                let Some(id) = item_id(&tool) else {
                     return;
                 };
                 let id = id.to_owned();
-                let outcome = outcome(name, args, tool);
+                // The name and arguments only start a call whose start was
+                // not seen.
+                let call = if self.rec.tool_open(&id) {
+                    None
+                } else if let Some(call) = tool.tool() {
+                    Some(call)
+                } else {
+                    return;
+                };
+                let outcome = outcome(call, tool);
                 self.rec.tool_done(out, &id, outcome);
             }
         }
@@ -468,7 +477,7 @@ fn item_id(item: &ThreadItem) -> Option<&str> {
 }
 
 /// How a completed tool item ended.
-fn outcome(name: String, args: Value, item: ThreadItem) -> ToolOutcome {
+fn outcome(call: Option<(String, Value)>, item: ThreadItem) -> ToolOutcome {
     let (text, is_error, result) = match item {
         ThreadItem::CommandExecution {
             status,
@@ -511,8 +520,7 @@ fn outcome(name: String, args: Value, item: ThreadItem) -> ToolOutcome {
         _ => (String::new(), false, Value::Null),
     };
     ToolOutcome {
-        name,
-        args,
+        call,
         text,
         is_error,
         result,
