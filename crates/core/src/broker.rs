@@ -59,6 +59,10 @@ impl Default for BrokerConfig {
 
 struct Queue {
     items: VecDeque<Event>,
+    /// Events the consumer took out of `items` and has not yet handed on:
+    /// they still count against the buffer, so `items.len() + in_hand`
+    /// never exceeds it. Settled when the consumer takes the next lot.
+    in_hand: usize,
     closed: bool,
     consumer: Option<Waker>,
     publisher: Option<Waker>,
@@ -67,6 +71,12 @@ struct Queue {
 }
 
 impl Queue {
+    /// Buffer slots in use: queued, or taken by the consumer and not yet
+    /// handed on.
+    fn used(&self) -> usize {
+        self.items.len() + self.in_hand
+    }
+
     fn wake_consumer(&mut self) {
         if let Some(w) = self.consumer.take() {
             w.wake();
@@ -136,9 +146,14 @@ struct PubState {
 }
 
 /// The consuming side, read by `RunStream`.
-#[derive(Clone)]
+///
+/// It takes everything queued under one lock and hands it on from a local
+/// buffer, so a consumer on another thread costs the publisher one lock
+/// contention per wake, not one per event.
 pub(crate) struct Consumer {
     shared: Arc<Shared>,
+    /// Taken from the queue, not yet handed on (counted in `Queue::in_hand`).
+    local: VecDeque<Event>,
 }
 
 /// A new broker for one run.
@@ -150,6 +165,7 @@ pub(crate) fn broker(
     let shared = Arc::new(Shared {
         queue: Mutex::new(Queue {
             items: VecDeque::with_capacity((config.buffer + RESERVED).min(4096)),
+            in_hand: 0,
             closed: false,
             consumer: None,
             publisher: None,
@@ -170,7 +186,10 @@ pub(crate) fn broker(
                 config,
             },
         },
-        Consumer { shared },
+        Consumer {
+            shared,
+            local: VecDeque::new(),
+        },
     )
 }
 
@@ -316,7 +335,7 @@ impl Publisher {
         let mut q = self.shared.lock();
         let ev = slot.take()?;
         if self.shared.control.is_stopped() {
-            if !droppable && q.items.len() < capacity {
+            if !droppable && q.used() < capacity {
                 st.push(&mut q, ev, wake_at);
                 return Some(Ok(()));
             }
@@ -324,14 +343,14 @@ impl Publisher {
             return Some(Err(Cancelled));
         }
         if let Some(agg) = st.pending.take() {
-            if q.items.len() < capacity {
+            if q.used() < capacity {
                 let report = st.dropped_event(agg);
                 st.push(&mut q, report, wake_at);
             } else {
                 st.pending = Some(agg);
             }
         }
-        if st.pending.is_none() && q.items.len() < capacity {
+        if st.pending.is_none() && q.used() < capacity {
             st.push(&mut q, ev, wake_at);
             return Some(Ok(()));
         }
@@ -349,7 +368,7 @@ impl Publisher {
         let capacity = shared.config.buffer;
         let space = poll_fn(|cx: &mut Context<'_>| {
             let mut q = shared.lock();
-            if q.items.len() < capacity {
+            if q.used() < capacity {
                 Poll::Ready(())
             } else {
                 q.publisher = Some(cx.waker().clone());
@@ -428,12 +447,26 @@ impl Batcher {
 
 impl Consumer {
     /// Poll for the next event; `None` once the run is closed and drained.
-    pub(crate) fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+    ///
+    /// Events come from the local buffer; when it is empty, everything
+    /// queued is taken at once (and the slots the previous lot held are
+    /// given back to the publisher).
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        if let Some(ev) = self.local.pop_front() {
+            return Poll::Ready(Some(ev));
+        }
         let mut q = self.shared.lock();
-        if let Some(ev) = q.items.pop_front() {
-            if let Some(w) = q.publisher.take() {
-                w.wake();
-            }
+        let freed = std::mem::take(&mut q.in_hand);
+        if !q.items.is_empty() {
+            std::mem::swap(&mut self.local, &mut q.items);
+            q.in_hand = self.local.len();
+        }
+        if (freed > 0 || q.in_hand > 0)
+            && let Some(w) = q.publisher.take()
+        {
+            w.wake();
+        }
+        if let Some(ev) = self.local.pop_front() {
             return Poll::Ready(Some(ev));
         }
         if q.closed {
@@ -459,12 +492,12 @@ impl Consumer {
     /// True once the queue is closed and every event was read.
     pub(crate) fn is_terminated(&self) -> bool {
         let q = self.shared.lock();
-        q.closed && q.items.is_empty()
+        q.closed && q.items.is_empty() && self.local.is_empty()
     }
 
     /// Events buffered and not yet read.
     pub(crate) fn buffered(&self) -> usize {
-        self.shared.lock().items.len()
+        self.shared.lock().items.len() + self.local.len()
     }
 }
 
@@ -512,7 +545,7 @@ mod tests {
     }
 
     /// Read everything queued; the consumer's waker is `waker`.
-    fn drain(c: &Consumer, waker: &Waker) -> Vec<Event> {
+    fn drain(c: &mut Consumer, waker: &Waker) -> Vec<Event> {
         let mut cx = Context::from_waker(waker);
         let mut out = Vec::new();
         while let Poll::Ready(Some(ev)) = c.poll_next(&mut cx) {
@@ -522,11 +555,45 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_wakes_the_consumer_once_at_its_end() {
-        let (mut p, c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+    fn events_the_consumer_took_still_count_against_the_buffer() {
+        let (mut p, mut c, _control) = setup(4, false);
+        for n in 0..4 {
+            let ev = reliable(&p, n);
+            offer_now(&mut p, ev);
+        }
         let counter = Arc::new(Counter::default());
         let waker = Waker::from(counter.clone());
-        assert!(drain(&c, &waker).is_empty()); // parked: waker registered
+        let mut cx = Context::from_waker(&waker);
+        // The consumer takes the whole lot and hands on the first.
+        let Poll::Ready(Some(first)) = c.poll_next(&mut cx) else {
+            panic!("an event was queued");
+        };
+        assert_eq!(first.meta().sequence, 1);
+        assert_eq!(c.buffered(), 3);
+        // Three still in its hands and one handed on: the buffer is full.
+        let ev = reliable(&p, 4);
+        let Offer::Wait(waiting) = p.offer(ev) else {
+            panic!("the buffer holds what the consumer took");
+        };
+        // Once the lot is handed on and the consumer comes back, the slots
+        // are free again and the waiting event goes in.
+        let rest: Vec<u64> = drain(&mut c, &waker)
+            .iter()
+            .map(|e| e.meta().sequence)
+            .collect();
+        assert_eq!(rest, [2, 3, 4]);
+        assert_eq!(c.buffered(), 0);
+        let mut slot = waiting.slot;
+        assert!(matches!(p.try_publish(&mut slot, false), Some(Ok(()))));
+        assert_eq!(drain(&mut c, &waker).len(), 1);
+    }
+
+    #[test]
+    fn a_batch_wakes_the_consumer_once_at_its_end() {
+        let (mut p, mut c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let counter = Arc::new(Counter::default());
+        let waker = Waker::from(counter.clone());
+        assert!(drain(&mut c, &waker).is_empty()); // parked: waker registered
         let batch = p.batcher();
         batch.begin();
         for n in 0..10 {
@@ -536,7 +603,7 @@ mod tests {
         assert_eq!(counter.count(), 0, "no wake inside the batch");
         batch.end();
         assert_eq!(counter.count(), 1, "one wake for the whole batch");
-        let got = drain(&c, &waker);
+        let got = drain(&mut c, &waker);
         assert_eq!(got.len(), 10);
         let seqs: Vec<u64> = got.iter().map(|e| e.meta().sequence).collect();
         assert_eq!(seqs, (1..=10).collect::<Vec<_>>());
@@ -544,11 +611,11 @@ mod tests {
 
     #[test]
     fn without_a_batch_every_event_wakes_a_parked_consumer() {
-        let (mut p, c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let (mut p, mut c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
         let counter = Arc::new(Counter::default());
         let waker = Waker::from(counter.clone());
         for n in 0..3 {
-            assert!(drain(&c, &waker).len() <= 1);
+            assert!(drain(&mut c, &waker).len() <= 1);
             let ev = reliable(&p, n);
             offer_now(&mut p, ev);
             assert_eq!(counter.count(), n + 1);
@@ -557,12 +624,12 @@ mod tests {
 
     #[test]
     fn batches_nest_and_unmatched_ends_are_ignored() {
-        let (mut p, c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let (mut p, mut c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
         let counter = Arc::new(Counter::default());
         let waker = Waker::from(counter.clone());
         let batch = p.batcher();
         batch.end(); // unmatched: ignored
-        assert!(drain(&c, &waker).is_empty());
+        assert!(drain(&mut c, &waker).is_empty());
         batch.begin();
         batch.begin();
         let ev = reliable(&p, 0);
@@ -572,7 +639,7 @@ mod tests {
         batch.end();
         assert_eq!(counter.count(), 1);
         batch.end(); // unmatched again
-        assert_eq!(drain(&c, &waker).len(), 1);
+        assert_eq!(drain(&mut c, &waker).len(), 1);
         let ev = reliable(&p, 1);
         offer_now(&mut p, ev);
         assert_eq!(counter.count(), 2, "outside a batch again: woken at once");
@@ -580,10 +647,10 @@ mod tests {
 
     #[test]
     fn an_empty_batch_and_a_flush_of_nothing_wake_nobody() {
-        let (p, c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let (p, mut c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
         let counter = Arc::new(Counter::default());
         let waker = Waker::from(counter.clone());
-        assert!(drain(&c, &waker).is_empty());
+        assert!(drain(&mut c, &waker).is_empty());
         let batch = p.batcher();
         batch.begin();
         batch.end();
@@ -593,12 +660,12 @@ mod tests {
 
     #[test]
     fn a_long_batch_wakes_the_consumer_at_the_threshold_and_on_flush() {
-        let (mut p, c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let (mut p, mut c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
         let at = wake_threshold(DEFAULT_EVENT_BUFFER);
         assert!((2..=DEFAULT_EVENT_BUFFER / 2).contains(&at));
         let counter = Arc::new(Counter::default());
         let waker = Waker::from(counter.clone());
-        assert!(drain(&c, &waker).is_empty());
+        assert!(drain(&mut c, &waker).is_empty());
         let batch = p.batcher();
         batch.begin();
         for n in 0..at - 1 {
@@ -613,20 +680,20 @@ mod tests {
             1,
             "woken once the queue reached the threshold"
         );
-        assert_eq!(drain(&c, &waker).len(), at);
+        assert_eq!(drain(&mut c, &waker).len(), at);
         let ev = reliable(&p, 0);
         offer_now(&mut p, ev);
         assert_eq!(counter.count(), 1);
         batch.flush();
         assert_eq!(counter.count(), 2, "a flush wakes inside the batch");
-        assert_eq!(drain(&c, &waker).len(), 1);
+        assert_eq!(drain(&mut c, &waker).len(), 1);
         batch.end();
         assert_eq!(counter.count(), 2, "nothing left to read");
     }
 
     #[test]
     fn unobserved_events_are_not_queued_but_keep_their_sequence_numbers() {
-        let (mut p, c, control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let (mut p, mut c, control) = setup(DEFAULT_EVENT_BUFFER, false);
         let counter = Arc::new(Counter::default());
         let waker = Waker::from(counter.clone());
         let delta = |p: &Publisher, n: usize| {
@@ -647,7 +714,7 @@ mod tests {
         offer_now(&mut p, ev);
         let ev = reliable(&p, 1);
         p.finish(ev);
-        let got = drain(&c, &waker);
+        let got = drain(&mut c, &waker);
         let seqs: Vec<u64> = got.iter().map(|e| e.meta().sequence).collect();
         assert_eq!(
             seqs,
@@ -674,15 +741,15 @@ mod tests {
 
     #[test]
     fn finishing_inside_a_batch_wakes_the_consumer() {
-        let (mut p, c, _control) = setup(4, false);
+        let (mut p, mut c, _control) = setup(4, false);
         let counter = Arc::new(Counter::default());
         let waker = Waker::from(counter.clone());
-        assert!(drain(&c, &waker).is_empty());
+        assert!(drain(&mut c, &waker).is_empty());
         p.batcher().begin();
         let ev = reliable(&p, 0);
         p.finish(ev);
         assert_eq!(counter.count(), 1);
-        assert_eq!(drain(&c, &waker).len(), 1);
+        assert_eq!(drain(&mut c, &waker).len(), 1);
         let mut cx = Context::from_waker(&waker);
         assert!(matches!(c.poll_next(&mut cx), Poll::Ready(None)));
     }
@@ -705,7 +772,7 @@ mod tests {
             }
             .unwrap();
             for buffer in [1, 2, 3, 8] {
-                let (mut p, c, _control) = setup(buffer, true);
+                let (mut p, mut c, _control) = setup(buffer, true);
                 let got = rt.block_on(async move {
                     let reader = tokio::spawn(async move {
                         let mut n = 0u64;

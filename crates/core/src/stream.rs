@@ -188,7 +188,7 @@ impl Stream for RunStream {
         if self.ended {
             return Poll::Ready(None);
         }
-        let Some(events) = &self.events else {
+        let Some(events) = &mut self.events else {
             self.ended = true;
             return Poll::Ready(None);
         };

@@ -172,23 +172,20 @@ struct Str<'de>(Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for Str<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Str<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Str<'de>, E> {
-                Ok(Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Str<'de>, E> {
-                Ok(Str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Str<'de>, E> {
-                Ok(Str(Cow::Owned(v)))
+        match Held::deserialize(d)? {
+            Held::Str(s) => Ok(Str(s)),
+            Held::Value(v) => {
+                let unexpected = match &v {
+                    Value::Null => de::Unexpected::Unit,
+                    Value::Bool(b) => de::Unexpected::Bool(*b),
+                    Value::Number(_) => de::Unexpected::Other("number"),
+                    Value::String(s) => de::Unexpected::Str(s),
+                    Value::Array(_) => de::Unexpected::Seq,
+                    Value::Object(_) => de::Unexpected::Map,
+                };
+                Err(de::Error::invalid_type(unexpected, &"a string"))
             }
         }
-        d.deserialize_str(V)
     }
 }
 

@@ -60,7 +60,9 @@ fn run(family: &'static Family, rel: &str, payloads: bool, partials: bool, exit:
     for o in outs {
         match o {
             Out::Stream(p) => run.payloads.push(p),
-            Out::Event(RunEvent::Item(i)) => run.items.push(std::sync::Arc::unwrap_or_clone(i.into_arc())),
+            Out::Event(RunEvent::Item(i)) => run
+                .items
+                .push(std::sync::Arc::unwrap_or_clone(i.into_arc())),
             Out::Event(e) => run.notices.push(e),
             Out::Control(_) => {}
         }
