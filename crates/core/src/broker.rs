@@ -461,7 +461,7 @@ impl Consumer {
             std::mem::swap(&mut self.local, &mut q.items);
             q.in_hand = self.local.len();
         }
-        if (freed > 0 || q.in_hand > 0)
+        if freed > 0
             && let Some(w) = q.publisher.take()
         {
             w.wake();
