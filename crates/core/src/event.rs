@@ -243,9 +243,10 @@ pub struct Notice {
     /// Text.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub text: String,
-    /// The transcript item, for `transcript.item`.
+    /// The transcript item, for `transcript.item`: the very item the run's
+    /// transcript holds, shared (no copy is made per event).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub item: Option<Box<TranscriptItem>>,
+    pub item: Option<Arc<TranscriptItem>>,
     /// String metadata.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,

@@ -5,7 +5,6 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use agent_adaptor_driver::{
     OperationalEvent, OutputStream, ProviderCoords, RunEvent, RunFailure, StreamKind,
@@ -245,7 +244,7 @@ pub(crate) fn run_event(meta: EventMeta, ev: RunEvent) -> Event {
             meta,
             kind: notice_kind::TRANSCRIPT_ITEM.into(),
             text: String::new(),
-            item: Some(Box::new(Arc::unwrap_or_clone(item.into_arc()))),
+            item: Some(item.into_arc()),
             metadata: BTreeMap::new(),
             data: None,
         }),

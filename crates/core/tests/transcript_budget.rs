@@ -53,6 +53,37 @@ async fn a_tiny_budget_spills_the_result_transcript_and_keeps_it_complete() {
 }
 
 #[tokio::test]
+async fn a_transcript_item_event_shares_the_drivers_item_instead_of_copying_it() {
+    use agent_adaptor_core::driver::{RunEvent, SharedItem};
+    use agent_adaptor_core::notice_kind;
+    let expected = items(3);
+    let shared: Vec<SharedItem> = expected.iter().cloned().map(SharedItem::from).collect();
+    let mut steps = framed(vec![]);
+    for (k, s) in shared.iter().enumerate() {
+        steps.insert(
+            1 + k,
+            agent_adaptor_core::scripted::Step::Emit(RunEvent::Item(s.clone())),
+        );
+    }
+    let agent = Agent::new(scripted(steps, response("ok", expected.clone())));
+    let (events, outcome) = drain(agent.stream("q")).await;
+    outcome.unwrap();
+    let got = notices(&events, notice_kind::TRANSCRIPT_ITEM);
+    assert_eq!(got.len(), 3);
+    for (notice, sent) in got.iter().zip(&shared) {
+        let item = notice
+            .item
+            .as_ref()
+            .expect("a transcript.item notice carries its item");
+        assert!(
+            std::sync::Arc::ptr_eq(item, sent.as_arc()),
+            "the event holds the driver's item itself"
+        );
+        assert_eq!(**item, **sent);
+    }
+}
+
+#[tokio::test]
 async fn the_default_budget_keeps_a_usual_transcript_in_memory() {
     let expected = items(10);
     let driver = scripted(emitting(&expected), response("ok", expected.clone()));
