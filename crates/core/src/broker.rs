@@ -24,6 +24,7 @@ use serde_json::json;
 
 use crate::control::RunControl;
 use crate::event::{Dropped, Event, EventMeta};
+use crate::wall_clock::WallClock;
 
 /// Default buffer for ordinary events.
 pub const DEFAULT_EVENT_BUFFER: usize = 1024;
@@ -143,6 +144,8 @@ struct PubState {
     pending: Option<DropAggregate>,
     template: EventMeta,
     config: BrokerConfig,
+    /// Stamps receive times (the date is worked out once a day).
+    clock: WallClock,
 }
 
 /// The consuming side, read by `RunStream`.
@@ -184,6 +187,7 @@ pub(crate) fn broker(
                 pending: None,
                 template,
                 config,
+                clock: WallClock::default(),
             },
         },
         Consumer {
@@ -291,7 +295,7 @@ impl Publisher {
         if self.skip_unobserved() {
             return Offer::Done(Ok(()));
         }
-        ev.meta_mut().time = Utc::now();
+        ev.meta_mut().time = self.state.clock.now();
         let droppable = !self.shared.config.blocking && ev.is_droppable();
         let mut slot = Some(ev);
         match self.try_publish(&mut slot, droppable) {

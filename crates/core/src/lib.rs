@@ -59,6 +59,7 @@ pub mod stream;
 pub mod structured;
 pub mod thread;
 mod translate;
+mod wall_clock;
 
 pub use agent::{Agent, AgentBuilder, DEFAULT_CANCEL_GRACE, Runner};
 pub use approval::{

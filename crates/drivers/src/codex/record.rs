@@ -401,12 +401,8 @@ impl Recorder {
             id: id.clone(),
             announced,
         });
-        if announced {
-            match family {
-                Family::Text => self.emit(out, StreamPayload::text_start(&id)),
-                Family::Reasoning => self.emit(out, StreamPayload::reasoning_start(&id)),
-                Family::Tool => {}
-            }
+        if announced && family != Family::Tool {
+            self.emit(out, start(family, id.as_str()));
         }
         (id, announced)
     }
@@ -433,12 +429,14 @@ impl Recorder {
                 self.reserve_id(item_id, family.what());
                 None
             }
+            // Played whole while watched: start, the text and end at once,
+            // with no open lifecycle to record and take back.
             None if !text.is_empty() => {
-                let (id, announced) = self.open_lifecycle(out, family, item_id);
-                if announced {
-                    self.emit(out, content(family, &id, text));
-                }
-                self.take_open(family, item_id)
+                let id = self.fresh_id(item_id, family.what());
+                self.emit(out, start(family, id.as_str()));
+                self.emit(out, content(family, id.as_str(), text));
+                self.emit(out, end(family, id));
+                return;
             }
             None => None,
         };
@@ -676,6 +674,14 @@ fn content(family: Family, id: impl Into<String>, delta: &str) -> StreamPayload 
     match family {
         Family::Reasoning => StreamPayload::reasoning_content(id, delta),
         _ => StreamPayload::text_content(id, delta),
+    }
+}
+
+/// The start payload of a message family.
+fn start(family: Family, id: impl Into<String>) -> StreamPayload {
+    match family {
+        Family::Reasoning => StreamPayload::reasoning_start(id),
+        _ => StreamPayload::text_start(id),
     }
 }
 
