@@ -29,9 +29,6 @@ use crate::wall_clock::WallClock;
 /// Default buffer for ordinary events.
 pub const DEFAULT_EVENT_BUFFER: usize = 1024;
 
-/// Slots reserved beyond the buffer: a final `Dropped`, then `RunFinished`.
-const RESERVED: usize = 2;
-
 /// The most events a batch queues before it wakes the consumer anyway.
 const BATCH_WAKE_MAX: usize = 128;
 
@@ -167,7 +164,9 @@ pub(crate) fn broker(
 ) -> (Publisher, Consumer) {
     let shared = Arc::new(Shared {
         queue: Mutex::new(Queue {
-            items: VecDeque::with_capacity((config.buffer + RESERVED).min(4096)),
+            // Grown on demand: a consumer that keeps up never holds more
+            // than a lot or two, and 256 runs need not hold 256 full buffers.
+            items: VecDeque::with_capacity(wake_threshold(config.buffer)),
             in_hand: 0,
             closed: false,
             consumer: None,
@@ -388,8 +387,8 @@ impl Publisher {
         }
     }
 
-    /// Close the run: report pending losses, then `RunFinished`, into the
-    /// reserved slots (they always fit), and close the queue.
+    /// Close the run: report pending losses, then `RunFinished`, past the
+    /// buffer's bound (these two always fit), and close the queue.
     pub(crate) fn finish(&mut self, mut finished: Event) {
         let st = &mut self.state;
         let mut q = self.shared.lock();
