@@ -365,8 +365,16 @@ async fn deliver_lines(
     outs.clear();
     side.lines_into(lines, outs);
     for out in outs.drain(..) {
-        let mut controller = side.controller();
-        deliver(out, sink, &mut controller, stdin).await?;
+        // Payloads and events go straight to the sink (no future of
+        // `deliver` holds them on the way): this runs for every event.
+        match out {
+            Out::Stream(p) => sink.emit_stream(p).await?,
+            Out::Event(e) => sink.emit(e).await?,
+            control => {
+                let mut controller = side.controller();
+                deliver(control, sink, &mut controller, stdin).await?;
+            }
+        }
     }
     Ok(())
 }
