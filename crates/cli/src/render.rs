@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use agent_adaptor_core::driver::Usage;
+use agent_adaptor_core::driver::{LifecycleId, Usage};
 use agent_adaptor_core::{Event, Phase, notice_kind};
 use serde_json::Value;
 
@@ -41,9 +41,9 @@ pub struct Renderer {
     thinking_mid_line: bool,
     /// A spinner line is on stderr (no newline after it).
     spinner_drawn: bool,
-    tools: HashMap<String, Tool>,
+    tools: HashMap<LifecycleId, Tool>,
     /// Tool ids in start order, for the spinner.
-    running: Vec<String>,
+    running: Vec<LifecycleId>,
     frame: usize,
 }
 

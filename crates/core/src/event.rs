@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_adaptor_driver::{Role, ToolScope, TranscriptItem, Usage};
+use agent_adaptor_driver::{LifecycleId, Role, ToolScope, TranscriptItem, Usage};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -112,8 +112,8 @@ pub struct RunFinished {
 pub struct TextDelta {
     /// The envelope.
     pub meta: EventMeta,
-    /// The message id.
-    pub message_id: String,
+    /// The message id (shared by every event of the message).
+    pub message_id: LifecycleId,
     /// The text (empty at start/end).
     pub text: String,
     /// Who speaks.
@@ -127,8 +127,8 @@ pub struct TextDelta {
 pub struct Thinking {
     /// The envelope.
     pub meta: EventMeta,
-    /// The reasoning message id.
-    pub message_id: String,
+    /// The reasoning message id (shared by every event of the block).
+    pub message_id: LifecycleId,
     /// The text (empty at start/end).
     pub text: String,
     /// Where in the lifecycle.
@@ -140,8 +140,8 @@ pub struct Thinking {
 pub struct ToolCall {
     /// The envelope.
     pub meta: EventMeta,
-    /// The tool call id.
-    pub id: String,
+    /// The tool call id (shared by every event of the call).
+    pub id: LifecycleId,
     /// The tool's name (set at start).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
@@ -166,8 +166,8 @@ pub struct ToolCall {
 pub struct ToolResult {
     /// The envelope.
     pub meta: EventMeta,
-    /// The tool call id.
-    pub id: String,
+    /// The tool call id (shared by every event of the call).
+    pub id: LifecycleId,
     /// The result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,

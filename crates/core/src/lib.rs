@@ -79,3 +79,5 @@ pub use structured::{InvalidOutputSchemaError, RunAs, StructuredOutputUnsupporte
 pub use thread::{MemoryStore, Thread, ThreadError, ThreadStore};
 
 pub use agent_adaptor_driver as driver;
+/// The id type of the message, reasoning and tool-call events.
+pub use agent_adaptor_driver::LifecycleId;

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
-    OperationalEvent, OutputStream, ProviderCoords, RunEvent, RunFailure, StreamKind,
+    LifecycleId, OperationalEvent, OutputStream, ProviderCoords, RunEvent, RunFailure, StreamKind,
     StreamPayload, ToolScope, Usage,
 };
 use serde_json::{Value, json};
@@ -63,7 +63,7 @@ pub(crate) fn notice(
     })
 }
 
-fn tool_call(meta: EventMeta, id: String, phase: Phase) -> ToolCall {
+fn tool_call(meta: EventMeta, id: LifecycleId, phase: Phase) -> ToolCall {
     ToolCall {
         meta,
         id,
@@ -89,7 +89,7 @@ pub(crate) fn payload(mut meta: EventMeta, p: StreamPayload) -> Routed {
     }
     meta.source = source_of(source);
     // Moves `meta` in: no per-event clone of the envelope.
-    let text = |meta: EventMeta, message_id: String, text: String, phase: Phase| {
+    let text = |meta: EventMeta, message_id: LifecycleId, text: String, phase: Phase| {
         Event::TextDelta(TextDelta {
             meta,
             message_id,
@@ -98,7 +98,7 @@ pub(crate) fn payload(mut meta: EventMeta, p: StreamPayload) -> Routed {
             phase,
         })
     };
-    let thinking = |meta: EventMeta, message_id: String, text: String, phase: Phase| {
+    let thinking = |meta: EventMeta, message_id: LifecycleId, text: String, phase: Phase| {
         Event::Thinking(Thinking {
             meta,
             message_id,

@@ -58,6 +58,7 @@ pub mod decision;
 pub mod descriptor;
 pub mod driver;
 pub mod event;
+pub mod id;
 pub mod lifecycle;
 pub mod policy;
 pub mod request;
@@ -80,6 +81,7 @@ pub use descriptor::{
 pub use descriptor::{FeatureSupport, SandboxSupport};
 pub use driver::{ConfigError, Driver, DriverError, RunContext};
 pub use event::{OperationalEvent, OutputStream, RunEvent};
+pub use id::LifecycleId;
 pub use lifecycle::{LifecycleChecker, SeenIds, Violation};
 pub use policy::{
     ApprovalMode, ApprovalTimeout, DEFAULT_HUMAN_DECISION_MAX_RETRIES,

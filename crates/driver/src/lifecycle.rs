@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::descriptor::StreamCapability;
+use crate::id::LifecycleId;
 use crate::stream::{Role, StreamKind, StreamPayload};
 
 /// A broken lifecycle rule: a driver bug.
@@ -27,8 +28,12 @@ impl Violation {
 }
 
 /// A map keyed by ids a driver chose. Every payload looks one up, so the
-/// hasher is a fast seeded one, not SipHash.
-type IdMap<V> = std::collections::HashMap<String, V, foldhash::fast::RandomState>;
+/// hasher is a fast seeded one, not SipHash. Keys are the payloads' own
+/// shared ids (a clone, not a copy of the string), looked up by `&str`.
+type IdMap<V> = std::collections::HashMap<LifecycleId, V, foldhash::fast::RandomState>;
+
+/// Open steps by name (as many as were started and not finished).
+type StepMap = std::collections::HashMap<String, usize, foldhash::fast::RandomState>;
 
 /// A set of ids (strings) kept as 64-bit hashes: "was this id seen before?"
 /// for runs that see hundreds of thousands of them.
@@ -106,7 +111,7 @@ pub struct LifecycleChecker {
     known_tools: SeenIds,
     /// Every tool call id that has its result.
     tool_results: SeenIds,
-    open_steps: IdMap<usize>,
+    open_steps: StepMap,
 }
 
 const CANONICAL: [&str; 18] = [
@@ -402,7 +407,12 @@ fn require(clause: &'static str, kind: &str, field: &str, value: &str) -> Result
     }
 }
 
-fn open(clause: &'static str, kind: &str, id: &str, ids: &mut Family) -> Result<(), Violation> {
+fn open(
+    clause: &'static str,
+    kind: &str,
+    id: &LifecycleId,
+    ids: &mut Family,
+) -> Result<(), Violation> {
     require(clause, kind, "message_id", id)?;
     if !ids.seen.insert(id) {
         return Err(Violation::new(
@@ -410,7 +420,7 @@ fn open(clause: &'static str, kind: &str, id: &str, ids: &mut Family) -> Result<
             format_args!("{kind} {id:?} opened twice"),
         ));
     }
-    ids.open.insert(id.to_owned(), ());
+    ids.open.insert(id.clone(), ());
     Ok(())
 }
 

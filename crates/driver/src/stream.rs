@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::decision::{HitlRequested, HitlResolved};
+use crate::id::LifecycleId;
 use crate::response::RunFailure;
 use crate::usage::Usage;
 
@@ -132,13 +133,13 @@ pub enum StreamKind {
     #[serde(rename = "text.start")]
     TextStart {
         /// The message id.
-        message_id: String,
+        message_id: LifecycleId,
     },
     /// `text.content`: a non-empty delta inside an open message.
     #[serde(rename = "text.content")]
     TextContent {
         /// The message id.
-        message_id: String,
+        message_id: LifecycleId,
         /// The text (non-empty).
         delta: String,
     },
@@ -146,19 +147,19 @@ pub enum StreamKind {
     #[serde(rename = "text.end")]
     TextEnd {
         /// The message id.
-        message_id: String,
+        message_id: LifecycleId,
     },
     /// `reasoning.start`: opens a reasoning (thinking) lifecycle.
     #[serde(rename = "reasoning.start")]
     ReasoningStart {
         /// The reasoning message id.
-        message_id: String,
+        message_id: LifecycleId,
     },
     /// `reasoning.content`: a non-empty reasoning delta.
     #[serde(rename = "reasoning.content")]
     ReasoningContent {
         /// The reasoning message id.
-        message_id: String,
+        message_id: LifecycleId,
         /// The text (non-empty).
         delta: String,
     },
@@ -166,13 +167,13 @@ pub enum StreamKind {
     #[serde(rename = "reasoning.end")]
     ReasoningEnd {
         /// The reasoning message id.
-        message_id: String,
+        message_id: LifecycleId,
     },
     /// `tool_call.start`: opens a tool call.
     #[serde(rename = "tool_call.start")]
     ToolCallStart {
         /// The tool call id.
-        tool_call_id: String,
+        tool_call_id: LifecycleId,
         /// The tool's name.
         name: String,
         /// The complete arguments, when the protocol gives them at once.
@@ -186,7 +187,7 @@ pub enum StreamKind {
     #[serde(rename = "tool_call.args")]
     ToolCallArgs {
         /// The tool call id.
-        tool_call_id: String,
+        tool_call_id: LifecycleId,
         /// The argument text (non-empty).
         delta: String,
     },
@@ -194,7 +195,7 @@ pub enum StreamKind {
     #[serde(rename = "tool_call.end")]
     ToolCallEnd {
         /// The tool call id.
-        tool_call_id: String,
+        tool_call_id: LifecycleId,
         /// The result, when the protocol attaches it to the close.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<Value>,
@@ -203,7 +204,7 @@ pub enum StreamKind {
     #[serde(rename = "tool_call.result")]
     ToolCallResult {
         /// The tool call id (must be known).
-        tool_call_id: String,
+        tool_call_id: LifecycleId,
         /// The result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<Value>,
@@ -320,14 +321,14 @@ impl StreamPayload {
         StreamKind::StepFinished { name: name.into() }.into()
     }
     /// `text.start`.
-    pub fn text_start(message_id: impl Into<String>) -> Self {
+    pub fn text_start(message_id: impl Into<LifecycleId>) -> Self {
         StreamKind::TextStart {
             message_id: message_id.into(),
         }
         .into()
     }
     /// `text.content`.
-    pub fn text_content(message_id: impl Into<String>, delta: impl Into<String>) -> Self {
+    pub fn text_content(message_id: impl Into<LifecycleId>, delta: impl Into<String>) -> Self {
         StreamKind::TextContent {
             message_id: message_id.into(),
             delta: delta.into(),
@@ -335,21 +336,21 @@ impl StreamPayload {
         .into()
     }
     /// `text.end`.
-    pub fn text_end(message_id: impl Into<String>) -> Self {
+    pub fn text_end(message_id: impl Into<LifecycleId>) -> Self {
         StreamKind::TextEnd {
             message_id: message_id.into(),
         }
         .into()
     }
     /// `reasoning.start`.
-    pub fn reasoning_start(message_id: impl Into<String>) -> Self {
+    pub fn reasoning_start(message_id: impl Into<LifecycleId>) -> Self {
         StreamKind::ReasoningStart {
             message_id: message_id.into(),
         }
         .into()
     }
     /// `reasoning.content`.
-    pub fn reasoning_content(message_id: impl Into<String>, delta: impl Into<String>) -> Self {
+    pub fn reasoning_content(message_id: impl Into<LifecycleId>, delta: impl Into<String>) -> Self {
         StreamKind::ReasoningContent {
             message_id: message_id.into(),
             delta: delta.into(),
@@ -357,7 +358,7 @@ impl StreamPayload {
         .into()
     }
     /// `reasoning.end`.
-    pub fn reasoning_end(message_id: impl Into<String>) -> Self {
+    pub fn reasoning_end(message_id: impl Into<LifecycleId>) -> Self {
         StreamKind::ReasoningEnd {
             message_id: message_id.into(),
         }
@@ -365,7 +366,7 @@ impl StreamPayload {
     }
     /// `tool_call.start`.
     pub fn tool_call_start(
-        tool_call_id: impl Into<String>,
+        tool_call_id: impl Into<LifecycleId>,
         name: impl Into<String>,
         args: Option<Value>,
     ) -> Self {
@@ -378,7 +379,7 @@ impl StreamPayload {
         .into()
     }
     /// `tool_call.args`.
-    pub fn tool_call_args(tool_call_id: impl Into<String>, delta: impl Into<String>) -> Self {
+    pub fn tool_call_args(tool_call_id: impl Into<LifecycleId>, delta: impl Into<String>) -> Self {
         StreamKind::ToolCallArgs {
             tool_call_id: tool_call_id.into(),
             delta: delta.into(),
@@ -386,7 +387,7 @@ impl StreamPayload {
         .into()
     }
     /// `tool_call.end`.
-    pub fn tool_call_end(tool_call_id: impl Into<String>, result: Option<Value>) -> Self {
+    pub fn tool_call_end(tool_call_id: impl Into<LifecycleId>, result: Option<Value>) -> Self {
         StreamKind::ToolCallEnd {
             tool_call_id: tool_call_id.into(),
             result,
@@ -394,7 +395,7 @@ impl StreamPayload {
         .into()
     }
     /// `tool_call.result`.
-    pub fn tool_call_result(tool_call_id: impl Into<String>, result: Option<Value>) -> Self {
+    pub fn tool_call_result(tool_call_id: impl Into<LifecycleId>, result: Option<Value>) -> Self {
         StreamKind::ToolCallResult {
             tool_call_id: tool_call_id.into(),
             result,

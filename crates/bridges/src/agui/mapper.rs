@@ -269,13 +269,13 @@ impl Mapper {
             },
             Event::ToolCall(c) => match c.phase {
                 Phase::Start => {
-                    if self.tool_open(&c.id) || self.tools_ended.contains(&c.id) {
+                    if self.tool_open(&c.id) || self.tools_ended.contains(c.id.as_str()) {
                         return Next::Continue;
                     }
                     push(
                         out,
                         EventBody::ToolCallStart(ToolCallStartEvent {
-                            tool_call_id: c.id.clone(),
+                            tool_call_id: c.id.to_string(),
                             tool_call_name: if c.name.is_empty() {
                                 "tool".to_owned()
                             } else {
@@ -284,7 +284,7 @@ impl Mapper {
                         }),
                     );
                     self.tools.push(OpenTool {
-                        id: c.id.clone(),
+                        id: c.id.to_string(),
                         args: c.args.clone(),
                         sent_args: false,
                     });
@@ -300,7 +300,7 @@ impl Mapper {
                         push(
                             out,
                             EventBody::ToolCallArgs(ToolCallArgsEvent {
-                                tool_call_id: c.id.clone(),
+                                tool_call_id: c.id.to_string(),
                                 delta: c.args_delta.clone(),
                             }),
                         );
@@ -313,7 +313,7 @@ impl Mapper {
                             tool.args = c.args.clone();
                         }
                         close_tool(tool, ts, out);
-                        self.tools_ended.insert(c.id.clone());
+                        self.tools_ended.insert(c.id.to_string());
                     }
                     if let Some(result) = &c.result {
                         self.tool_result(&c.id, Some(result), ts, out);
@@ -324,7 +324,7 @@ impl Mapper {
                 if let Some(pos) = self.tools.iter().position(|t| t.id == r.id) {
                     let tool = self.tools.remove(pos);
                     close_tool(tool, ts, out);
-                    self.tools_ended.insert(r.id.clone());
+                    self.tools_ended.insert(r.id.to_string());
                 }
                 self.tool_result(&r.id, r.result.as_ref(), ts, out);
             }

@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
-    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SeenIds,
-    SessionState, StreamPayload, TerminalPayload, Transcript, TranscriptItem, TranscriptKind,
-    Usage,
+    Checkpoint, FailureCode, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure,
+    SeenIds, SessionState, StreamPayload, TerminalPayload, Transcript, TranscriptItem,
+    TranscriptKind, Usage,
 };
 use serde_json::{Value, json};
 
@@ -123,8 +123,8 @@ struct Open {
     family: Family,
     /// The provider's item id.
     item: String,
-    /// The lifecycle id (unique in the run).
-    id: String,
+    /// The lifecycle id (unique in the run), shared with its payloads.
+    id: LifecycleId,
     /// Whether its start was emitted. A lifecycle opened while nobody
     /// observed payloads is never announced: none of its payloads are built
     /// (see [`EventSink::payloads_observed`](agent_adaptor_driver::EventSink::payloads_observed)).
@@ -335,10 +335,10 @@ impl Recorder {
 
     /// A lifecycle id for a provider item: the item id when unused in this
     /// run, else made unique (exec restarts its ids in every process).
-    fn fresh_id(&mut self, item_id: &str, what: &str) -> String {
+    fn fresh_id(&mut self, item_id: &str, what: &str) -> LifecycleId {
         match self.reserve_id(item_id, what) {
-            Some(id) => id,
-            None => item_id.to_owned(),
+            Some(id) => id.into(),
+            None => item_id.into(),
         }
     }
 
@@ -386,7 +386,7 @@ impl Recorder {
         out: &mut Vec<Out>,
         family: Family,
         item_id: &str,
-    ) -> (String, bool) {
+    ) -> (LifecycleId, bool) {
         if let Some(o) = self.find_open(family, item_id) {
             return (o.id.clone(), o.announced);
         }
@@ -402,7 +402,7 @@ impl Recorder {
             announced,
         });
         if announced && family != Family::Tool {
-            self.emit(out, start(family, id.as_str()));
+            self.emit(out, start(family, id.clone()));
         }
         (id, announced)
     }
@@ -433,8 +433,8 @@ impl Recorder {
             // with no open lifecycle to record and take back.
             None if !text.is_empty() => {
                 let id = self.fresh_id(item_id, family.what());
-                self.emit(out, start(family, id.as_str()));
-                self.emit(out, content(family, id.as_str(), text));
+                self.emit(out, start(family, id.clone()));
+                self.emit(out, content(family, id.clone(), text));
                 self.emit(out, end(family, id));
                 return;
             }
@@ -492,7 +492,7 @@ impl Recorder {
         if announced {
             self.emit(
                 out,
-                StreamPayload::tool_call_start(&id, name, Some(args.clone())),
+                StreamPayload::tool_call_start(id.clone(), name, Some(args.clone())),
             );
         }
         self.item(out, TranscriptItem::tool_call(id, name, Some(args)));
@@ -509,10 +509,10 @@ impl Recorder {
             return;
         };
         if o.announced {
-            self.emit(out, StreamPayload::tool_call_end(&o.id, None));
+            self.emit(out, StreamPayload::tool_call_end(o.id.clone(), None));
             self.emit(
                 out,
-                StreamPayload::tool_call_result(&o.id, Some(tool.result)),
+                StreamPayload::tool_call_result(o.id.clone(), Some(tool.result)),
             );
         }
         self.item(
@@ -670,7 +670,7 @@ impl Recorder {
 }
 
 /// The content payload of a message family.
-fn content(family: Family, id: impl Into<String>, delta: &str) -> StreamPayload {
+fn content(family: Family, id: impl Into<LifecycleId>, delta: &str) -> StreamPayload {
     match family {
         Family::Reasoning => StreamPayload::reasoning_content(id, delta),
         _ => StreamPayload::text_content(id, delta),
@@ -678,7 +678,7 @@ fn content(family: Family, id: impl Into<String>, delta: &str) -> StreamPayload 
 }
 
 /// The start payload of a message family.
-fn start(family: Family, id: impl Into<String>) -> StreamPayload {
+fn start(family: Family, id: impl Into<LifecycleId>) -> StreamPayload {
     match family {
         Family::Reasoning => StreamPayload::reasoning_start(id),
         _ => StreamPayload::text_start(id),
@@ -686,7 +686,7 @@ fn start(family: Family, id: impl Into<String>) -> StreamPayload {
 }
 
 /// The end payload of a message family.
-fn end(family: Family, id: impl Into<String>) -> StreamPayload {
+fn end(family: Family, id: impl Into<LifecycleId>) -> StreamPayload {
     match family {
         Family::Reasoning => StreamPayload::reasoning_end(id),
         _ => StreamPayload::text_end(id),

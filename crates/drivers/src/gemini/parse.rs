@@ -19,7 +19,7 @@ use foldhash::fast::RandomState;
 use std::collections::HashSet;
 
 use agent_adaptor_driver::{
-    Checkpoint, FailureCode, ProviderCoords, RunFailure, SessionState, StreamPayload,
+    Checkpoint, FailureCode, LifecycleId, ProviderCoords, RunFailure, SessionState, StreamPayload,
     TerminalPayload, TranscriptItem, TranscriptKind, Usage,
 };
 use serde_json::{Value, json};
@@ -33,7 +33,7 @@ pub type GeminiParsed = crate::jsonl::Parsed;
 
 #[derive(Debug)]
 struct Segment {
-    id: String,
+    id: LifecycleId,
     text: String,
 }
 
@@ -114,8 +114,8 @@ impl GeminiParser {
         }
         if self.segment.is_none() {
             self.segments += 1;
-            let id = format!("message-{}", self.segments);
-            self.em.stream(out, StreamPayload::text_start(&id));
+            let id = LifecycleId::from(format!("message-{}", self.segments));
+            self.em.stream(out, StreamPayload::text_start(id.clone()));
             self.segment = Some(Segment {
                 id,
                 text: String::new(),
@@ -131,7 +131,7 @@ impl GeminiParser {
 
     fn close_text(&mut self, out: &mut Vec<Out>) {
         if let Some(s) = self.segment.take() {
-            self.em.stream(out, StreamPayload::text_end(&s.id));
+            self.em.stream(out, StreamPayload::text_end(s.id));
             self.em.item(out, TranscriptItem::assistant(s.text.clone()));
             self.last_text = s.text;
         }

@@ -6,8 +6,9 @@ use foldhash::fast::RandomState;
 use std::collections::{BTreeMap, HashSet};
 
 use agent_adaptor_driver::{
-    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SessionState,
-    StreamPayload, TerminalPayload, Transcript, TranscriptItem, TranscriptKind, Usage,
+    Checkpoint, FailureCode, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure,
+    SeenIds, SessionState, StreamPayload, TerminalPayload, Transcript, TranscriptItem,
+    TranscriptKind, Usage,
 };
 use serde_json::{Value, json};
 
@@ -78,9 +79,9 @@ pub struct Parsed {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Open {
-    Text(String),
-    Reasoning(String),
-    Tool(String),
+    Text(LifecycleId),
+    Reasoning(LifecycleId),
+    Tool(LifecycleId),
 }
 
 /// The parser. Feed it every stdout line with [`line`](Self::line), then
@@ -106,7 +107,7 @@ pub struct Parser {
     result: Option<(ResultLine, String)>,
     aborted: Option<RunFailure>,
     anonymous: u64,
-    lifecycle_ids: HashSet<String, RandomState>,
+    lifecycle_ids: SeenIds,
 }
 
 impl Parser {
@@ -144,7 +145,7 @@ impl Parser {
             result: None,
             aborted: None,
             anonymous: 0,
-            lifecycle_ids: HashSet::default(),
+            lifecycle_ids: SeenIds::new(),
         }
     }
 
@@ -305,15 +306,15 @@ impl Parser {
 
     /// A lifecycle id derived from `base`, unique within the run even when
     /// the CLI repeats a message id or block index.
-    fn fresh_id(&mut self, base: String) -> String {
-        if self.lifecycle_ids.insert(base.clone()) {
-            return base;
+    fn fresh_id(&mut self, base: String) -> LifecycleId {
+        if self.lifecycle_ids.insert(&base) {
+            return base.into();
         }
         let mut n = 2u64;
         loop {
             let candidate = format!("{base}#{n}");
-            if self.lifecycle_ids.insert(candidate.clone()) {
-                return candidate;
+            if self.lifecycle_ids.insert(&candidate) {
+                return candidate.into();
             }
             n += 1;
         }
@@ -368,18 +369,21 @@ impl Parser {
                         }
                         self.last_text.push_str(&text);
                         if !self.partials {
-                            self.emit(out, StreamPayload::text_start(&id));
-                            self.emit(out, StreamPayload::text_content(&id, text));
-                            self.emit(out, StreamPayload::text_end(&id));
+                            self.emit(out, StreamPayload::text_start(id.clone()));
+                            self.emit(out, StreamPayload::text_content(id.clone(), text));
+                            self.emit(out, StreamPayload::text_end(id));
                         }
                     }
                     self.item(out, item);
                 }
                 Block::Thinking { thinking } if !thinking.is_empty() => {
                     if nested.is_none() && !self.partials {
-                        self.emit(out, StreamPayload::reasoning_start(&id));
-                        self.emit(out, StreamPayload::reasoning_content(&id, thinking.clone()));
-                        self.emit(out, StreamPayload::reasoning_end(&id));
+                        self.emit(out, StreamPayload::reasoning_start(id.clone()));
+                        self.emit(
+                            out,
+                            StreamPayload::reasoning_content(id.clone(), thinking.clone()),
+                        );
+                        self.emit(out, StreamPayload::reasoning_end(id));
                     }
                     let mut item = TranscriptItem::thinking(thinking);
                     if let Some(p) = &nested {
@@ -466,19 +470,23 @@ impl Parser {
                 let id = self.fresh_id(format!("{}:{index}", self.current_message));
                 let open = match content_block {
                     Block::Text { .. } => {
-                        self.emit(out, StreamPayload::text_start(&id));
+                        self.emit(out, StreamPayload::text_start(id.clone()));
                         Open::Text(id)
                     }
                     Block::Thinking { .. } => {
-                        self.emit(out, StreamPayload::reasoning_start(&id));
+                        self.emit(out, StreamPayload::reasoning_start(id.clone()));
                         Open::Reasoning(id)
                     }
                     Block::ToolUse { id: call, name, .. }
                         if !call.is_empty() && !name.is_empty() && !self.tools.contains(&call) =>
                     {
-                        self.tools.insert(call.clone());
-                        self.emit(out, StreamPayload::tool_call_start(&call, &name, None));
-                        Open::Tool(call)
+                        let call_id = LifecycleId::from(call.as_str());
+                        self.emit(
+                            out,
+                            StreamPayload::tool_call_start(call_id.clone(), &name, None),
+                        );
+                        self.tools.insert(call);
+                        Open::Tool(call_id)
                     }
                     _ => return,
                 };

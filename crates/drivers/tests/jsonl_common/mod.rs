@@ -103,7 +103,7 @@ pub fn text_deltas(outs: &[Out]) -> Vec<(String, String)> {
         .into_iter()
         .filter_map(|p| match &p.kind {
             StreamKind::TextContent { message_id, delta } => {
-                Some((message_id.clone(), delta.clone()))
+                Some((message_id.to_string(), delta.clone()))
             }
             _ => None,
         })
