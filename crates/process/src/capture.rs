@@ -11,6 +11,8 @@ use std::sync::Arc;
 use agent_adaptor_driver::{RawBytes, RawSource};
 use bytes::BytesMut;
 
+use crate::budget::{MemoryBudget, capture_memory_budget};
+
 /// An anonymous (already unlinked) temporary file holding a stream's bytes.
 ///
 /// It is written only by the capture (appending, through the file cursor)
@@ -123,24 +125,47 @@ enum State {
 ///
 /// Offsets are stream offsets. The capture holds the bytes from `base` (0
 /// until [`split_to`](Capture::split_to) hands the head of the stream over)
-/// to `len`; in memory, or in a spill file whose offset 0 is `base`.
+/// to `len`; in memory, or in a spill file whose offset 0 is `base`. It
+/// stays in memory while it is under its own threshold *and* the bytes it
+/// holds fit in the process-wide [`MemoryBudget`].
 pub(crate) struct Capture {
     threshold: usize,
     dir: Option<PathBuf>,
     base: u64,
     len: u64,
     state: State,
+    budget: &'static MemoryBudget,
+    /// Bytes of `budget` this capture holds (its in-memory bytes).
+    held: usize,
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        self.budget.give_back(std::mem::take(&mut self.held));
+    }
 }
 
 impl Capture {
-    /// An empty capture that spills once it would exceed `threshold` bytes.
+    /// An empty capture that spills once it would exceed `threshold` bytes
+    /// (or the process-wide budget).
     pub(crate) fn new(threshold: usize, dir: Option<PathBuf>) -> Self {
+        Self::with_budget(threshold, dir, capture_memory_budget())
+    }
+
+    /// An empty capture drawing on `budget` instead of the process's.
+    pub(crate) fn with_budget(
+        threshold: usize,
+        dir: Option<PathBuf>,
+        budget: &'static MemoryBudget,
+    ) -> Self {
         Capture {
             threshold,
             dir,
             base: 0,
             len: 0,
             state: State::Memory(BytesMut::new()),
+            budget,
+            held: 0,
         }
     }
 
@@ -153,7 +178,9 @@ impl Capture {
     pub(crate) fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
         if let State::Memory(buf) = &mut self.state
             && buf.len().saturating_add(bytes.len()) <= self.threshold
+            && self.budget.try_take(bytes.len())
         {
+            self.held += bytes.len();
             reserve_within(buf, bytes.len(), self.threshold);
             buf.extend_from_slice(bytes);
             self.len += bytes.len() as u64;
@@ -174,6 +201,7 @@ impl Capture {
                 let file = Arc::new(SpillFile::create(self.dir.as_deref())?);
                 (&file.file).write_all(buf)?;
                 self.state = State::Spilled(Arc::clone(&file));
+                self.budget.give_back(std::mem::take(&mut self.held));
                 Ok(file)
             }
         }
@@ -195,6 +223,10 @@ impl Capture {
         let head = match &mut self.state {
             State::Memory(buf) => {
                 let n = usize::try_from(head_len).map_err(io::Error::other)?;
+                // The head is handed over: it leaves the budget.
+                let handed = n.min(self.held);
+                self.budget.give_back(handed);
+                self.held -= handed;
                 RawBytes::from_bytes(buf.split_to(n).freeze())
             }
             State::Spilled(file) => {
@@ -207,8 +239,10 @@ impl Capture {
                 };
                 // The rest (usually a few bytes of the next turn) moves to
                 // memory, or to a new spill file when it is large.
-                self.state = if rest_len <= self.threshold as u64 {
-                    let mut buf = Vec::with_capacity(usize::try_from(rest_len).unwrap_or(0));
+                let rest_n = usize::try_from(rest_len).unwrap_or(usize::MAX);
+                self.state = if rest_len <= self.threshold as u64 && self.budget.try_take(rest_n) {
+                    self.held = rest_n;
+                    let mut buf = Vec::with_capacity(rest_n);
                     rest.read_to_end(&mut buf)?;
                     State::Memory(BytesMut::from(&buf[..]))
                 } else {
@@ -230,8 +264,10 @@ impl Capture {
     }
 
     /// The complete bytes (from `base`).
-    pub(crate) fn into_raw(self) -> RawBytes {
-        match self.state {
+    pub(crate) fn into_raw(mut self) -> RawBytes {
+        // Handed over: the bytes leave the budget when `self` drops.
+        let state = std::mem::replace(&mut self.state, State::Memory(BytesMut::new()));
+        match state {
             State::Memory(buf) => RawBytes::from_bytes(buf.freeze()),
             State::Spilled(file) => SpillSlice::raw(file, 0, self.len - self.base),
         }
@@ -315,6 +351,59 @@ mod tests {
             assert!(c.split_to(c.len()).unwrap().is_empty());
             c.append(b"tail").unwrap();
             assert_eq!(c.into_raw().to_vec().unwrap(), b"tail");
+        }
+    }
+
+    fn budget(limit: usize) -> &'static MemoryBudget {
+        Box::leak(Box::new(MemoryBudget::new(limit)))
+    }
+
+    #[test]
+    fn captures_sharing_a_spent_budget_spill_below_their_own_threshold() {
+        let shared = budget(10);
+        let mut a = Capture::with_budget(1 << 20, None, shared);
+        let mut b = Capture::with_budget(1 << 20, None, shared);
+        a.append(b"0123456").unwrap();
+        assert_eq!(shared.held(), 7);
+        b.append(b"abc").unwrap();
+        assert!(!b.is_spilled(), "7 + 3 fits in 10");
+        b.append(b"d").unwrap();
+        assert!(b.is_spilled(), "one byte more than the budget");
+        assert_eq!(shared.held(), 7, "b's spilled bytes left the budget");
+        assert_eq!(b.into_raw().to_vec().unwrap(), b"abcd");
+        // Handing the stream over gives its bytes back.
+        let raw = a.into_raw();
+        assert_eq!(raw.as_memory(), Some(&b"0123456"[..]));
+        assert_eq!(shared.held(), 0);
+    }
+
+    #[test]
+    fn split_and_drop_give_their_bytes_back() {
+        let shared = budget(100);
+        let mut c = Capture::with_budget(1 << 20, None, shared);
+        c.append(b"turn one\nturn two").unwrap();
+        assert_eq!(shared.held(), 17);
+        let head = c.split_to(9).unwrap();
+        assert_eq!(head.to_vec().unwrap(), b"turn one\n");
+        assert_eq!(shared.held(), 8, "the head is the host's now");
+        drop(c);
+        assert_eq!(shared.held(), 0);
+    }
+
+    #[test]
+    fn the_rest_after_a_spilled_head_comes_back_to_memory_within_the_budget() {
+        for (limit, in_memory) in [(100, true), (3, false)] {
+            let shared = budget(limit);
+            let mut c = Capture::with_budget(8, None, shared);
+            c.append(b"0123456789").unwrap();
+            assert!(c.is_spilled(), "10 bytes exceed the threshold of 8");
+            assert_eq!(shared.held(), 0);
+            let head = c.split_to(6).unwrap();
+            assert_eq!(head.to_vec().unwrap(), b"012345");
+            assert_eq!(!c.is_spilled(), in_memory, "limit {limit}");
+            assert_eq!(shared.held(), if in_memory { 4 } else { 0 });
+            assert_eq!(c.into_raw().to_vec().unwrap(), b"6789");
+            assert_eq!(shared.held(), 0);
         }
     }
 

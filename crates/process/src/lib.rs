@@ -86,6 +86,8 @@
 #![forbid(unsafe_code)]
 
 #[cfg(unix)]
+mod budget;
+#[cfg(unix)]
 mod capture;
 #[cfg(unix)]
 mod command;
@@ -108,6 +110,8 @@ mod spawn;
 #[cfg(unix)]
 mod stdin;
 
+#[cfg(unix)]
+pub use budget::{DEFAULT_CAPTURE_MEMORY_BUDGET, MemoryBudget, capture_memory_budget};
 #[cfg(unix)]
 pub use command::{
     Command, DEFAULT_CLOSE_GRACE, DEFAULT_MAX_LINE_IN_MEMORY, DEFAULT_SPILL_THRESHOLD,
