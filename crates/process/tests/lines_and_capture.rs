@@ -311,3 +311,38 @@ async fn ready_lines_are_the_rest_of_what_was_read_in_order_and_lose_nothing() {
     let fin = p.finish(&sink).await.unwrap();
     assert_same(&fin.stdout.to_vec().unwrap(), &data);
 }
+
+#[tokio::test]
+async fn a_capture_that_cannot_spill_fails_with_a_typed_error_and_no_hang() {
+    // More than the threshold, and a spill directory that does not exist:
+    // the capture cannot stay complete, which is an error, not a silent cut.
+    let mut cmd = sh("i=0; while [ $i -lt 200 ]; do echo line-$i; i=$((i+1)); done");
+    cmd.spill_threshold(64)
+        .spill_dir("/nonexistent/agent-adaptor-spill-test");
+    let sink = TestSink::new();
+    let mut p = Process::spawn(&cmd).unwrap();
+    let err = loop {
+        match tokio::time::timeout(Duration::from_secs(10), p.next_line(&sink))
+            .await
+            .expect("next_line must not hang")
+        {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the capture cannot have completed"),
+            Err(err) => break err,
+        }
+    };
+    match &err {
+        agent_adaptor_process::ProcessError::Capture(io) => {
+            assert_eq!(io.kind(), std::io::ErrorKind::NotFound, "{io}");
+        }
+        other => panic!("expected a capture error, got {other:?}"),
+    }
+    assert!(err.to_string().starts_with("raw capture failed"), "{err}");
+    let fin = tokio::time::timeout(Duration::from_secs(10), p.finish(&sink))
+        .await
+        .expect("finish must not hang");
+    assert!(
+        matches!(fin, Err(agent_adaptor_process::ProcessError::Capture(_))),
+        "finish reports the incomplete capture too: {fin:?}"
+    );
+}
