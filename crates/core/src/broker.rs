@@ -206,7 +206,7 @@ pub(crate) enum Offer {
 
 /// An event waiting for space.
 pub(crate) struct Waiting {
-    slot: Option<Event>,
+    ev: Event,
     droppable: bool,
 }
 
@@ -296,23 +296,20 @@ impl Publisher {
         }
         ev.meta_mut().time = self.state.clock.now();
         let droppable = !self.shared.config.blocking && ev.is_droppable();
-        let mut slot = Some(ev);
-        match self.try_publish(&mut slot, droppable) {
-            Some(done) => Offer::Done(done),
-            None => Offer::Wait(Box::new(Waiting { slot, droppable })),
+        match self.try_publish(ev, droppable) {
+            Ok(done) => Offer::Done(done),
+            Err(ev) => Offer::Wait(Box::new(Waiting { ev, droppable })),
         }
     }
 
     /// Wait for space (or cancellation) and deliver an event `offer` handed back.
     pub(crate) async fn publish_waiting(&mut self, waiting: Box<Waiting>) -> Result<(), Cancelled> {
-        let Waiting {
-            mut slot,
-            droppable,
-        } = *waiting;
+        let Waiting { mut ev, droppable } = *waiting;
         loop {
             self.wait_for_space().await;
-            if let Some(done) = self.try_publish(&mut slot, droppable) {
-                return done;
+            match self.try_publish(ev, droppable) {
+                Ok(done) => return done,
+                Err(back) => ev = back,
             }
         }
     }
@@ -325,25 +322,24 @@ impl Publisher {
         }
     }
 
-    /// One attempt under the queue lock. `None` means "wait for space and
-    /// try again" (the event stays in `slot`).
-    fn try_publish(
-        &mut self,
-        slot: &mut Option<Event>,
-        droppable: bool,
-    ) -> Option<Result<(), Cancelled>> {
+    /// One attempt under the queue lock. `Err` hands the event back: wait
+    /// for space and try again. (The event moves in and, in the common
+    /// case, straight on into the queue: no `Option` slot to copy through.)
+    // The event comes back only on a full buffer; boxing it would cost every
+    // call an allocation to save a move on the rare one.
+    #[allow(clippy::result_large_err)]
+    fn try_publish(&mut self, ev: Event, droppable: bool) -> Result<Result<(), Cancelled>, Event> {
         let capacity = self.shared.config.buffer;
         let wake_at = self.shared.wake_at;
         let st = &mut self.state;
         let mut q = self.shared.lock();
-        let ev = slot.take()?;
         if self.shared.control.is_stopped() {
             if !droppable && q.used() < capacity {
                 st.push(&mut q, ev, wake_at);
-                return Some(Ok(()));
+                return Ok(Ok(()));
             }
             st.drop_event(ev, true);
-            return Some(Err(Cancelled));
+            return Ok(Err(Cancelled));
         }
         if let Some(agg) = st.pending.take() {
             if q.used() < capacity {
@@ -355,14 +351,13 @@ impl Publisher {
         }
         if st.pending.is_none() && q.used() < capacity {
             st.push(&mut q, ev, wake_at);
-            return Some(Ok(()));
+            return Ok(Ok(()));
         }
         if droppable {
             st.drop_event(ev, false);
-            return Some(Ok(()));
+            return Ok(Ok(()));
         }
-        *slot = Some(ev);
-        None
+        Err(ev)
     }
 
     /// Wait until the queue has room or the run is cancelled.
@@ -586,8 +581,7 @@ mod tests {
             .collect();
         assert_eq!(rest, [2, 3, 4]);
         assert_eq!(c.buffered(), 0);
-        let mut slot = waiting.slot;
-        assert!(matches!(p.try_publish(&mut slot, false), Some(Ok(()))));
+        assert!(matches!(p.try_publish(waiting.ev, false), Ok(Ok(()))));
         assert_eq!(drain(&mut c, &waker).len(), 1);
     }
 
