@@ -173,6 +173,26 @@ mod tests {
         let id = LifecycleId::from(String::from("call_7"));
         let again = id.clone();
         assert!(std::ptr::eq(id.as_str(), again.as_str()));
+        let from_ref = LifecycleId::from(&id);
+        assert!(
+            std::ptr::eq(id.as_str(), from_ref.as_str()),
+            "From<&LifecycleId> clones"
+        );
+        let arc: Arc<str> = Arc::from("x");
+        let shared = LifecycleId::from(Arc::clone(&arc));
+        assert!(
+            std::ptr::eq(&*arc, shared.as_str()),
+            "From<Arc<str>> keeps the Arc"
+        );
+    }
+
+    #[test]
+    fn converts_from_and_to_owned_strings() {
+        let owned = String::from("m9");
+        assert_eq!(LifecycleId::from(&owned), "m9");
+        assert_eq!(String::from(LifecycleId::from("m9")), owned);
+        assert_eq!(LifecycleId::default(), "");
+        assert_eq!(LifecycleId::from("a").as_ref() as &str, "a");
     }
 
     #[test]
