@@ -11,7 +11,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use agent_adaptor_driver::{
-    Batch, DriverError, EventSink, OperationalEvent, RunContext, RunEvent, StreamPayload,
+    Batch, DriverError, Emit, EventSink, OperationalEvent, RunContext, RunEvent, StreamPayload,
     async_trait,
 };
 use agent_adaptor_process::{Command, Finished, Process, StdinController};
@@ -367,12 +367,11 @@ async fn deliver_lines(
     for out in outs.drain(..) {
         // Payloads and events go straight to the sink (no future of
         // `deliver` holds them on the way): this runs for every event.
-        match out {
-            Out::Stream(p) => sink.emit_stream(p).await?,
-            Out::Event(e) => sink.emit(e).await?,
-            control => {
+        match to_sink(out, sink) {
+            Ok(emit) => emit.await?,
+            Err(frame) => {
                 let mut controller = side.controller();
-                deliver(control, sink, &mut controller, stdin).await?;
+                deliver(Out::Control(frame), sink, &mut controller, stdin).await?;
             }
         }
     }
@@ -465,6 +464,15 @@ pub async fn run_turn(
     }
 }
 
+/// Hand a payload or an event to the sink; a control frame comes back.
+fn to_sink(out: Out, sink: &dyn EventSink) -> Result<Emit<'_>, ControlFrame> {
+    match out {
+        Out::Stream(p) => Ok(sink.emit_stream(p)),
+        Out::Event(e) => Ok(sink.emit(e)),
+        Out::Control(frame) => Err(frame),
+    }
+}
+
 /// Deliver one parsed output.
 pub async fn deliver(
     out: Out,
@@ -472,10 +480,9 @@ pub async fn deliver(
     controller: &mut Option<&mut dyn Controller>,
     stdin: &mut Option<StdinController>,
 ) -> Result<(), DriverError> {
-    match out {
-        Out::Stream(p) => sink.emit_stream(p).await?,
-        Out::Event(e) => sink.emit(e).await?,
-        Out::Control(frame) => {
+    match to_sink(out, sink) {
+        Ok(emit) => emit.await?,
+        Err(frame) => {
             if let Some(c) = controller.as_mut() {
                 c.control(frame, stdin, sink).await?;
             }
