@@ -725,6 +725,47 @@ mod tests {
         assert!(matches!(p.offer(ev), Offer::Done(Err(Cancelled))));
     }
 
+    #[tokio::test]
+    async fn cancellation_frees_a_publisher_waiting_on_events_the_consumer_holds() {
+        let (mut p, mut c, control) = setup(2, false);
+        for n in 0..2 {
+            let ev = reliable(&p, n);
+            offer_now(&mut p, ev);
+        }
+        let counter = Arc::new(Counter::default());
+        let waker = Waker::from(counter.clone());
+        let mut cx = Context::from_waker(&waker);
+        // The consumer takes the lot, hands on one, and stops reading.
+        assert!(matches!(c.poll_next(&mut cx), Poll::Ready(Some(_))));
+        let ev = reliable(&p, 2);
+        let Offer::Wait(waiting) = p.offer(ev) else {
+            panic!("the buffer is full with what the consumer holds");
+        };
+        let cancel = control.clone();
+        tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            cancel.stop(crate::control::StopReason::Cancelled);
+        });
+        // The waiter is released by the cancellation, not by the consumer,
+        // and its event is counted as lost.
+        assert_eq!(p.publish_waiting(waiting).await, Err(Cancelled));
+        let ev = reliable(&p, 3);
+        p.finish(ev);
+        let rest: Vec<Event> = drain(&mut c, &waker);
+        let kinds: Vec<_> = rest.iter().map(Event::kind_name).collect();
+        assert_eq!(kinds.len(), 3, "{kinds:?}");
+        assert_eq!(rest[0].meta().sequence, 2, "the held event comes first");
+        let Event::Dropped(d) = &rest[1] else {
+            panic!("a loss report before the end: {kinds:?}");
+        };
+        assert_eq!(
+            (d.count, d.first_sequence, d.reason.as_str()),
+            (1, 3, "cancelled")
+        );
+        assert_eq!(rest[2].meta().sequence, 5, "the closing event is last");
+        assert!(matches!(c.poll_next(&mut cx), Poll::Ready(None)));
+    }
+
     #[test]
     fn the_threshold_is_within_the_buffer() {
         for buffer in [1, 2, 3, 7, 100, 1024, 1 << 20] {
