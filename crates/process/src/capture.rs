@@ -134,14 +134,14 @@ pub(crate) struct Capture {
     base: u64,
     len: u64,
     state: State,
+    /// What the in-memory bytes are counted against (exactly the
+    /// buffer's length while in memory, nothing once spilled).
     budget: &'static MemoryBudget,
-    /// Bytes of `budget` this capture holds (its in-memory bytes).
-    held: usize,
 }
 
 impl Drop for Capture {
     fn drop(&mut self) {
-        self.budget.give_back(std::mem::take(&mut self.held));
+        self.budget.give_back(self.in_memory());
     }
 }
 
@@ -165,7 +165,14 @@ impl Capture {
             len: 0,
             state: State::Memory(BytesMut::new()),
             budget,
-            held: 0,
+        }
+    }
+
+    /// Bytes held in memory (and counted against the budget).
+    fn in_memory(&self) -> usize {
+        match &self.state {
+            State::Memory(buf) => buf.len(),
+            State::Spilled(_) => 0,
         }
     }
 
@@ -180,7 +187,6 @@ impl Capture {
             && buf.len().saturating_add(bytes.len()) <= self.threshold
             && self.budget.try_take(bytes.len())
         {
-            self.held += bytes.len();
             reserve_within(buf, bytes.len(), self.threshold);
             buf.extend_from_slice(bytes);
             self.len += bytes.len() as u64;
@@ -200,8 +206,9 @@ impl Capture {
             State::Memory(buf) => {
                 let file = Arc::new(SpillFile::create(self.dir.as_deref())?);
                 (&file.file).write_all(buf)?;
+                let held = buf.len();
                 self.state = State::Spilled(Arc::clone(&file));
-                self.budget.give_back(std::mem::take(&mut self.held));
+                self.budget.give_back(held);
                 Ok(file)
             }
         }
@@ -224,10 +231,9 @@ impl Capture {
             State::Memory(buf) => {
                 let n = usize::try_from(head_len).map_err(io::Error::other)?;
                 // The head is handed over: it leaves the budget.
-                let handed = n.min(self.held);
-                self.budget.give_back(handed);
-                self.held -= handed;
-                RawBytes::from_bytes(buf.split_to(n).freeze())
+                let head = buf.split_to(n).freeze();
+                self.budget.give_back(head.len());
+                RawBytes::from_bytes(head)
             }
             State::Spilled(file) => {
                 let file = Arc::clone(file);
@@ -241,9 +247,11 @@ impl Capture {
                 // memory, or to a new spill file when it is large.
                 let rest_n = usize::try_from(rest_len).unwrap_or(usize::MAX);
                 self.state = if rest_len <= self.threshold as u64 && self.budget.try_take(rest_n) {
-                    self.held = rest_n;
                     let mut buf = Vec::with_capacity(rest_n);
-                    rest.read_to_end(&mut buf)?;
+                    if let Err(err) = rest.read_to_end(&mut buf) {
+                        self.budget.give_back(rest_n);
+                        return Err(err);
+                    }
                     State::Memory(BytesMut::from(&buf[..]))
                 } else {
                     let next = Arc::new(SpillFile::create(self.dir.as_deref())?);
@@ -265,8 +273,11 @@ impl Capture {
 
     /// The complete bytes (from `base`).
     pub(crate) fn into_raw(mut self) -> RawBytes {
-        // Handed over: the bytes leave the budget when `self` drops.
+        // Handed over: the bytes leave the budget (`self` drops empty).
         let state = std::mem::replace(&mut self.state, State::Memory(BytesMut::new()));
+        if let State::Memory(buf) = &state {
+            self.budget.give_back(buf.len());
+        }
         match state {
             State::Memory(buf) => RawBytes::from_bytes(buf.freeze()),
             State::Spilled(file) => SpillSlice::raw(file, 0, self.len - self.base),
