@@ -552,20 +552,29 @@ mod tests {
         out
     }
 
-    #[test]
-    fn events_the_consumer_took_still_count_against_the_buffer() {
-        let (mut p, mut c, _control) = setup(4, false);
-        for n in 0..4 {
+    /// A buffer of `buffer` slots filled with reliable events, and a
+    /// consumer that took the whole lot and handed on the first (returned,
+    /// with the consumer's waker).
+    fn full_with_a_lot_in_hand(
+        buffer: usize,
+    ) -> (Publisher, Consumer, Arc<RunControl>, Waker, Event) {
+        let (mut p, mut c, control) = setup(buffer, false);
+        for n in 0..buffer {
             let ev = reliable(&p, n);
             offer_now(&mut p, ev);
         }
-        let counter = Arc::new(Counter::default());
-        let waker = Waker::from(counter.clone());
+        let waker = Waker::from(Arc::new(Counter::default()));
         let mut cx = Context::from_waker(&waker);
-        // The consumer takes the whole lot and hands on the first.
         let Poll::Ready(Some(first)) = c.poll_next(&mut cx) else {
             panic!("an event was queued");
         };
+        (p, c, control, waker, first)
+    }
+
+    #[test]
+    fn events_the_consumer_took_still_count_against_the_buffer() {
+        // The consumer takes the whole lot and hands on the first.
+        let (mut p, mut c, _control, waker, first) = full_with_a_lot_in_hand(4);
         assert_eq!(first.meta().sequence, 1);
         assert_eq!(c.buffered(), 3);
         // Three still in its hands and one handed on: the buffer is full.
@@ -727,16 +736,9 @@ mod tests {
 
     #[tokio::test]
     async fn cancellation_frees_a_publisher_waiting_on_events_the_consumer_holds() {
-        let (mut p, mut c, control) = setup(2, false);
-        for n in 0..2 {
-            let ev = reliable(&p, n);
-            offer_now(&mut p, ev);
-        }
-        let counter = Arc::new(Counter::default());
-        let waker = Waker::from(counter.clone());
-        let mut cx = Context::from_waker(&waker);
         // The consumer takes the lot, hands on one, and stops reading.
-        assert!(matches!(c.poll_next(&mut cx), Poll::Ready(Some(_))));
+        let (mut p, mut c, control, waker, _first) = full_with_a_lot_in_hand(2);
+        let mut cx = Context::from_waker(&waker);
         let ev = reliable(&p, 2);
         let Offer::Wait(waiting) = p.offer(ev) else {
             panic!("the buffer is full with what the consumer holds");
