@@ -326,20 +326,32 @@ async fn next_line<'s>(
         spilled.push(line.bytes().to_vec()?);
     }
     let mut spilled = spilled.iter();
-    let raws: Vec<&[u8]> = lines
-        .iter()
-        .map(|line| match line.as_memory() {
-            Some(b) => b,
-            None => spilled.next().map_or(&[][..], Vec::as_slice),
-        })
-        .collect();
+    let mut raws = recycle(std::mem::take(&mut bufs.raws));
+    raws.extend(lines.iter().map(|line| match line.as_memory() {
+        Some(b) => b,
+        None => spilled.next().map_or(&[][..], Vec::as_slice),
+    }));
     batch.open();
-    deliver_lines(side, &raws, &mut bufs.outs, sink, stdin).await?;
-    drop(raws);
+    let delivered = deliver_lines(side, &raws, &mut bufs.outs, sink, stdin).await;
+    bufs.raws = recycle(raws);
+    delivered?;
     // Let go of the lines before the next read, so the read buffer they
     // share can be reused.
     bufs.lines.clear();
     Ok(true)
+}
+
+/// Empty `v` and hand back its allocation for slices of another lifetime.
+///
+/// The burst's line slices borrow that burst's lines, so the vector that
+/// holds them cannot outlive it; collecting the emptied vector in place
+/// keeps its allocation (a burst of [`BURST`] slices is 2 KiB, large
+/// enough that allocating it for every burst makes the allocator sweep its
+/// free lists).
+// The filter drops every element, which is what changes their lifetime.
+#[allow(clippy::unnecessary_filter_map)]
+fn recycle<'b>(v: Vec<&[u8]>) -> Vec<&'b [u8]> {
+    v.into_iter().filter_map(|_| None).collect()
 }
 
 /// What [`next_line`] reuses from call to call: the lines of a burst and
@@ -347,6 +359,8 @@ async fn next_line<'s>(
 #[derive(Default)]
 struct Buffers {
     lines: Vec<agent_adaptor_process::Line>,
+    /// The bytes of `lines` (empty between bursts, see [`recycle`]).
+    raws: Vec<&'static [u8]>,
     outs: Vec<Out>,
 }
 
@@ -500,6 +514,18 @@ mod tests {
     use agent_adaptor_driver::Emit;
 
     use super::*;
+
+    #[test]
+    fn a_recycled_slice_buffer_is_empty_and_keeps_its_allocation() {
+        let line = b"{}".to_vec();
+        let mut v: Vec<&[u8]> = Vec::with_capacity(BURST);
+        v.extend(std::iter::repeat_n(&line[..], BURST));
+        let (at, cap) = (v.as_ptr() as usize, v.capacity());
+        let kept: Vec<&'static [u8]> = recycle(v);
+        assert!(kept.is_empty());
+        assert_eq!(kept.capacity(), cap);
+        assert_eq!(kept.as_ptr() as usize, at);
+    }
 
     /// Records emissions and batch brackets, in order.
     #[derive(Default)]
