@@ -12,6 +12,13 @@
 //! batch ([`Batcher`]): inside it, the consumer is woken once at the end, or
 //! earlier when the queue has filled to [`wake_threshold`], when the
 //! publisher has to wait for space, or when the batch is flushed.
+//!
+//! Receive times come from the same place: the lines of one burst were all
+//! received by one read, so opening a batch reads the clock once and the
+//! events published inside it carry that time. A flush (core's own event,
+//! which takes the time it is published) or the outermost close goes back
+//! to reading the clock per event, so times never run backwards in
+//! sequence order.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::future::poll_fn;
@@ -19,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use crate::control::RunControl;
@@ -66,6 +73,11 @@ struct Queue {
     publisher: Option<Waker>,
     /// Open batches (nesting depth); 0 wakes the consumer on every push.
     batch: u32,
+    /// The receive time of the events of the open batch (see the module
+    /// docs); `None` reads the clock for each event.
+    batch_time: Option<DateTime<Utc>>,
+    /// Stamps receive times (the date is worked out once a day).
+    clock: WallClock,
 }
 
 impl Queue {
@@ -78,6 +90,14 @@ impl Queue {
     fn wake_consumer(&mut self) {
         if let Some(w) = self.consumer.take() {
             w.wake();
+        }
+    }
+
+    /// When the event published now was received.
+    fn receive_time(&mut self) -> DateTime<Utc> {
+        match self.batch_time {
+            Some(t) => t,
+            None => self.clock.now(),
         }
     }
 
@@ -141,8 +161,6 @@ struct PubState {
     pending: Option<DropAggregate>,
     template: EventMeta,
     config: BrokerConfig,
-    /// Stamps receive times (the date is worked out once a day).
-    clock: WallClock,
 }
 
 /// The consuming side, read by `RunStream`.
@@ -172,6 +190,8 @@ pub(crate) fn broker(
             consumer: None,
             publisher: None,
             batch: 0,
+            batch_time: None,
+            clock: WallClock::default(),
         }),
         config,
         wake_at: wake_threshold(config.buffer),
@@ -186,7 +206,6 @@ pub(crate) fn broker(
                 pending: None,
                 template,
                 config,
-                clock: WallClock::default(),
             },
         },
         Consumer {
@@ -204,10 +223,19 @@ pub(crate) enum Offer {
     Wait(Box<Waiting>),
 }
 
-/// An event waiting for space.
+/// An event waiting for space (already stamped with its receive time).
 pub(crate) struct Waiting {
     ev: Event,
     droppable: bool,
+}
+
+/// Whether [`Publisher::try_publish`] stamps the receive time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stamp {
+    /// A new event: received now (or with its batch).
+    Now,
+    /// Handed back earlier and already stamped.
+    Kept,
 }
 
 /// The event could not be delivered because the run was cancelled.
@@ -237,9 +265,10 @@ impl PubState {
             .add(seq, &ev, during_abort);
     }
 
-    fn dropped_event(&self, agg: DropAggregate) -> Event {
+    /// The report of the losses in `agg`, received at `time`.
+    fn dropped_event(&self, agg: DropAggregate, time: DateTime<Utc>) -> Event {
         let mut meta = self.template.clone();
-        meta.time = Utc::now();
+        meta.time = time;
         Event::Dropped(Dropped {
             meta,
             count: agg.count,
@@ -290,13 +319,12 @@ impl Publisher {
     ///
     /// This is synchronous on purpose: every driver event goes through it,
     /// and only a publisher that really has to wait pays for a future.
-    pub(crate) fn offer(&mut self, mut ev: Event) -> Offer {
+    pub(crate) fn offer(&mut self, ev: Event) -> Offer {
         if self.skip_unobserved() {
             return Offer::Done(Ok(()));
         }
-        ev.meta_mut().time = self.state.clock.now();
         let droppable = !self.shared.config.blocking && ev.is_droppable();
-        match self.try_publish(ev, droppable) {
+        match self.try_publish(ev, droppable, Stamp::Now) {
             Ok(done) => Offer::Done(done),
             Err(ev) => Offer::Wait(Box::new(Waiting { ev, droppable })),
         }
@@ -307,7 +335,7 @@ impl Publisher {
         let Waiting { mut ev, droppable } = *waiting;
         loop {
             self.wait_for_space().await;
-            match self.try_publish(ev, droppable) {
+            match self.try_publish(ev, droppable, Stamp::Kept) {
                 Ok(done) => return done,
                 Err(back) => ev = back,
             }
@@ -328,11 +356,19 @@ impl Publisher {
     // The event comes back only on a full buffer; boxing it would cost every
     // call an allocation to save a move on the rare one.
     #[allow(clippy::result_large_err)]
-    fn try_publish(&mut self, ev: Event, droppable: bool) -> Result<Result<(), Cancelled>, Event> {
+    fn try_publish(
+        &mut self,
+        mut ev: Event,
+        droppable: bool,
+        stamp: Stamp,
+    ) -> Result<Result<(), Cancelled>, Event> {
         let capacity = self.shared.config.buffer;
         let wake_at = self.shared.wake_at;
         let st = &mut self.state;
         let mut q = self.shared.lock();
+        if stamp == Stamp::Now {
+            ev.meta_mut().time = q.receive_time();
+        }
         if self.shared.control.is_stopped() {
             if !droppable && q.used() < capacity {
                 st.push(&mut q, ev, wake_at);
@@ -343,7 +379,7 @@ impl Publisher {
         }
         if let Some(agg) = st.pending.take() {
             if q.used() < capacity {
-                let report = st.dropped_event(agg);
+                let report = st.dropped_event(agg, q.receive_time());
                 st.push(&mut q, report, wake_at);
             } else {
                 st.pending = Some(agg);
@@ -388,11 +424,12 @@ impl Publisher {
         let st = &mut self.state;
         let mut q = self.shared.lock();
         q.batch = 0;
+        q.batch_time = None;
         if let Some(agg) = st.pending.take() {
-            let report = st.dropped_event(agg);
+            let report = st.dropped_event(agg, q.receive_time());
             st.push(&mut q, report, 1);
         }
-        finished.meta_mut().time = Utc::now();
+        finished.meta_mut().time = q.receive_time();
         st.push(&mut q, finished, 1);
         q.closed = true;
         q.wake_consumer();
@@ -420,10 +457,14 @@ impl Batcher {
         !self.shared.unobserved.load(Ordering::Relaxed)
     }
 
-    /// Open a batch: pushes stop waking the consumer until it is closed.
+    /// Open a batch: pushes stop waking the consumer until it is closed,
+    /// and the events published inside carry the time it was opened (the
+    /// time its input was read; a nested batch — the next burst — reads the
+    /// clock again).
     pub(crate) fn begin(&self) {
         let mut q = self.shared.lock();
         q.batch = q.batch.saturating_add(1);
+        q.batch_time = Some(q.clock.now());
     }
 
     /// Close a batch; the outermost close wakes the consumer if it has
@@ -432,14 +473,20 @@ impl Batcher {
         let mut q = self.shared.lock();
         q.batch = q.batch.saturating_sub(1);
         if q.batch == 0 {
+            q.batch_time = None;
             q.flush();
         }
     }
 
     /// Wake the consumer now if it has something to read, batch or not
     /// (before waiting for something the consumer may have to see first).
+    /// The events that follow read the clock again until the next batch
+    /// opens: what comes after a flush — a human's answer, say — may have
+    /// been received well after the batch opened.
     pub(crate) fn flush(&self) {
-        self.shared.lock().flush();
+        let mut q = self.shared.lock();
+        q.batch_time = None;
+        q.flush();
     }
 }
 
@@ -590,7 +637,10 @@ mod tests {
             .collect();
         assert_eq!(rest, [2, 3, 4]);
         assert_eq!(c.buffered(), 0);
-        assert!(matches!(p.try_publish(waiting.ev, false), Ok(Ok(()))));
+        assert!(matches!(
+            p.try_publish(waiting.ev, false, Stamp::Kept),
+            Ok(Ok(()))
+        ));
         assert_eq!(drain(&mut c, &waker).len(), 1);
     }
 
@@ -613,6 +663,91 @@ mod tests {
         assert_eq!(got.len(), 10);
         let seqs: Vec<u64> = got.iter().map(|e| e.meta().sequence).collect();
         assert_eq!(seqs, (1..=10).collect::<Vec<_>>());
+    }
+
+    /// Offer one reliable event after the wall clock has surely moved on.
+    fn offer_later(p: &mut Publisher, n: usize) {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let ev = reliable(p, n);
+        offer_now(p, ev);
+    }
+
+    #[test]
+    fn the_events_of_a_batch_carry_the_time_it_was_opened() {
+        let (mut p, mut c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let waker = Waker::from(Arc::new(Counter::default()));
+        let batch = p.batcher();
+        offer_later(&mut p, 0); // outside any batch: its own time
+        batch.begin();
+        offer_later(&mut p, 1);
+        offer_later(&mut p, 2);
+        batch.begin(); // the next burst: the clock is read again
+        offer_later(&mut p, 3);
+        offer_later(&mut p, 4);
+        batch.end();
+        batch.end();
+        offer_later(&mut p, 5); // after the outermost close: its own time
+        let times: Vec<_> = drain(&mut c, &waker)
+            .iter()
+            .map(|e| e.meta().time)
+            .collect();
+        assert_eq!(times.len(), 6);
+        assert_eq!(times[1], times[2], "one batch, one receive time");
+        assert_eq!(times[3], times[4], "one batch, one receive time");
+        assert!(times[0] < times[1], "{times:?}");
+        assert!(times[2] < times[3], "a nested batch reads the clock");
+        assert!(times[4] < times[5], "after the close every event reads it");
+    }
+
+    #[test]
+    fn after_a_flush_events_read_the_clock_and_times_never_run_backwards() {
+        let (mut p, mut c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
+        let waker = Waker::from(Arc::new(Counter::default()));
+        let batch = p.batcher();
+        batch.begin();
+        offer_later(&mut p, 0);
+        // Core publishes its own event (say, an approval request) and
+        // flushes; the driver's next event comes after the human answered.
+        offer_later(&mut p, 1);
+        batch.flush();
+        offer_later(&mut p, 2);
+        offer_later(&mut p, 3);
+        batch.end();
+        let times: Vec<_> = drain(&mut c, &waker)
+            .iter()
+            .map(|e| e.meta().time)
+            .collect();
+        assert_eq!(times[0], times[1]);
+        assert!(times[1] < times[2] && times[2] < times[3], "{times:?}");
+    }
+
+    #[test]
+    fn the_final_events_are_never_stamped_before_the_batch_they_close() {
+        let (mut p, mut c, _control) = setup(2, false);
+        let waker = Waker::from(Arc::new(Counter::default()));
+        let batch = p.batcher();
+        batch.begin();
+        for n in 0..2 {
+            offer_later(&mut p, n);
+        }
+        // A delta on the full buffer is dropped; the loss report comes with
+        // the final event.
+        let delta = translate::payload(
+            p.meta(),
+            agent_adaptor_driver::StreamPayload::text_content("m", "x"),
+        );
+        let translate::Routed::Publish(delta) = delta else {
+            panic!("a text delta is published");
+        };
+        assert!(matches!(p.offer(delta), Offer::Done(Ok(()))));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let finished = translate::notice(p.meta(), "test.finished", String::new(), None);
+        p.finish(finished);
+        let got = drain(&mut c, &waker);
+        let times: Vec<_> = got.iter().map(|e| e.meta().time).collect();
+        assert_eq!(got.len(), 4, "two events, the loss report, the final event");
+        assert!(matches!(got[2], Event::Dropped(_)));
+        assert!(times[1] < times[2] && times[2] <= times[3], "{times:?}");
     }
 
     #[test]
