@@ -72,8 +72,10 @@ pub trait EventSink: Send + Sync {
     /// Open a batch: the events emitted until the matching
     /// [`end_batch`](Self::end_batch) belong together (typically everything
     /// one stdout line produced), so the host may hand them to its consumer
-    /// at once instead of one by one. Batches nest; order, backpressure and
-    /// every contract check are unchanged. Prefer the [`Batch`] guard, which
+    /// at once instead of one by one, and may stamp them with the time the
+    /// batch opened as their receive time (their input was read then).
+    /// Batches nest; order, backpressure and every contract check are
+    /// unchanged. Prefer the [`Batch`] guard, which
     /// also ends the batch on an early return or when the future is dropped.
     ///
     /// The default does nothing: a driver that never opens a batch, or a
