@@ -78,7 +78,19 @@ struct Queue {
     batch_time: Option<DateTime<Utc>>,
     /// Stamps receive times (the date is worked out once a day).
     clock: WallClock,
+    /// Run keys the consumer cloned for the publisher (see [`Keys`]).
+    keys: Vec<Keys>,
 }
+
+/// A clone of the run's id and thread key, for one event's envelope.
+///
+/// Every event holds its own reference to both. Were the publisher to clone
+/// them, each event would move the reference counts' cache line from the
+/// publishing thread to the consuming one, which drops it, and back. So the
+/// consumer makes the clones, on its own thread, as it takes each lot (as
+/// many as the lot held), and the publisher only moves them into envelopes:
+/// the counts are only ever touched where they are released.
+type Keys = (Arc<str>, Option<Arc<str>>);
 
 impl Queue {
     /// Buffer slots in use: queued, or taken by the consumer and not yet
@@ -161,6 +173,8 @@ struct PubState {
     pending: Option<DropAggregate>,
     template: EventMeta,
     config: BrokerConfig,
+    /// Run keys from the consumer not yet used (see [`Keys`]).
+    keys: Vec<Keys>,
 }
 
 /// The consuming side, read by `RunStream`.
@@ -172,6 +186,8 @@ pub(crate) struct Consumer {
     shared: Arc<Shared>,
     /// Taken from the queue, not yet handed on (counted in `Queue::in_hand`).
     local: VecDeque<Event>,
+    /// What the clones handed to the publisher are made from.
+    keys: Keys,
 }
 
 /// A new broker for one run.
@@ -180,6 +196,7 @@ pub(crate) fn broker(
     control: Arc<RunControl>,
     template: EventMeta,
 ) -> (Publisher, Consumer) {
+    let keys = (template.run_id.clone(), template.thread_key.clone());
     let shared = Arc::new(Shared {
         queue: Mutex::new(Queue {
             // Grown on demand: a consumer that keeps up never holds more
@@ -192,6 +209,7 @@ pub(crate) fn broker(
             batch: 0,
             batch_time: None,
             clock: WallClock::default(),
+            keys: Vec::new(),
         }),
         config,
         wake_at: wake_threshold(config.buffer),
@@ -206,9 +224,11 @@ pub(crate) fn broker(
                 pending: None,
                 template,
                 config,
+                keys: Vec::new(),
             },
         },
         Consumer {
+            keys,
             shared,
             local: VecDeque::new(),
         },
@@ -290,9 +310,22 @@ impl PubState {
 }
 
 impl Publisher {
-    /// An unstamped envelope for this run.
-    pub(crate) fn meta(&self) -> EventMeta {
-        self.state.template.clone()
+    /// An unstamped envelope for this run, with run keys the consumer
+    /// cloned (see [`Keys`]; cloned here only when none are left).
+    pub(crate) fn meta(&mut self) -> EventMeta {
+        let st = &mut self.state;
+        if st.keys.is_empty() {
+            std::mem::swap(&mut st.keys, &mut self.shared.lock().keys);
+        }
+        match st.keys.pop() {
+            Some((run_id, thread_key)) => EventMeta::unstamped(run_id, thread_key),
+            None => st.template.clone(),
+        }
+    }
+
+    /// The run's id.
+    pub(crate) fn run_id(&self) -> &Arc<str> {
+        &self.state.template.run_id
     }
 
     /// When nobody will read the next event (see [`Consumer::unobserved`])
@@ -505,6 +538,12 @@ impl Consumer {
         if !q.items.is_empty() {
             std::mem::swap(&mut self.local, &mut q.items);
             q.in_hand = self.local.len();
+            // Keys for about as many events as this lot held (see [`Keys`]).
+            let want = self.local.len().min(self.shared.config.buffer);
+            let (run_id, thread_key) = &self.keys;
+            while q.keys.len() < want {
+                q.keys.push((run_id.clone(), thread_key.clone()));
+            }
         }
         if freed > 0
             && let Some(w) = q.publisher.take()
@@ -580,7 +619,7 @@ mod tests {
     }
 
     /// A reliable event (a transcript-item notice).
-    fn reliable(p: &Publisher, n: usize) -> Event {
+    fn reliable(p: &mut Publisher, n: usize) -> Event {
         let item = agent_adaptor_driver::TranscriptItem::assistant(format!("item {n}"));
         translate::run_event(p.meta(), RunEvent::Item(item.into()))
     }
@@ -607,7 +646,7 @@ mod tests {
     ) -> (Publisher, Consumer, Arc<RunControl>, Waker, Event) {
         let (mut p, mut c, control) = setup(buffer, false);
         for n in 0..buffer {
-            let ev = reliable(&p, n);
+            let ev = reliable(&mut p, n);
             offer_now(&mut p, ev);
         }
         let waker = Waker::from(Arc::new(Counter::default()));
@@ -625,7 +664,7 @@ mod tests {
         assert_eq!(first.meta().sequence, 1);
         assert_eq!(c.buffered(), 3);
         // Three still in its hands and one handed on: the buffer is full.
-        let ev = reliable(&p, 4);
+        let ev = reliable(&mut p, 4);
         let Offer::Wait(waiting) = p.offer(ev) else {
             panic!("the buffer holds what the consumer took");
         };
@@ -653,7 +692,7 @@ mod tests {
         let batch = p.batcher();
         batch.begin();
         for n in 0..10 {
-            let ev = reliable(&p, n);
+            let ev = reliable(&mut p, n);
             offer_now(&mut p, ev);
         }
         assert_eq!(counter.count(), 0, "no wake inside the batch");
@@ -663,6 +702,36 @@ mod tests {
         assert_eq!(got.len(), 10);
         let seqs: Vec<u64> = got.iter().map(|e| e.meta().sequence).collect();
         assert_eq!(seqs, (1..=10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn envelopes_take_the_run_keys_the_consumer_cloned_for_its_last_lot() {
+        let control = Arc::new(RunControl::default());
+        let meta = EventMeta::unstamped("run_k".into(), Some("thread_k".into()));
+        let run_id = meta.run_id.clone();
+        let config = BrokerConfig::default();
+        let (mut p, mut c) = broker(config, control, meta);
+        let waker = Waker::from(Arc::new(Counter::default()));
+        for n in 0..3 {
+            let ev = reliable(&mut p, n);
+            offer_now(&mut p, ev);
+        }
+        let lot = drain(&mut c, &waker);
+        assert_eq!(lot.len(), 3);
+        // Taking the lot, the consumer cloned keys for three more events:
+        // the next three envelopes clone nothing.
+        let before = Arc::strong_count(&run_id);
+        let metas: Vec<EventMeta> = (0..3).map(|_| p.meta()).collect();
+        assert_eq!(Arc::strong_count(&run_id), before);
+        for m in &metas {
+            assert!(Arc::ptr_eq(&m.run_id, &run_id));
+            assert_eq!(m.thread_key.as_deref(), Some("thread_k"));
+            assert_eq!((m.sequence, m.time), (0, DateTime::<Utc>::UNIX_EPOCH));
+        }
+        // With none left, the publisher clones its own.
+        let extra = p.meta();
+        assert_eq!(Arc::strong_count(&run_id), before + 1);
+        assert_eq!(extra.thread_key.as_deref(), Some("thread_k"));
     }
 
     /// Offer one reliable event after the wall clock has surely moved on.
@@ -757,7 +826,7 @@ mod tests {
         let waker = Waker::from(counter.clone());
         for n in 0..3 {
             assert!(drain(&mut c, &waker).len() <= 1);
-            let ev = reliable(&p, n);
+            let ev = reliable(&mut p, n);
             offer_now(&mut p, ev);
             assert_eq!(counter.count(), n + 1);
         }
@@ -773,7 +842,7 @@ mod tests {
         assert!(drain(&mut c, &waker).is_empty());
         batch.begin();
         batch.begin();
-        let ev = reliable(&p, 0);
+        let ev = reliable(&mut p, 0);
         offer_now(&mut p, ev);
         batch.end();
         assert_eq!(counter.count(), 0, "the inner end is not the outermost");
@@ -781,7 +850,7 @@ mod tests {
         assert_eq!(counter.count(), 1);
         batch.end(); // unmatched again
         assert_eq!(drain(&mut c, &waker).len(), 1);
-        let ev = reliable(&p, 1);
+        let ev = reliable(&mut p, 1);
         offer_now(&mut p, ev);
         assert_eq!(counter.count(), 2, "outside a batch again: woken at once");
     }
@@ -810,11 +879,11 @@ mod tests {
         let batch = p.batcher();
         batch.begin();
         for n in 0..at - 1 {
-            let ev = reliable(&p, n);
+            let ev = reliable(&mut p, n);
             offer_now(&mut p, ev);
         }
         assert_eq!(counter.count(), 0);
-        let ev = reliable(&p, at);
+        let ev = reliable(&mut p, at);
         offer_now(&mut p, ev);
         assert_eq!(
             counter.count(),
@@ -822,7 +891,7 @@ mod tests {
             "woken once the queue reached the threshold"
         );
         assert_eq!(drain(&mut c, &waker).len(), at);
-        let ev = reliable(&p, 0);
+        let ev = reliable(&mut p, 0);
         offer_now(&mut p, ev);
         assert_eq!(counter.count(), 1);
         batch.flush();
@@ -837,23 +906,23 @@ mod tests {
         let (mut p, mut c, control) = setup(DEFAULT_EVENT_BUFFER, false);
         let counter = Arc::new(Counter::default());
         let waker = Waker::from(counter.clone());
-        let delta = |p: &Publisher, n: usize| {
+        let delta = |p: &mut Publisher, n: usize| {
             let payload = agent_adaptor_driver::StreamPayload::text_content("m", format!("{n}"));
             match translate::payload(p.meta(), payload) {
                 translate::Routed::Publish(ev) => ev,
                 _ => unreachable!("a text delta is published"),
             }
         };
-        let ev = delta(&p, 0);
+        let ev = delta(&mut p, 0);
         offer_now(&mut p, ev);
         c.unobserved();
         for n in 1..5 {
-            let ev = delta(&p, n);
+            let ev = delta(&mut p, n);
             offer_now(&mut p, ev);
         }
-        let ev = reliable(&p, 0);
+        let ev = reliable(&mut p, 0);
         offer_now(&mut p, ev);
-        let ev = reliable(&p, 1);
+        let ev = reliable(&mut p, 1);
         p.finish(ev);
         let got = drain(&mut c, &waker);
         let seqs: Vec<u64> = got.iter().map(|e| e.meta().sequence).collect();
@@ -865,7 +934,7 @@ mod tests {
         assert!(got[0].is_droppable() && !got[1].is_droppable());
         // Once cancelled, deltas are refused (and counted) as before.
         control.stop(crate::control::StopReason::Cancelled);
-        let ev = delta(&p, 9);
+        let ev = delta(&mut p, 9);
         assert!(matches!(p.offer(ev), Offer::Done(Err(Cancelled))));
     }
 
@@ -874,7 +943,7 @@ mod tests {
         // The consumer takes the lot, hands on one, and stops reading.
         let (mut p, mut c, control, waker, _first) = full_with_a_lot_in_hand(2);
         let mut cx = Context::from_waker(&waker);
-        let ev = reliable(&p, 2);
+        let ev = reliable(&mut p, 2);
         let Offer::Wait(waiting) = p.offer(ev) else {
             panic!("the buffer is full with what the consumer holds");
         };
@@ -886,7 +955,7 @@ mod tests {
         // The waiter is released by the cancellation, not by the consumer,
         // and its event is counted as lost.
         assert_eq!(p.publish_waiting(waiting).await, Err(Cancelled));
-        let ev = reliable(&p, 3);
+        let ev = reliable(&mut p, 3);
         p.finish(ev);
         let rest: Vec<Event> = drain(&mut c, &waker);
         let kinds: Vec<_> = rest.iter().map(Event::kind_name).collect();
@@ -921,7 +990,7 @@ mod tests {
         let waker = Waker::from(counter.clone());
         assert!(drain(&mut c, &waker).is_empty());
         p.batcher().begin();
-        let ev = reliable(&p, 0);
+        let ev = reliable(&mut p, 0);
         p.finish(ev);
         assert_eq!(counter.count(), 1);
         assert_eq!(drain(&mut c, &waker).len(), 1);
@@ -960,10 +1029,10 @@ mod tests {
                     let batch = p.batcher();
                     batch.begin();
                     for n in 0..50 {
-                        let ev = reliable(&p, n);
+                        let ev = reliable(&mut p, n);
                         p.publish(ev).await.unwrap();
                     }
-                    let ev = reliable(&p, 50);
+                    let ev = reliable(&mut p, 50);
                     p.finish(ev);
                     reader.await.unwrap()
                 });

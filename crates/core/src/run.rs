@@ -498,7 +498,7 @@ fn build_result(
     st: &SinkState,
 ) -> RunResult {
     RunResult {
-        run_id: st.publisher.meta().run_id.to_string(),
+        run_id: st.publisher.run_id().to_string(),
         model: resp.model,
         provider: resp.provider,
         text: resp.output,
