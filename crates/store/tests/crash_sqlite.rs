@@ -25,9 +25,12 @@ async fn sigkill_mid_finalize_50_times_leaves_a_consistent_store() {
         .unwrap();
     eprintln!("sqlite crash loop: {stats:?}");
     assert_eq!(stats.kills, 50);
+    // A worker killed at its k-th BEGIN (k = 1..=3, uniformly) had
+    // acknowledged k − 1 finalizes: 50 on average over 50 workers, and 25
+    // or fewer about once in 10⁵ loops.
     assert!(
-        stats.turns >= 50,
-        "every worker committed at least once before its last BEGIN"
+        stats.acknowledged >= 25,
+        "the workers finalized between their kills: {stats:?}"
     );
     assert!(
         stats.lease_still_held >= 30,

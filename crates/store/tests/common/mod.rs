@@ -182,6 +182,8 @@ pub struct CrashStats {
     pub in_flight_rolled_back: usize,
     /// Kills after the in-flight finalize had been acknowledged.
     pub between_finalizes: usize,
+    /// Finalizes the workers acknowledged (`COMMIT` lines), over all kills.
+    pub acknowledged: u64,
     /// Records in the chain at the end.
     pub turns: u64,
     /// Wall time of the whole loop.
@@ -260,6 +262,7 @@ pub async fn crash_loop<S: Audit>(
         if let Some(phantom) = ids.iter().find(|id| !all_begun.contains(**id)) {
             return Err(format!("kill {i}: record {phantom} that no worker began"));
         }
+        stats.acknowledged += killed.committed.len() as u64;
         let in_flight = killed.begun.last().ok_or("no BEGIN")?;
         if killed.committed.contains(in_flight) {
             stats.between_finalizes += 1;
@@ -267,6 +270,18 @@ pub async fn crash_loop<S: Audit>(
             stats.in_flight_committed += 1;
         } else {
             stats.in_flight_rolled_back += 1;
+        }
+        // Every record is an acknowledged finalize or one a kill interrupted
+        // after it committed, at most one per kill (a server may finish such
+        // a commit after the check that followed its kill, so only the bounds
+        // are exact).
+        let least = stats.acknowledged + stats.in_flight_committed as u64;
+        let most = stats.acknowledged + stats.kills as u64;
+        if !(least..=most).contains(&stats.turns) {
+            return Err(format!(
+                "kill {i}: {} records, but {} acknowledged, {} committed in flight, {} kills",
+                stats.turns, stats.acknowledged, stats.in_flight_committed, stats.kills
+            ));
         }
         // The dead worker's lease is taken over once it expires.
         let deadline = Instant::now() + ttl + Duration::from_secs(5);
