@@ -734,9 +734,19 @@ mod tests {
         assert_eq!(extra.thread_key.as_deref(), Some("thread_k"));
     }
 
-    /// Offer one reliable event after the wall clock has surely moved on.
+    /// Return once the wall clock reads later than it did on entry, so
+    /// anything stamped afterwards is strictly later than anything stamped
+    /// before (a few nanoseconds of spinning, no sleep).
+    fn clock_moves_on() {
+        let before = Utc::now();
+        while Utc::now() <= before {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Offer one reliable event after the wall clock has moved on.
     fn offer_later(p: &mut Publisher, n: usize) {
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        clock_moves_on();
         let ev = reliable(p, n);
         offer_now(p, ev);
     }
@@ -747,9 +757,11 @@ mod tests {
         let waker = Waker::from(Arc::new(Counter::default()));
         let batch = p.batcher();
         offer_later(&mut p, 0); // outside any batch: its own time
+        clock_moves_on();
         batch.begin();
         offer_later(&mut p, 1);
         offer_later(&mut p, 2);
+        clock_moves_on();
         batch.begin(); // the next burst: the clock is read again
         offer_later(&mut p, 3);
         offer_later(&mut p, 4);
@@ -809,7 +821,7 @@ mod tests {
             panic!("a text delta is published");
         };
         assert!(matches!(p.offer(delta), Offer::Done(Ok(()))));
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        clock_moves_on();
         let finished = translate::notice(p.meta(), "test.finished", String::new(), None);
         p.finish(finished);
         let got = drain(&mut c, &waker);
