@@ -102,8 +102,6 @@ mod group;
 #[cfg(unix)]
 mod lines;
 #[cfg(unix)]
-mod pipe;
-#[cfg(unix)]
 mod process;
 #[cfg(unix)]
 mod shutdown;

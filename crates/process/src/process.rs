@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agent_adaptor_driver::{EventSink, RawBytes, RunEvent, SinkError};
-use bytes::Bytes;
-use tokio::process::Child;
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, ChildStderr, ChildStdout};
 use tokio::time::Sleep;
 
 use crate::capture::Capture;
@@ -16,10 +17,12 @@ use crate::command::{Command, StdinMode};
 use crate::error::ProcessError;
 use crate::finished::Finished;
 use crate::lines::{Line, LineSplitter};
-use crate::pipe::OutPipe;
 use crate::shutdown::{Lifecycle, Step};
 use crate::spawn::spawn;
 use crate::stdin::{SharedStdin, StdinController, StdinFeed};
+
+/// Bytes asked for per read (a pipe hands out at most its buffer, 64 KiB).
+const READ_CHUNK: usize = 64 * 1024;
 
 /// A running child process in its own process group.
 ///
@@ -39,8 +42,10 @@ pub struct Process {
     child: Child,
     pid: u32,
     program: String,
-    stdout: Option<OutPipe>,
-    stderr: Option<OutPipe>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    out_buf: BytesMut,
+    err_buf: BytesMut,
     out_cap: Capture,
     err_cap: Capture,
     lines: LineSplitter,
@@ -74,8 +79,8 @@ enum FailureKind {
 
 /// What one turn of the pump observed.
 enum Event {
-    Stdout(io::Result<Bytes>),
-    Stderr(io::Result<Bytes>),
+    Stdout(io::Result<usize>),
+    Stderr(io::Result<usize>),
     Exit(io::Result<std::process::ExitStatus>),
     Feed(io::Result<bool>),
     Deadline,
@@ -112,6 +117,8 @@ impl Process {
             program: cmd.program_name(),
             stdout: Some(spawned.stdout),
             stderr: Some(spawned.stderr),
+            out_buf: BytesMut::new(),
+            err_buf: BytesMut::new(),
             out_cap: Capture::new(cmd.spill_threshold, cmd.spill_dir.clone()),
             err_cap: Capture::new(cmd.spill_threshold, cmd.spill_dir.clone()),
             lines: LineSplitter::new(cmd.max_line_in_memory),
@@ -331,8 +338,8 @@ impl Process {
         let deadline = self.life.next_deadline();
         let exited = self.life.exited();
         let event = tokio::select! {
-            r = read_chunk(&mut self.stdout), if self.stdout.is_some() => Event::Stdout(r),
-            r = read_chunk(&mut self.stderr), if self.stderr.is_some() => Event::Stderr(r),
+            r = read_some(&mut self.stdout, &mut self.out_buf), if self.stdout.is_some() => Event::Stdout(r),
+            r = read_some(&mut self.stderr, &mut self.err_buf), if self.stderr.is_some() => Event::Stderr(r),
             r = self.child.wait(), if !exited => Event::Exit(r),
             r = write_some(&mut self.feed), if self.feed.is_some() => Event::Feed(r),
             () = sleep_until(deadline), if deadline.is_some() => Event::Deadline,
@@ -340,8 +347,9 @@ impl Process {
             else => Event::Idle,
         };
         match event {
-            Event::Stdout(Ok(chunk)) if chunk.is_empty() => self.stdout_eof(),
-            Event::Stdout(Ok(chunk)) => {
+            Event::Stdout(Ok(0)) => self.stdout_eof(),
+            Event::Stdout(Ok(_)) => {
+                let chunk = take_chunk(&mut self.out_buf);
                 let offset = self.out_cap.len();
                 if self.failure.is_none() {
                     let kept = self
@@ -354,8 +362,9 @@ impl Process {
                 }
                 self.emit(sink, RunEvent::stdout(chunk)).await?;
             }
-            Event::Stderr(Ok(chunk)) if chunk.is_empty() => self.stderr = None,
-            Event::Stderr(Ok(chunk)) => {
+            Event::Stderr(Ok(0)) => self.stderr = None,
+            Event::Stderr(Ok(_)) => {
+                let chunk = take_chunk(&mut self.err_buf);
                 if self.failure.is_none()
                     && let Err(err) = self.err_cap.append(&chunk)
                 {
@@ -518,10 +527,29 @@ impl Drop for Process {
     }
 }
 
-async fn read_chunk(pipe: &mut Option<OutPipe>) -> io::Result<Bytes> {
+async fn read_some<R: AsyncRead + Unpin>(
+    pipe: &mut Option<R>,
+    buf: &mut BytesMut,
+) -> io::Result<usize> {
     match pipe {
-        Some(pipe) => pipe.read_chunk().await,
+        Some(pipe) => {
+            buf.reserve(READ_CHUNK);
+            pipe.read_buf(buf).await
+        }
         None => std::future::pending().await,
+    }
+}
+
+/// The bytes just read, as an independent chunk. A small read is copied so
+/// that a chunk held downstream (e.g. in the event queue) never pins a whole
+/// read buffer; the buffer is then reused.
+fn take_chunk(buf: &mut BytesMut) -> Bytes {
+    if buf.len() >= READ_CHUNK / 2 {
+        buf.split().freeze()
+    } else {
+        let chunk = Bytes::copy_from_slice(buf);
+        buf.clear();
+        chunk
     }
 }
 

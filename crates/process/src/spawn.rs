@@ -4,19 +4,18 @@
 use std::io;
 use std::process::Stdio;
 
-use tokio::process::{Child, ChildStdin};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
 use crate::command::{Command, StdinMode};
 use crate::error::ProcessError;
-use crate::pipe::OutPipe;
 
 /// A freshly spawned child and its pipes.
 pub(crate) struct Spawned {
     pub(crate) child: Child,
     pub(crate) pid: u32,
     pub(crate) stdin: Option<ChildStdin>,
-    pub(crate) stdout: OutPipe,
-    pub(crate) stderr: OutPipe,
+    pub(crate) stdout: ChildStdout,
+    pub(crate) stderr: ChildStderr,
 }
 
 /// Spawn `cmd` as the leader of a new process group.
@@ -61,17 +60,8 @@ pub(crate) fn spawn(cmd: &Command) -> Result<Spawned, ProcessError> {
         source: io::Error::other(format!("child has no {what}")),
     };
     let pid = child.id().ok_or_else(|| missing("pid"))?;
-    let pipe = |fd: io::Result<std::os::fd::OwnedFd>| {
-        fd.and_then(OutPipe::new)
-            .map_err(|source| ProcessError::Spawn {
-                program: program.clone(),
-                source,
-            })
-    };
     let stdout = child.stdout.take().ok_or_else(|| missing("stdout pipe"))?;
-    let stdout = pipe(stdout.into_owned_fd())?;
     let stderr = child.stderr.take().ok_or_else(|| missing("stderr pipe"))?;
-    let stderr = pipe(stderr.into_owned_fd())?;
     let stdin = child.stdin.take();
     Ok(Spawned {
         child,
