@@ -11,8 +11,7 @@
 //! on another thread). A driver may bracket what one input produced in a
 //! batch ([`Batcher`]): inside it, the consumer is woken once at the end, or
 //! earlier when the queue has filled to [`wake_threshold`], when the
-//! publisher has to wait for space, or when the batch is flushed. A
-//! consumer that polls on its own meanwhile takes nothing before then.
+//! publisher has to wait for space, or when the batch is flushed.
 //!
 //! Receive times come from the same place: the lines of one burst were all
 //! received by one read, so opening a batch reads the clock once and the
@@ -81,13 +80,6 @@ struct Queue {
     clock: WallClock,
     /// Run keys the consumer cloned for the publisher (see [`Keys`]).
     keys: Vec<Keys>,
-    /// Whether the queued events are due to the consumer: set wherever it
-    /// would be woken ([`Queue::wake_consumer`]), cleared as it takes them.
-    /// A consumer that polls on its own inside a batch takes nothing before
-    /// it is due, so it takes lots rather than an event or two per poll:
-    /// each take contends for the lock the publisher takes per event, and
-    /// on another CPU that contention costs more than the events' handling.
-    ready: bool,
 }
 
 /// A clone of the run's id and thread key, for one event's envelope.
@@ -108,7 +100,6 @@ impl Queue {
     }
 
     fn wake_consumer(&mut self) {
-        self.ready = true;
         if let Some(w) = self.consumer.take() {
             w.wake();
         }
@@ -219,7 +210,6 @@ pub(crate) fn broker(
             batch_time: None,
             clock: WallClock::default(),
             keys: Vec::new(),
-            ready: false,
         }),
         config,
         wake_at: wake_threshold(config.buffer),
@@ -537,16 +527,15 @@ impl Consumer {
     /// Poll for the next event; `None` once the run is closed and drained.
     ///
     /// Events come from the local buffer; when it is empty, everything
-    /// queued is taken at once, once it is due (see [`Queue::ready`]), and
-    /// the slots the previous lot held are given back to the publisher.
+    /// queued is taken at once (and the slots the previous lot held are
+    /// given back to the publisher).
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Event>> {
         if let Some(ev) = self.local.pop_front() {
             return Poll::Ready(Some(ev));
         }
         let mut q = self.shared.lock();
         let freed = std::mem::take(&mut q.in_hand);
-        if !q.items.is_empty() && (q.ready || q.batch == 0 || q.closed) {
-            q.ready = false;
+        if !q.items.is_empty() {
             std::mem::swap(&mut self.local, &mut q.items);
             q.in_hand = self.local.len();
             // Keys for about as many events as this lot held (see [`Keys`]).
@@ -713,48 +702,6 @@ mod tests {
         assert_eq!(got.len(), 10);
         let seqs: Vec<u64> = got.iter().map(|e| e.meta().sequence).collect();
         assert_eq!(seqs, (1..=10).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn a_consumer_polling_inside_a_batch_takes_events_only_once_they_are_due() {
-        let (mut p, mut c, _control) = setup(DEFAULT_EVENT_BUFFER, false);
-        let counter = Arc::new(Counter::default());
-        let waker = Waker::from(counter.clone());
-        let batch = p.batcher();
-        batch.begin();
-        for n in 0..3 {
-            let ev = reliable(&mut p, n);
-            offer_now(&mut p, ev);
-        }
-        assert!(drain(&mut c, &waker).is_empty(), "not due inside the batch");
-        let threshold = wake_threshold(DEFAULT_EVENT_BUFFER);
-        for n in 3..threshold {
-            let ev = reliable(&mut p, n);
-            offer_now(&mut p, ev);
-        }
-        assert_eq!(counter.count(), 1, "the threshold wakes the consumer");
-        let lot = drain(&mut c, &waker);
-        assert_eq!(lot.len(), threshold, "the whole lot, at once");
-        let ev = reliable(&mut p, 999);
-        offer_now(&mut p, ev);
-        assert!(
-            drain(&mut c, &waker).is_empty(),
-            "the next lot is not due yet"
-        );
-        batch.flush();
-        assert_eq!(drain(&mut c, &waker).len(), 1, "a flush makes it due");
-        let ev = reliable(&mut p, 1000);
-        offer_now(&mut p, ev);
-        batch.end();
-        assert_eq!(
-            drain(&mut c, &waker).len(),
-            1,
-            "the batch's end makes it due"
-        );
-        let ev = reliable(&mut p, 1001);
-        offer_now(&mut p, ev);
-        assert_eq!(drain(&mut c, &waker).len(), 1, "outside a batch, at once");
-        assert_eq!(counter.count(), 4);
     }
 
     #[test]
