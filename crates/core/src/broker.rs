@@ -175,6 +175,11 @@ struct PubState {
     config: BrokerConfig,
     /// Run keys from the consumer not yet used (see [`Keys`]).
     keys: Vec<Keys>,
+    /// Whether the next delta that finds the buffer full is handed back to
+    /// give way once instead of being dropped at once (see
+    /// [`Publisher::publish_waiting`]). Spent by that delta, restored by the
+    /// next event that finds room.
+    may_give_way: bool,
 }
 
 /// The consuming side, read by `RunStream`.
@@ -225,6 +230,7 @@ pub(crate) fn broker(
                 template,
                 config,
                 keys: Vec::new(),
+                may_give_way: true,
             },
         },
         Consumer {
@@ -239,7 +245,9 @@ pub(crate) fn broker(
 pub(crate) enum Offer {
     /// Delivered, dropped and counted, or refused because of cancellation.
     Done(Result<(), Cancelled>),
-    /// A reliable event that has to wait for space.
+    /// A reliable event that has to wait for space, or a delta that gives
+    /// way once before it may be dropped
+    /// ([`publish_waiting`](Publisher::publish_waiting)).
     Wait(Box<Waiting>),
 }
 
@@ -363,11 +371,30 @@ impl Publisher {
         }
     }
 
-    /// Wait for space (or cancellation) and deliver an event `offer` handed back.
+    /// Deliver an event `offer` handed back: a reliable one once there is
+    /// space (or the run is cancelled); a delta after giving way once.
+    ///
+    /// A delta that finds the buffer full is dropped under the default
+    /// policy — but the first of a run of them gives way first: the
+    /// consumer is woken and the publishing task yields once, then the
+    /// delta is offered again and dropped only if there is still no room.
+    /// A consumer on the publisher's own thread (a `current_thread`
+    /// runtime, or a task woken into the same worker) cannot drain before
+    /// the publisher yields, and without this it lost deltas whenever one
+    /// read of a flooding CLI made more events than the buffer holds. A
+    /// consumer that is really slow costs one yield per full spell, not one
+    /// per delta: the deltas after it drop at once until an event finds
+    /// room again.
     pub(crate) async fn publish_waiting(&mut self, waiting: Box<Waiting>) -> Result<(), Cancelled> {
         let Waiting { mut ev, droppable } = *waiting;
+        if droppable {
+            self.shared.lock().wake_consumer();
+            tokio::task::yield_now().await;
+        }
         loop {
-            self.wait_for_space().await;
+            if !droppable {
+                self.wait_for_space().await;
+            }
             match self.try_publish(ev, droppable, Stamp::Kept) {
                 Ok(done) => return done,
                 Err(back) => ev = back,
@@ -419,10 +446,11 @@ impl Publisher {
             }
         }
         if st.pending.is_none() && q.used() < capacity {
+            st.may_give_way = true;
             st.push(&mut q, ev, wake_at);
             return Ok(Ok(()));
         }
-        if droppable {
+        if droppable && !std::mem::take(&mut st.may_give_way) {
             st.drop_event(ev, false);
             return Ok(Ok(()));
         }
@@ -745,6 +773,112 @@ mod tests {
     }
 
     /// Offer one reliable event after the wall clock has moved on.
+    fn block_on<F: Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn text_delta(p: &mut Publisher) -> Event {
+        let delta = translate::payload(
+            p.meta(),
+            agent_adaptor_driver::StreamPayload::text_content("m", "x"),
+        );
+        let translate::Routed::Publish(delta) = delta else {
+            panic!("a text delta is published");
+        };
+        delta
+    }
+
+    /// Offer a delta on a full buffer: it is handed back to give way, and
+    /// dropped once it has (nobody drains meanwhile).
+    fn give_way_then_drop(p: &mut Publisher, delta: Event) {
+        let Offer::Wait(waiting) = p.offer(delta) else {
+            panic!("the first delta on a full buffer gives way");
+        };
+        let done = block_on(p.publish_waiting(waiting));
+        assert_eq!(done, Ok(()));
+        assert!(p.state.pending.is_some(), "dropped and counted");
+    }
+
+    #[test]
+    fn a_delta_on_a_full_buffer_gives_way_once_per_full_spell() {
+        let (mut p, mut c, _control) = setup(2, false);
+        let waker = Waker::from(Arc::new(Counter::default()));
+        for n in 0..2 {
+            let ev = reliable(&mut p, n);
+            offer_now(&mut p, ev);
+        }
+        let delta = text_delta(&mut p);
+        give_way_then_drop(&mut p, delta);
+        // The spell goes on: the next deltas drop at once.
+        for _ in 0..3 {
+            let delta = text_delta(&mut p);
+            assert!(matches!(p.offer(delta), Offer::Done(Ok(()))));
+        }
+        let got = drain(&mut c, &waker);
+        assert_eq!(got.len(), 2);
+        // Room again: the loss report goes out with the next event, which
+        // ends the spell; the next full buffer gives way again.
+        let ev = reliable(&mut p, 2);
+        offer_now(&mut p, ev);
+        let got = drain(&mut c, &waker);
+        assert!(
+            matches!(&got[0], Event::Dropped(d) if d.count == 4),
+            "{got:?}"
+        );
+        assert_eq!(got.len(), 2);
+        let ev = reliable(&mut p, 3);
+        offer_now(&mut p, ev);
+        let ev = reliable(&mut p, 4);
+        offer_now(&mut p, ev);
+        let delta = text_delta(&mut p);
+        assert!(
+            matches!(p.offer(delta), Offer::Wait(_)),
+            "a new spell gives way"
+        );
+    }
+
+    #[test]
+    fn a_delta_that_gave_way_is_delivered_when_the_consumer_drained_meanwhile() {
+        let (mut p, mut c, _control) = setup(2, false);
+        let waker = Waker::from(Arc::new(Counter::default()));
+        for n in 0..2 {
+            let ev = reliable(&mut p, n);
+            offer_now(&mut p, ev);
+        }
+        let delta = text_delta(&mut p);
+        let Offer::Wait(waiting) = p.offer(delta) else {
+            panic!("the first delta on a full buffer gives way");
+        };
+        // What the yield is for: the consumer drains meanwhile (taking a
+        // lot, then coming back for more, frees its slots).
+        assert_eq!(drain(&mut c, &waker).len(), 2);
+        assert_eq!(block_on(p.publish_waiting(waiting)), Ok(()));
+        let got = drain(&mut c, &waker);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].is_droppable(), "the delta itself, not a loss report");
+        assert!(p.state.pending.is_none(), "nothing was dropped");
+    }
+
+    #[test]
+    fn blocking_mode_never_gives_way_it_waits() {
+        let (mut p, _c, _control) = setup(1, true);
+        let ev = reliable(&mut p, 0);
+        offer_now(&mut p, ev);
+        let delta = text_delta(&mut p);
+        let Offer::Wait(waiting) = p.offer(delta) else {
+            panic!("a full buffer makes a blocking publisher wait");
+        };
+        let mut publish = Box::pin(p.publish_waiting(waiting));
+        let waker = Waker::from(Arc::new(Counter::default()));
+        let mut cx = Context::from_waker(&waker);
+        for _ in 0..3 {
+            assert!(publish.as_mut().poll(&mut cx).is_pending(), "still waiting");
+        }
+    }
+
     fn offer_later(p: &mut Publisher, n: usize) {
         clock_moves_on();
         let ev = reliable(p, n);
@@ -811,16 +945,10 @@ mod tests {
         for n in 0..2 {
             offer_later(&mut p, n);
         }
-        // A delta on the full buffer is dropped; the loss report comes with
-        // the final event.
-        let delta = translate::payload(
-            p.meta(),
-            agent_adaptor_driver::StreamPayload::text_content("m", "x"),
-        );
-        let translate::Routed::Publish(delta) = delta else {
-            panic!("a text delta is published");
-        };
-        assert!(matches!(p.offer(delta), Offer::Done(Ok(()))));
+        // A delta on the full buffer is dropped (after giving way once);
+        // the loss report comes with the final event.
+        let delta = text_delta(&mut p);
+        give_way_then_drop(&mut p, delta);
         clock_moves_on();
         let finished = translate::notice(p.meta(), "test.finished", String::new(), None);
         p.finish(finished);

@@ -126,7 +126,8 @@ impl SinkState {
 enum Accepted {
     /// Handled: delivered, dropped and counted, captured, or refused.
     Done(Result<(), SinkError>),
-    /// A reliable event waiting for consumer space.
+    /// A reliable event waiting for consumer space, or a delta giving way
+    /// once before it may be dropped.
     Wait(Box<Waiting>),
     /// A contract violation to report.
     Reject(Violation, Value),

@@ -377,7 +377,7 @@ fn broker_invariants_hold() {
 }
 
 /// The worked example of the streaming guide, made deterministic: a buffer of
-/// one, a consumer that reads nothing until the driver is done.
+/// one, a consumer far slower than the driver, on one thread.
 #[tokio::test(flavor = "current_thread")]
 async fn slow_consumer_gets_one_aggregated_report_per_gap() {
     let mut steps = vec![
@@ -396,7 +396,22 @@ async fn slow_consumer_gets_one_aggregated_report_per_gap() {
         .event_buffer(1)
         .build()
         .unwrap();
-    let (events, outcome) = common::drain(agent.stream("q")).await;
+    let mut stream = agent.stream("q");
+    // Slow: the consumer yields a hundred times before each read. Nothing
+    // in the script waits but for space for its reliable events, and a
+    // delta on a full buffer gives way only once per full spell, so the
+    // driver runs ahead.
+    let mut events = Vec::new();
+    loop {
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        match stream.next().await {
+            Some(ev) => events.push(ev),
+            None => break,
+        }
+    }
+    let outcome = stream.result().await;
     outcome.unwrap();
     common::assert_envelope(&events);
     let reports = common::dropped(&events);
@@ -421,4 +436,47 @@ async fn slow_consumer_gets_one_aggregated_report_per_gap() {
         )
         .count();
     assert_eq!(boundaries, 2);
+}
+
+/// A consumer on the publisher's own thread (`current_thread`) that reads
+/// as fast as it can loses nothing, even to a batch many times the buffer:
+/// a delta that finds the buffer full gives way once, and the consumer
+/// drains meanwhile. (Before, it could not run until the driver yielded for
+/// some other reason, and every delta past the buffer was dropped.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_consumer_on_the_publishers_thread_keeps_up_with_a_flood() {
+    const DELTAS: usize = 500;
+    let mut steps = vec![
+        Step::Stream(StreamPayload::run_started()),
+        Step::BeginBatch,
+        Step::Stream(StreamPayload::text_start("m")),
+    ];
+    for i in 0..DELTAS {
+        steps.push(Step::Stream(StreamPayload::text_content(
+            "m",
+            format!("{i}"),
+        )));
+    }
+    steps.push(Step::Stream(StreamPayload::text_end("m")));
+    steps.push(Step::EndBatch);
+    steps.push(Step::Stream(StreamPayload::run_finished(None)));
+    let agent = Agent::builder(scripted(steps, response("", vec![])))
+        .event_buffer(16)
+        .build()
+        .unwrap();
+    let (events, outcome) = common::drain(agent.stream("q")).await;
+    outcome.unwrap();
+    common::assert_envelope(&events);
+    assert!(common::dropped(&events).is_empty(), "nothing dropped");
+    let texts: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TextDelta(d) if d.phase == agent_adaptor_core::Phase::Content => {
+                Some(d.text.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    let want: Vec<String> = (0..DELTAS).map(|i| i.to_string()).collect();
+    assert_eq!(texts, want, "every delta, in order");
 }
