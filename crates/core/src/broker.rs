@@ -794,22 +794,33 @@ mod tests {
     /// Offer a delta on a full buffer: it is handed back to give way, and
     /// dropped once it has (nobody drains meanwhile).
     fn give_way_then_drop(p: &mut Publisher, delta: Event) {
-        let Offer::Wait(waiting) = p.offer(delta) else {
-            panic!("the first delta on a full buffer gives way");
-        };
+        let waiting = handed_back(p, delta);
         let done = block_on(p.publish_waiting(waiting));
         assert_eq!(done, Ok(()));
         assert!(p.state.pending.is_some(), "dropped and counted");
     }
 
-    #[test]
-    fn a_delta_on_a_full_buffer_gives_way_once_per_full_spell() {
-        let (mut p, mut c, _control) = setup(2, false);
-        let waker = Waker::from(Arc::new(Counter::default()));
+    /// Offer `delta`, which must be handed back (to give way, or to wait).
+    fn handed_back(p: &mut Publisher, delta: Event) -> Box<Waiting> {
+        match p.offer(delta) {
+            Offer::Wait(waiting) => waiting,
+            Offer::Done(done) => panic!("delivered or dropped at once: {done:?}"),
+        }
+    }
+
+    /// A buffer of two, filled with two reliable events.
+    fn full_of_two() -> (Publisher, Consumer, Arc<RunControl>, Waker) {
+        let (mut p, c, control) = setup(2, false);
         for n in 0..2 {
             let ev = reliable(&mut p, n);
             offer_now(&mut p, ev);
         }
+        (p, c, control, Waker::from(Arc::new(Counter::default())))
+    }
+
+    #[test]
+    fn a_delta_on_a_full_buffer_gives_way_once_per_full_spell() {
+        let (mut p, mut c, _control, waker) = full_of_two();
         let delta = text_delta(&mut p);
         give_way_then_drop(&mut p, delta);
         // The spell goes on: the next deltas drop at once.
@@ -842,16 +853,9 @@ mod tests {
 
     #[test]
     fn a_delta_that_gave_way_is_delivered_when_the_consumer_drained_meanwhile() {
-        let (mut p, mut c, _control) = setup(2, false);
-        let waker = Waker::from(Arc::new(Counter::default()));
-        for n in 0..2 {
-            let ev = reliable(&mut p, n);
-            offer_now(&mut p, ev);
-        }
+        let (mut p, mut c, _control, waker) = full_of_two();
         let delta = text_delta(&mut p);
-        let Offer::Wait(waiting) = p.offer(delta) else {
-            panic!("the first delta on a full buffer gives way");
-        };
+        let waiting = handed_back(&mut p, delta);
         // What the yield is for: the consumer drains meanwhile (taking a
         // lot, then coming back for more, frees its slots).
         assert_eq!(drain(&mut c, &waker).len(), 2);
@@ -868,9 +872,7 @@ mod tests {
         let ev = reliable(&mut p, 0);
         offer_now(&mut p, ev);
         let delta = text_delta(&mut p);
-        let Offer::Wait(waiting) = p.offer(delta) else {
-            panic!("a full buffer makes a blocking publisher wait");
-        };
+        let waiting = handed_back(&mut p, delta);
         let mut publish = Box::pin(p.publish_waiting(waiting));
         let waker = Waker::from(Arc::new(Counter::default()));
         let mut cx = Context::from_waker(&waker);
