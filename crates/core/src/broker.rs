@@ -772,7 +772,7 @@ mod tests {
         }
     }
 
-    /// Offer one reliable event after the wall clock has moved on.
+    /// Run `f` to its end on a fresh `current_thread` runtime.
     fn block_on<F: Future>(f: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()
             .build()
@@ -780,6 +780,7 @@ mod tests {
             .block_on(f)
     }
 
+    /// A text delta (droppable under the default policy).
     fn text_delta(p: &mut Publisher) -> Event {
         let delta = translate::payload(
             p.meta(),
@@ -881,6 +882,7 @@ mod tests {
         }
     }
 
+    /// Offer one reliable event after the wall clock has moved on.
     fn offer_later(p: &mut Publisher, n: usize) {
         clock_moves_on();
         let ev = reliable(p, n);
