@@ -390,11 +390,14 @@ impl Publisher {
         if droppable {
             self.shared.lock().wake_consumer();
             tokio::task::yield_now().await;
+            // The give-way is spent: the delta is delivered or dropped now.
+            match self.try_publish(ev, droppable, Stamp::Kept) {
+                Ok(done) => return done,
+                Err(back) => ev = back,
+            }
         }
         loop {
-            if !droppable {
-                self.wait_for_space().await;
-            }
+            self.wait_for_space().await;
             match self.try_publish(ev, droppable, Stamp::Kept) {
                 Ok(done) => return done,
                 Err(back) => ev = back,
@@ -865,6 +868,25 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert!(got[0].is_droppable(), "the delta itself, not a loss report");
         assert!(p.state.pending.is_none(), "nothing was dropped");
+    }
+
+    #[test]
+    fn a_run_cancelled_while_a_delta_gives_way_drops_it_as_cancelled() {
+        let (mut p, mut c, control, waker) = full_of_two();
+        let delta = text_delta(&mut p);
+        let waiting = handed_back(&mut p, delta);
+        control.stop(crate::control::StopReason::Cancelled);
+        assert_eq!(block_on(p.publish_waiting(waiting)), Err(Cancelled));
+        // The loss is reported at the end, as a cancellation.
+        let finished = translate::notice(p.meta(), "test.finished", String::new(), None);
+        p.finish(finished);
+        let got = drain(&mut c, &waker);
+        assert_eq!(got.len(), 4, "two events, the loss report, the final event");
+        assert!(
+            matches!(&got[2], Event::Dropped(d) if d.count == 1 && d.reason == "cancelled"),
+            "{:?}",
+            got[2]
+        );
     }
 
     #[test]
