@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 LABELS = {
     "limit": "limit (raw pipe + serde_json)",
+    "limit-stream": "limit, lines handed to another thread",
     "aa-run": "agent-adaptor run()",
     "aa-run-blocking": "agent-adaptor run(), blocking",
     "aa-stream": "agent-adaptor stream()",
@@ -23,6 +24,7 @@ LABELS = {
 }
 STYLE = {
     "limit": dict(color="black", marker="o", linestyle="-"),
+    "limit-stream": dict(color="gray", marker="o", linestyle="--"),
     "aa-run": dict(color="tab:blue", marker="s", linestyle="-"),
     "aa-run-blocking": dict(color="tab:blue", marker="s", linestyle=":"),
     "aa-stream": dict(color="tab:green", marker="^", linestyle="-"),

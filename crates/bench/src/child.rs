@@ -8,6 +8,11 @@
 //! * [`Contender::Limit`] — `BufRead::read_until(b'\n')` and
 //!   `serde_json::from_slice::<Value>`, nothing else, on one thread with
 //!   blocking std I/O: the least any consumer must do.
+//! * [`Contender::LimitStream`] — the limit's loop in a tokio task on a
+//!   multi-thread runtime, reading tokio's pipe, each parsed line handed
+//!   (in batches of the lines already read) through a bounded channel to a
+//!   consumer on the `block_on` thread: the least a stream whose consumer
+//!   is on another thread costs, before any event is built.
 //! * [`Contender::AaRun`] / [`Contender::AaRunBlocking`] — `agent.run("hi")`
 //!   end to end on a multi-thread tokio runtime (default mode, or
 //!   `blocking_events()`), which keeps the complete raw stdout (spilled to a
@@ -58,6 +63,10 @@ pub enum Contender {
     /// `agent.stream()` on a `current_thread` runtime, default mode.
     #[serde(rename = "aa-stream-current-thread")]
     AaStreamCurrentThread,
+    /// The limit's work in a tokio task, each parsed line handed to a
+    /// consumer on another thread: the least a stream crossing threads costs.
+    #[serde(rename = "limit-stream")]
+    LimitStream,
     /// The official SDK of the workload's CLI (a Node process).
     #[serde(rename = "sdk")]
     Sdk,
@@ -65,8 +74,9 @@ pub enum Contender {
 
 impl Contender {
     /// Every contender, in the bench's interleaving order.
-    pub const ALL: [Contender; 7] = [
+    pub const ALL: [Contender; 8] = [
         Contender::Limit,
+        Contender::LimitStream,
         Contender::AaRun,
         Contender::AaRunBlocking,
         Contender::AaStream,
@@ -79,6 +89,7 @@ impl Contender {
     pub fn as_str(self) -> &'static str {
         match self {
             Contender::Limit => "limit",
+            Contender::LimitStream => "limit-stream",
             Contender::AaRun => "aa-run",
             Contender::AaRunBlocking => "aa-run-blocking",
             Contender::AaStream => "aa-stream",
@@ -174,6 +185,7 @@ pub fn stamp_of(text: &str) -> Option<i64> {
 pub fn run(contender: Contender, setup: &Setup) -> ChildReport {
     let mut report = match contender {
         Contender::Limit => limit(setup),
+        Contender::LimitStream => limit_stream(setup),
         Contender::Sdk => Err("the SDK contenders are Node scripts (tests/bench)".to_owned()),
         other => agent_adaptor(other, setup),
     }
@@ -229,6 +241,88 @@ fn limit(setup: &Setup) -> Result<ChildReport, String> {
     report.lines = Some(lines);
     report.events = Some(lines);
     Ok(report)
+}
+
+/// Lines a [`Contender::LimitStream`] batch holds at most.
+const LIMIT_STREAM_BATCH: usize = 1024;
+
+fn limit_stream(setup: &Setup) -> Result<ChildReport, String> {
+    let rt = runtime()?;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<Value>>(LIMIT_STREAM_BATCH);
+    let mut cmd = tokio::process::Command::new(&setup.fake);
+    cmd.env(OPTS_ENV, fake_opts(&setup.workload, setup.delay_ms))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    let reader = rt.spawn(read_batches(cmd, tx));
+    let mut report = ChildReport::default();
+    let lines = rt.block_on(async {
+        let mut lines = 0u64;
+        while let Some(batch) = rx.recv().await {
+            for value in batch {
+                lines += 1;
+                if setup.latency
+                    && let Some(sent) = stamped_line(setup.kind, &value)
+                {
+                    report.latencies_ns.push(now_ns() - sent);
+                }
+                std::hint::black_box(&value);
+            }
+        }
+        lines
+    });
+    let status = rt.block_on(reader).map_err(|e| e.to_string())??;
+    report.ok = status.success();
+    if !status.success() {
+        report.error = Some(format!("fake CLI exited with {status}"));
+    }
+    report.lines = Some(lines);
+    report.events = Some(lines);
+    Ok(report)
+}
+
+/// [`Contender::LimitStream`]'s reader task: the limit's loop on tokio's
+/// pipe, each parsed line pushed into a batch that is sent on as soon as no
+/// further complete line is buffered (or it is full).
+async fn read_batches(
+    mut cmd: tokio::process::Command,
+    tx: tokio::sync::mpsc::Sender<Vec<Value>>,
+) -> Result<std::process::ExitStatus, String> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("spawn {:?}: {e}", cmd.as_std().get_program()))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    stdin
+        .write_all(format!("{PROMPT}\n").as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    drop(stdin);
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut reader = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
+    let mut line = Vec::with_capacity(64 * 1024);
+    let mut batch = Vec::new();
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .await
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        batch.push(serde_json::from_slice::<Value>(text).map_err(|e| e.to_string())?);
+        let more = reader.buffer().contains(&b'\n');
+        if (!more || batch.len() >= LIMIT_STREAM_BATCH)
+            && tx.send(std::mem::take(&mut batch)).await.is_err()
+        {
+            break;
+        }
+    }
+    // Every line was sent with its batch: the last one found no line after it.
+    child.wait().await.map_err(|e| e.to_string())
 }
 
 /// The stamp of a Claude text delta or a Codex agent message line.

@@ -26,11 +26,20 @@ fn a_quick_plan_runs_end_to_end() {
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
     let samples = results["samples"].as_array().unwrap();
-    // Two workload kinds × six Rust contenders × one size × one repetition.
-    assert_eq!(samples.len(), 12, "{stderr}");
+    // Two workload kinds × seven Rust contenders × one size × one repetition.
+    assert_eq!(samples.len(), 14, "{stderr}");
     for s in samples {
         assert_eq!(s["report"]["ok"], true, "{s}");
         assert!(s["report"]["usage"]["maxrss_kib"].as_u64().unwrap() > 0);
+    }
+    // Both raw-pipe contenders parsed every line, the one handing them to
+    // another thread too.
+    for name in ["limit", "limit-stream"] {
+        let mine: Vec<_> = samples.iter().filter(|s| s["contender"] == name).collect();
+        assert_eq!(mine.len(), 2, "{name}");
+        for s in mine {
+            assert_eq!(s["report"]["lines"], s["workload"]["lines"], "{s}");
+        }
     }
     // Every successful agent-adaptor run kept the complete raw stdout.
     for s in samples
