@@ -226,21 +226,32 @@ fn limit(setup: &Setup) -> Result<ChildReport, String> {
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let value: Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
         lines += 1;
-        if setup.latency
-            && let Some(sent) = stamped_line(setup.kind, &value)
-        {
-            report.latencies_ns.push(now_ns() - sent);
-        }
-        std::hint::black_box(&value);
+        received(&mut report, setup, &value);
     }
     let status = child.wait().map_err(|e| e.to_string())?;
+    Ok(ended(report, status, lines))
+}
+
+/// A raw-pipe contender got `value`: its latency, when measured.
+fn received(report: &mut ChildReport, setup: &Setup, value: &Value) {
+    if setup.latency
+        && let Some(sent) = stamped_line(setup.kind, value)
+    {
+        report.latencies_ns.push(now_ns() - sent);
+    }
+    std::hint::black_box(value);
+}
+
+/// A raw-pipe contender's report once the fake CLI exited with `status`
+/// after `lines` lines.
+fn ended(mut report: ChildReport, status: std::process::ExitStatus, lines: u64) -> ChildReport {
     report.ok = status.success();
     if !status.success() {
         report.error = Some(format!("fake CLI exited with {status}"));
     }
     report.lines = Some(lines);
     report.events = Some(lines);
-    Ok(report)
+    report
 }
 
 /// Lines a [`Contender::LimitStream`] batch holds at most.
@@ -262,24 +273,13 @@ fn limit_stream(setup: &Setup) -> Result<ChildReport, String> {
         while let Some(batch) = rx.recv().await {
             for value in batch {
                 lines += 1;
-                if setup.latency
-                    && let Some(sent) = stamped_line(setup.kind, &value)
-                {
-                    report.latencies_ns.push(now_ns() - sent);
-                }
-                std::hint::black_box(&value);
+                received(&mut report, setup, &value);
             }
         }
         lines
     });
     let status = rt.block_on(reader).map_err(|e| e.to_string())??;
-    report.ok = status.success();
-    if !status.success() {
-        report.error = Some(format!("fake CLI exited with {status}"));
-    }
-    report.lines = Some(lines);
-    report.events = Some(lines);
-    Ok(report)
+    Ok(ended(report, status, lines))
 }
 
 /// [`Contender::LimitStream`]'s reader task: the limit's loop on tokio's
