@@ -1,0 +1,85 @@
+//! The two raw-pipe contenders (`limit`, `limit-stream`) on output that is
+//! not what they expect: a typed error in the report, never a panic or a
+//! hang. Nothing here looks at a timing.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+use std::path::Path;
+use std::process::Command;
+
+use agent_adaptor_testkit::replay::fake_cli_binary;
+use serde_json::Value;
+
+/// Runs `contender` on `workload` and returns its report.
+fn child(contender: &str, workload: &Path) -> Value {
+    let fake = fake_cli_binary().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-adaptor-bench"))
+        .args([
+            "child",
+            "--contender",
+            contender,
+            "--kind",
+            "codex",
+            "--fake",
+        ])
+        .arg(&fake)
+        .arg("--workload")
+        .arg(workload)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{contender}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+fn workload(name: &str, lines: &[&str]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "agent-adaptor-bench-raw-pipe-{}-{name}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("workload.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn a_line_that_is_not_json_ends_both_with_an_error() {
+    let path = workload(
+        "malformed",
+        &[
+            r#"{"type":"thread.started","thread_id":"t"}"#,
+            "not json {",
+            r#"{"type":"turn.started"}"#,
+        ],
+    );
+    for contender in ["limit", "limit-stream"] {
+        let report = child(contender, &path);
+        assert_eq!(report["ok"], false, "{contender}: {report}");
+        let error = report["error"].as_str().unwrap_or_default();
+        assert!(error.contains("expected"), "{contender}: {report}");
+    }
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[test]
+fn well_formed_lines_are_all_counted_by_both() {
+    let path = workload(
+        "counted",
+        &[
+            r#"{"type":"thread.started","thread_id":"t"}"#,
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}}"#,
+        ],
+    );
+    for contender in ["limit", "limit-stream"] {
+        let report = child(contender, &path);
+        assert_eq!(report["ok"], true, "{contender}: {report}");
+        assert_eq!(report["lines"], 3, "{contender}: {report}");
+        assert_eq!(report["events"], 3, "{contender}: {report}");
+    }
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
