@@ -11,8 +11,8 @@
 //! * [`Contender::LimitStream`] — the limit's loop in a tokio task on a
 //!   multi-thread runtime, reading tokio's pipe, each parsed line handed
 //!   (in batches of the lines already read) through a bounded channel to a
-//!   consumer on the `block_on` thread: the least a stream whose consumer
-//!   is on another thread costs, before any event is built.
+//!   consumer on the `block_on` thread: what handing the parsed output
+//!   itself to another thread costs, before any event is built.
 //! * [`Contender::AaRun`] / [`Contender::AaRunBlocking`] — `agent.run("hi")`
 //!   end to end on a multi-thread tokio runtime (default mode, or
 //!   `blocking_events()`), which keeps the complete raw stdout (spilled to a
@@ -64,7 +64,7 @@ pub enum Contender {
     #[serde(rename = "aa-stream-current-thread")]
     AaStreamCurrentThread,
     /// The limit's work in a tokio task, each parsed line handed to a
-    /// consumer on another thread: the least a stream crossing threads costs.
+    /// consumer on another thread.
     #[serde(rename = "limit-stream")]
     LimitStream,
     /// The official SDK of the workload's CLI (a Node process).

@@ -11,7 +11,11 @@ use serde_json::Value;
 
 /// Runs `contender` on `workload` and returns its report.
 fn child(contender: &str, workload: &Path) -> Value {
-    let fake = fake_cli_binary().unwrap();
+    child_with(contender, workload, &fake_cli_binary().unwrap())
+}
+
+/// [`child`] with `fake` as the CLI.
+fn child_with(contender: &str, workload: &Path, fake: &Path) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_agent-adaptor-bench"))
         .args([
             "child",
@@ -21,7 +25,7 @@ fn child(contender: &str, workload: &Path) -> Value {
             "codex",
             "--fake",
         ])
-        .arg(&fake)
+        .arg(fake)
         .arg("--workload")
         .arg(workload)
         .output()
@@ -80,6 +84,22 @@ fn well_formed_lines_are_all_counted_by_both() {
         assert_eq!(report["ok"], true, "{contender}: {report}");
         assert_eq!(report["lines"], 3, "{contender}: {report}");
         assert_eq!(report["events"], 3, "{contender}: {report}");
+    }
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[test]
+fn a_cli_that_cannot_be_spawned_is_an_error_naming_it() {
+    let path = workload("missing", &[r#"{"type":"turn.started"}"#]);
+    let missing = path.with_file_name("no-such-cli");
+    for contender in ["limit", "limit-stream"] {
+        let report = child_with(contender, &path, &missing);
+        assert_eq!(report["ok"], false, "{contender}: {report}");
+        let error = report["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("spawn") && error.contains("no-such-cli"),
+            "{contender}: {report}"
+        );
     }
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
