@@ -3,6 +3,7 @@
 //! hang. Nothing here looks at a timing.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -100,6 +101,34 @@ fn a_cli_that_cannot_be_spawned_is_an_error_naming_it() {
             error.contains("spawn") && error.contains("no-such-cli"),
             "{contender}: {report}"
         );
+    }
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[test]
+fn a_cli_that_exits_non_zero_fails_after_every_line_was_read() {
+    let path = workload(
+        "exit",
+        &[
+            r#"{"type":"thread.started","thread_id":"t"}"#,
+            r#"{"type":"turn.started"}"#,
+        ],
+    );
+    // The fake CLI replays the workload, then its wrapper exits with 3.
+    let wrapper = path.with_file_name("exits-3.sh");
+    let fake = fake_cli_binary().unwrap();
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\n'{}' \"$@\"\nexit 3\n", fake.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for contender in ["limit", "limit-stream"] {
+        let report = child_with(contender, &path, &wrapper);
+        assert_eq!(report["ok"], false, "{contender}: {report}");
+        assert_eq!(report["lines"], 2, "{contender}: {report}");
+        let error = report["error"].as_str().unwrap_or_default();
+        assert!(error.contains("exit status: 3"), "{contender}: {report}");
     }
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
