@@ -40,6 +40,22 @@ fn child_with(contender: &str, workload: &Path, fake: &Path) -> Value {
     serde_json::from_str(stdout.trim()).unwrap()
 }
 
+/// Codex exec lines the workloads are made of.
+const THREAD_STARTED: &str = r#"{"type":"thread.started","thread_id":"t"}"#;
+const TURN_STARTED: &str = r#"{"type":"turn.started"}"#;
+
+/// The two raw-pipe contenders.
+const BOTH: [&str; 2] = ["limit", "limit-stream"];
+
+/// Runs `contender` with `fake` as the CLI, checks that it failed, and
+/// returns its report and error text.
+fn failed(contender: &str, workload: &Path, fake: &Path) -> (Value, String) {
+    let report = child_with(contender, workload, fake);
+    assert_eq!(report["ok"], false, "{contender}: {report}");
+    let error = report["error"].as_str().unwrap_or_default().to_owned();
+    (report, error)
+}
+
 fn workload(name: &str, lines: &[&str]) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "agent-adaptor-bench-raw-pipe-{}-{name}",
@@ -53,18 +69,9 @@ fn workload(name: &str, lines: &[&str]) -> std::path::PathBuf {
 
 #[test]
 fn a_line_that_is_not_json_ends_both_with_an_error() {
-    let path = workload(
-        "malformed",
-        &[
-            r#"{"type":"thread.started","thread_id":"t"}"#,
-            "not json {",
-            r#"{"type":"turn.started"}"#,
-        ],
-    );
-    for contender in ["limit", "limit-stream"] {
-        let report = child(contender, &path);
-        assert_eq!(report["ok"], false, "{contender}: {report}");
-        let error = report["error"].as_str().unwrap_or_default();
+    let path = workload("malformed", &[THREAD_STARTED, "not json {", TURN_STARTED]);
+    for contender in BOTH {
+        let (report, error) = failed(contender, &path, &fake_cli_binary().unwrap());
         assert!(error.contains("expected"), "{contender}: {report}");
     }
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
@@ -75,12 +82,12 @@ fn well_formed_lines_are_all_counted_by_both() {
     let path = workload(
         "counted",
         &[
-            r#"{"type":"thread.started","thread_id":"t"}"#,
-            r#"{"type":"turn.started"}"#,
+            THREAD_STARTED,
+            TURN_STARTED,
             r#"{"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}}"#,
         ],
     );
-    for contender in ["limit", "limit-stream"] {
+    for contender in BOTH {
         let report = child(contender, &path);
         assert_eq!(report["ok"], true, "{contender}: {report}");
         assert_eq!(report["lines"], 3, "{contender}: {report}");
@@ -91,12 +98,10 @@ fn well_formed_lines_are_all_counted_by_both() {
 
 #[test]
 fn a_cli_that_cannot_be_spawned_is_an_error_naming_it() {
-    let path = workload("missing", &[r#"{"type":"turn.started"}"#]);
+    let path = workload("missing", &[TURN_STARTED]);
     let missing = path.with_file_name("no-such-cli");
-    for contender in ["limit", "limit-stream"] {
-        let report = child_with(contender, &path, &missing);
-        assert_eq!(report["ok"], false, "{contender}: {report}");
-        let error = report["error"].as_str().unwrap_or_default();
+    for contender in BOTH {
+        let (report, error) = failed(contender, &path, &missing);
         assert!(
             error.contains("spawn") && error.contains("no-such-cli"),
             "{contender}: {report}"
@@ -107,13 +112,7 @@ fn a_cli_that_cannot_be_spawned_is_an_error_naming_it() {
 
 #[test]
 fn a_cli_that_exits_non_zero_fails_after_every_line_was_read() {
-    let path = workload(
-        "exit",
-        &[
-            r#"{"type":"thread.started","thread_id":"t"}"#,
-            r#"{"type":"turn.started"}"#,
-        ],
-    );
+    let path = workload("exit", &[THREAD_STARTED, TURN_STARTED]);
     // The fake CLI replays the workload, then its wrapper exits with 3.
     let wrapper = path.with_file_name("exits-3.sh");
     let fake = fake_cli_binary().unwrap();
@@ -123,11 +122,9 @@ fn a_cli_that_exits_non_zero_fails_after_every_line_was_read() {
     )
     .unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    for contender in ["limit", "limit-stream"] {
-        let report = child_with(contender, &path, &wrapper);
-        assert_eq!(report["ok"], false, "{contender}: {report}");
+    for contender in BOTH {
+        let (report, error) = failed(contender, &path, &wrapper);
         assert_eq!(report["lines"], 2, "{contender}: {report}");
-        let error = report["error"].as_str().unwrap_or_default();
         assert!(error.contains("exit status: 3"), "{contender}: {report}");
     }
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
