@@ -3,6 +3,13 @@
 //!
 //! * [`agui`]: AG-UI 1.0 events over SSE (and a raw SSE mode).
 //! * [`a2a`]: an A2A 1.0 JSON-RPC server and client.
+//! * [`guard`]: authentication, Host/Origin checks and per-client run
+//!   limits in front of them; [`Principal`]: who a request comes from.
 
 pub mod a2a;
 pub mod agui;
+pub mod guard;
+mod principal;
+mod public_error;
+
+pub use principal::Principal;

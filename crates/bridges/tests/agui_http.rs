@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_bridges::agui::{
-    FrameId, RUN_ID_HEADER, SseHandler, SseOptions, SseServer, agui_thread_key,
+    FrameId, RUN_ID_HEADER, SseHandler, SseOptions, SseServer, agui_thread_key, raw_thread_key,
 };
 use agent_adaptor_core::driver::DecisionKind;
 use agent_adaptor_core::scripted::ScriptedDriver;
@@ -546,7 +546,7 @@ async fn keep_alive_comments_fill_silence() {
 }
 
 #[tokio::test]
-async fn thread_binding_uses_the_collision_free_key_and_the_raw_session_key_verbatim() {
+async fn thread_binding_uses_the_collision_free_keys_of_both_modes() {
     let store = Arc::new(MemoryStore::new());
     let agent = Agent::builder(ScriptedDriver::resumable_reply("noted", "sess-1"))
         .thread_store(store)
@@ -595,14 +595,26 @@ async fn thread_binding_uses_the_collision_free_key_and_the_raw_session_key_verb
     .await;
     let last = events.last().unwrap().json();
     assert_eq!(last["type"], "run_finished");
-    assert_eq!(last["meta"]["thread_key"], "conv/42%");
+    let raw_key = raw_thread_key("", "conv/42%");
+    assert_eq!(raw_key, "sse/v1//conv%2F42%25");
+    assert_eq!(last["meta"]["thread_key"], raw_key.as_str());
+    assert!(
+        agent
+            .thread(raw_key.as_str())
+            .checkpoint()
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // The session key itself was not used as a key: a raw client cannot
+    // name another bridge's thread.
     assert!(
         agent
             .thread("conv/42%")
             .checkpoint()
             .await
             .unwrap()
-            .is_some()
+            .is_none()
     );
     // Without a session key the raw mode runs the agent itself.
     let (_, _, events, _) =

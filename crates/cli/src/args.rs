@@ -229,10 +229,43 @@ pub struct ServeArgs {
     /// The agents' working directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Listen on a non-loopback address although `serve` authenticates
-    /// nobody (put it behind a proxy that does).
-    #[arg(long)]
-    pub allow_unauthenticated: bool,
+    /// The access token (at least 16 printable characters). Default: the
+    /// `AGENT_ADAPTOR_TOKEN` environment variable, else a random one. Every
+    /// request needs it (`Authorization: Bearer <token>`, or the session
+    /// cookie the page gets from the printed URL).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Serve without authentication. Only with a loopback `--addr`; anyone
+    /// who can reach that address (every local user and process) can then
+    /// run prompts and answer approvals.
+    #[arg(long, conflicts_with = "token")]
+    pub no_auth: bool,
+    /// Also answer requests whose `Host` is NAME (besides localhost and
+    /// loopback addresses), e.g. the name a proxy forwards. Repeatable.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+    /// Also accept state-changing requests from web pages of ORIGIN
+    /// (`https://host[:port]`). Repeatable.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// Concurrent runs per client (session or token); more get 429.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub max_runs_per_client: usize,
+    /// The operator log on stderr (runs, approvals and who answered them,
+    /// refused requests): `text` (key=value) or `json` (one object a line).
+    /// Its level comes from `AGENT_ADAPTOR_LOG` (error, warn, info, debug;
+    /// default info).
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    pub log_format: LogFormat,
+}
+
+/// The format of `serve`'s operator log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// `key=value` lines.
+    Text,
+    /// One JSON object a line.
+    Json,
 }
 
 /// `agent-adaptor threads`.

@@ -8,65 +8,15 @@
 
 mod support;
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::time::Duration;
+use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-/// A running `agent-adaptor serve`, killed on drop.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use support::server::{Server, serve_with};
 
 fn serve(home: &Path) -> Server {
     serve_with(home, &[])
-}
-
-fn serve_with(home: &Path, extra: &[&str]) -> Server {
-    let port = support::free_port();
-    let mut child = support::command(home)
-        .args([
-            "serve",
-            "--playground",
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    let first = lines.next().and_then(Result::ok).unwrap_or_default();
-    assert!(
-        first.starts_with("agent-adaptor serve: http://127.0.0.1:"),
-        "{first}"
-    );
-    let mut rest = Vec::new();
-    for _ in 0..3 {
-        rest.push(lines.next().and_then(Result::ok).unwrap_or_default());
-    }
-    assert!(
-        rest[1].contains("threads: "),
-        "the store path is printed: {rest:?}"
-    );
-    // Keep draining stdout so the server never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    Server {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-    }
 }
 
 /// The `data:` JSON objects of an SSE body.
@@ -103,10 +53,7 @@ async fn the_server_speaks_agui_raw_sse_and_a2a_and_lists_threads() {
     let home = tempfile::tempdir().unwrap();
     let server = serve(home.path());
     let base = server.base.clone();
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let client = server.client();
 
     let page = client.get(format!("{base}/")).send().await.unwrap();
     assert_eq!(page.status(), 200);
@@ -234,6 +181,21 @@ async fn the_server_speaks_agui_raw_sse_and_a2a_and_lists_threads() {
         .unwrap();
     assert_eq!(card["name"], "agent-adaptor");
     assert_eq!(card["supportedInterfaces"][0]["url"], format!("{base}/a2a"));
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer",
+        "the card declares the bearer scheme: {card}"
+    );
+    assert_eq!(
+        card["securityRequirements"][0]["schemes"]["bearer"],
+        json!({"list": []})
+    );
+
+    // The operator log says who answered the approval.
+    let log = server.log_text();
+    assert!(
+        log.contains("interrupt answered") && log.contains("answered_by=token"),
+        "{log}"
+    );
 }
 
 fn chromium() -> PathBuf {
@@ -265,7 +227,7 @@ fn the_web_chat_works_in_headless_chromium() {
     let node = std::env::var_os("NODE").unwrap_or_else(|| "node".into());
     let out = std::process::Command::new(node)
         .arg(tests.join("web_chat.mjs"))
-        .arg(format!("{}/", server.base))
+        .arg(&server.start_url)
         .arg(&shot)
         .current_dir(&tests)
         .stdin(Stdio::null())
@@ -307,12 +269,11 @@ async fn two_instances_share_threads_through_postgres() {
         "PG_TEST_URL must be set with the postgres-tests feature (run under scripts/with-postgres)",
     );
     let home = tempfile::tempdir().unwrap();
-    let a = serve_with(home.path(), &["--store", &url]);
-    let b = serve_with(home.path(), &["--store", &url]);
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
+    // One token for both: a client (and a session cookie) works on either.
+    let token = "shared-token-0123456789";
+    let a = serve_with(home.path(), &["--store", &url, "--token", token]);
+    let b = serve_with(home.path(), &["--store", &url, "--token", token]);
+    let client = a.client();
     let thread = format!("shared-{}", std::process::id());
     let messages = json!([{"id": "m1", "role": "user", "content": "first turn on A"}]);
     let first = agui(

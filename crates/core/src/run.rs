@@ -82,7 +82,14 @@ async fn execute(
     // Core's own RunStarted is always first; the queue is empty, so it is
     // delivered even if the run was cancelled before this task ran.
     let _ = sink
-        .publish_core(|meta| Event::RunStarted(RunStarted { meta }))
+        .publish_core(|meta| {
+            tracing::info!(
+                run_id = %meta.run_id,
+                thread = meta.thread_key.as_deref().unwrap_or(""),
+                "run started"
+            );
+            Event::RunStarted(RunStarted { meta })
+        })
         .await;
     // An explicit retry the driver cannot honour degrades to abort: one
     // warning, up front.
@@ -529,6 +536,13 @@ fn finished_event(meta: EventMeta, outcome: &Result<RunResult, Error>, st: &Sink
             (usage, true, Some(reason), message)
         }
     };
+    tracing::info!(
+        run_id = %meta.run_id,
+        thread = meta.thread_key.as_deref().unwrap_or(""),
+        failed,
+        reason = reason.as_ref().map_or("", FailureReason::as_str),
+        "run finished"
+    );
     Event::RunFinished(RunFinished {
         meta,
         usage,

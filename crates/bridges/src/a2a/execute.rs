@@ -28,6 +28,7 @@ use serde_json::{Map, Value, json};
 use super::rpc::{ErrorCode, RpcError};
 use super::store::TaskSlot;
 use super::types::{Artifact, Message, Part, PartContent, TaskState};
+use crate::public_error::public_error;
 
 /// The id of the artifact holding a task's answer.
 pub const RESPONSE_ARTIFACT_ID: &str = "response";
@@ -102,9 +103,11 @@ fn finish(slot: &TaskSlot, outcome: Result<RunResult, Error>, streamed: bool) {
             let cancelled = slot.cancel_requested()
                 || run_error
                     .is_some_and(|r| r.reason == agent_adaptor_core::FailureReason::Cancelled);
+            let (code, public) = public_error(&e, &slot.id);
             let (reason, message) = match run_error {
+                Some(_) if code == "thread_store_unavailable" => (code, public),
                 Some(r) => (r.reason.as_str().to_owned(), r.message.clone()),
-                None => ("not_started".to_owned(), e.to_string()),
+                None => ("not_started".to_owned(), public),
             };
             let mut meta = Map::new();
             meta.insert("reason".into(), Value::String(reason.clone()));

@@ -488,10 +488,11 @@ async fn card(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response
 async fn rpc(
     State(shared): State<Arc<Shared>>,
     RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: axum::body::Body,
+    request: axum::extract::Request,
 ) -> Response {
-    handlers::rpc(shared, query, headers, body).await
+    let (parts, body) = request.into_parts();
+    let principal = crate::Principal::of(&parts.extensions);
+    handlers::rpc(shared, query, parts.headers, principal, body).await
 }
 
 /// A JSON body with `status`.

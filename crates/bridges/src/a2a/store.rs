@@ -18,6 +18,7 @@ use super::types::{
     Artifact, Message, PartContent, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
     TaskStatus, TaskStatusUpdateEvent,
 };
+use crate::Principal;
 
 /// Updates buffered per subscriber before it is considered lagging (a
 /// lagging subscriber gets a fresh task snapshot instead of the lost items).
@@ -34,6 +35,8 @@ pub(crate) fn now_timestamp() -> String {
 pub(crate) struct TaskSlot {
     pub(crate) id: String,
     pub(crate) context_id: String,
+    /// Who created the task: only it may read, answer, cancel or follow it.
+    pub(crate) owner: Principal,
     inner: Mutex<Inner>,
     updates: broadcast::Sender<StreamResponse>,
     state: watch::Sender<TaskState>,
@@ -56,7 +59,12 @@ pub(crate) struct Subscription {
 
 impl TaskSlot {
     /// A submitted task whose history starts with `first`.
-    pub(crate) fn new(id: String, context_id: String, first: Message) -> Arc<Self> {
+    pub(crate) fn new(
+        id: String,
+        context_id: String,
+        first: Message,
+        owner: Principal,
+    ) -> Arc<Self> {
         let task = Task {
             id: id.clone(),
             context_id: context_id.clone(),
@@ -72,6 +80,7 @@ impl TaskSlot {
         Arc::new(TaskSlot {
             id,
             context_id,
+            owner,
             inner: Mutex::new(Inner {
                 task,
                 run: None,
@@ -427,7 +436,12 @@ mod tests {
     use crate::a2a::types::Part;
 
     fn slot(id: &str) -> Arc<TaskSlot> {
-        TaskSlot::new(id.into(), "ctx".into(), Message::user_text("hi"))
+        TaskSlot::new(
+            id.into(),
+            "ctx".into(),
+            Message::user_text("hi"),
+            Principal::anonymous(),
+        )
     }
 
     #[test]

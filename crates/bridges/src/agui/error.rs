@@ -14,6 +14,10 @@ pub enum RequestError {
     /// 401: the bearer token is missing or wrong.
     #[error("missing or invalid bearer token")]
     Unauthorized,
+    /// 403: the run belongs to another principal (answering its interrupt,
+    /// replaying its stream).
+    #[error("{0}")]
+    Forbidden(&'static str),
     /// 405: only POST (and OPTIONS for CORS preflight) are served.
     #[error("method not allowed: use POST")]
     MethodNotAllowed,
@@ -48,7 +52,9 @@ pub enum RequestError {
     #[error("invalid Last-Event-ID {0:?}")]
     InvalidLastEventId(String),
     /// 409: the thread has a run waiting on an interrupt; resume it (or
-    /// cancel it with a `cancelled` resume entry) first.
+    /// cancel it with a `cancelled` resume entry) first. `interrupt_ids`
+    /// lists only the interrupts the caller may answer (empty when another
+    /// principal's run waits).
     #[error("thread has pending interrupts; answer them with resume first")]
     PendingInterrupt {
         /// The interrupts that wait.
@@ -79,6 +85,7 @@ impl RequestError {
     pub fn status(&self) -> StatusCode {
         match self {
             RequestError::Unauthorized => StatusCode::UNAUTHORIZED,
+            RequestError::Forbidden(_) => StatusCode::FORBIDDEN,
             RequestError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             RequestError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             RequestError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
@@ -104,6 +111,7 @@ impl RequestError {
     pub fn code(&self) -> &'static str {
         match self {
             RequestError::Unauthorized => "unauthorized",
+            RequestError::Forbidden(_) => "forbidden",
             RequestError::MethodNotAllowed => "method_not_allowed",
             RequestError::UnsupportedMediaType(_) => "unsupported_media_type",
             RequestError::NotAcceptable(_) => "not_acceptable",

@@ -16,6 +16,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::run::FrameId;
+use crate::Principal;
 
 /// How much of a run is kept for reconnects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,8 @@ pub(crate) struct Hub {
     /// A subscriber read a frame or left.
     progress: Notify,
     limits: ReplayLimits,
+    /// Who started the run: the only principal that may replay it.
+    owner: Principal,
 }
 
 /// The requested cursor lies before the oldest frame still kept.
@@ -65,7 +68,7 @@ pub(crate) struct Gap;
 pub(crate) struct Abandoned;
 
 impl Hub {
-    pub(crate) fn new(limits: ReplayLimits) -> Arc<Self> {
+    pub(crate) fn new(limits: ReplayLimits, owner: Principal) -> Arc<Self> {
         Arc::new(Hub {
             inner: Mutex::new(Inner {
                 frames: VecDeque::new(),
@@ -79,7 +82,13 @@ impl Hub {
             appended: Notify::new(),
             progress: Notify::new(),
             limits,
+            owner,
         })
+    }
+
+    /// Who started the run.
+    pub(crate) fn owner(&self) -> &Principal {
+        &self.owner
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -271,7 +280,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_reconnect_replays_after_its_cursor_and_detects_gaps() {
-        let hub = Hub::new(limits(2));
+        let hub = Hub::new(limits(2), Principal::anonymous());
         let mut live = hub.attach(None).unwrap();
         for s in 1..=3 {
             let push = hub.push(id(s), Bytes::from(s.to_string()));
@@ -296,7 +305,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_last_reader_leaving_abandons_the_run() {
-        let hub = Hub::new(limits(8));
+        let hub = Hub::new(limits(8), Principal::anonymous());
         let sub = hub.attach(None).unwrap();
         let waiter = tokio::spawn({
             let hub = hub.clone();

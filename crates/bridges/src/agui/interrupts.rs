@@ -6,9 +6,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::run::Interrupted;
+use crate::Principal;
 
 struct Parked {
     thread_id: String,
+    owner: Principal,
     run: Interrupted,
     reaper: tokio::task::AbortHandle,
 }
@@ -18,6 +20,8 @@ struct Parked {
 pub(crate) enum TakeError<E> {
     /// No run waits on that interrupt (never issued, answered, or expired).
     NotFound,
+    /// Another principal started the run: only it may answer.
+    Forbidden,
     /// The check refused the request; the run stays parked.
     Refused(E),
 }
@@ -35,7 +39,7 @@ impl InterruptRegistry {
 
     /// Park `run` until it is taken or its interrupt expires (at its
     /// `expiresAt`, else after `fallback`); an expired run is cancelled.
-    pub(crate) fn park(&self, run: Interrupted, fallback: Duration) {
+    pub(crate) fn park(&self, run: Interrupted, fallback: Duration, owner: Principal) {
         let id = run.interrupt().id.clone();
         let wait = run
             .expires_at()
@@ -57,6 +61,7 @@ impl InterruptRegistry {
             id,
             Parked {
                 thread_id,
+                owner,
                 run,
                 reaper,
             },
@@ -66,16 +71,21 @@ impl InterruptRegistry {
         }
     }
 
-    /// Take the run waiting on `interrupt_id` of `thread_id` if `check`
-    /// accepts it; a refused or mismatched request leaves it parked.
+    /// Take the run waiting on `interrupt_id` of `thread_id` if `principal`
+    /// started it and `check` accepts it; a refused or mismatched request
+    /// leaves it parked.
     pub(crate) fn take<E>(
         &self,
         interrupt_id: &str,
         thread_id: &str,
+        principal: &Principal,
         check: impl FnOnce(&Interrupted) -> Result<(), E>,
     ) -> Result<Interrupted, TakeError<E>> {
         let mut map = self.lock();
         match map.get(interrupt_id) {
+            Some(p) if p.thread_id == thread_id && p.owner != *principal => {
+                return Err(TakeError::Forbidden);
+            }
             Some(p) if p.thread_id == thread_id => {
                 check(&p.run).map_err(TakeError::Refused)?;
             }
@@ -86,16 +96,29 @@ impl InterruptRegistry {
         Ok(parked.run)
     }
 
-    /// The interrupts parked for `thread_id`.
-    pub(crate) fn pending_for(&self, thread_id: &str) -> Vec<String> {
-        let mut ids: Vec<String> = self
-            .lock()
+    /// The interrupts parked for `thread_id`: `None` when there are none,
+    /// else the ids of those `principal` may answer (another principal's
+    /// interrupt ids are never disclosed).
+    pub(crate) fn pending_for(
+        &self,
+        thread_id: &str,
+        principal: &Principal,
+    ) -> Option<Vec<String>> {
+        let map = self.lock();
+        let pending: Vec<(&String, &Parked)> = map
             .iter()
             .filter(|(_, p)| p.thread_id == thread_id)
+            .collect();
+        if pending.is_empty() {
+            return None;
+        }
+        let mut ids: Vec<String> = pending
+            .into_iter()
+            .filter(|(_, p)| p.owner == *principal)
             .map(|(id, _)| id.clone())
             .collect();
         ids.sort();
-        ids
+        Some(ids)
     }
 
     /// How many runs are parked.

@@ -21,6 +21,8 @@ use agent_adaptor_core::{
 };
 use serde_json::{Value, json};
 
+use crate::public_error::public_error;
+
 use super::wire::{
     AguiEvent, CustomEvent, DeltaEvent, EventBody, Interrupt, MessageIdEvent,
     ReasoningMessageStartEvent, ReasoningRole, RunErrorEvent, RunFinishedEvent, RunOutcome,
@@ -473,14 +475,17 @@ impl Mapper {
                     usage: e.result.as_deref().and_then(token_usage),
                 })
             }
-            Err(e) => EventBody::RunError(RunErrorEvent {
-                message: e.to_string(),
-                code: Some(error_code(e)),
-                usage: e
-                    .as_run_error()
-                    .and_then(|r| r.result.as_deref())
-                    .and_then(token_usage),
-            }),
+            Err(e) => {
+                let (code, message) = public_error(e, &self.run_id);
+                EventBody::RunError(RunErrorEvent {
+                    message,
+                    code: Some(code),
+                    usage: e
+                        .as_run_error()
+                        .and_then(|r| r.result.as_deref())
+                        .and_then(token_usage),
+                })
+            }
         };
         out.push(AguiEvent::new(body, ts));
     }
@@ -632,21 +637,6 @@ fn token_usage(result: &RunResult) -> Option<Vec<TokenUsage>> {
         cached_input_tokens: u.cached_input_tokens,
         cache_write_input_tokens: u.cache_creation_input_tokens,
     }])
-}
-
-/// The `RUN_ERROR.code` of an error: the failure reason of a run error, else
-/// the pre-start error's kind.
-pub(crate) fn error_code(e: &Error) -> String {
-    match e {
-        Error::Run(r) => r.reason.as_str().to_owned(),
-        Error::InvalidDriverConfig(_) => "invalid_driver_config".into(),
-        Error::NoRuntime => "no_runtime".into(),
-        Error::ThreadStoreRequired => "thread_store_required".into(),
-        Error::Thread(_) => "thread_error".into(),
-        Error::RuntimeShutdown => "runtime_shutdown".into(),
-        Error::InvalidOption { .. } => "invalid_option".into(),
-        _ => "error".into(),
-    }
 }
 
 #[cfg(test)]

@@ -79,7 +79,12 @@
 //!   deadline), the run is cancelled, which stops its CLI process.
 //! * Thread binding ([`SseHandler::with_threads`]): AG-UI `threadId` →
 //!   [`agui_thread_key`] (a collision-free tuple encoding), raw `sessionKey`
-//!   verbatim.
+//!   → [`raw_thread_key`] (the same encoding under its own prefix).
+//! * Ownership: each run belongs to the [`Principal`](crate::Principal) that
+//!   started it (a request extension the host's authentication sets). Only
+//!   that principal may answer its interrupts (else 403) or replay it with
+//!   `Last-Event-ID` (else 403); a pending interrupt's id is disclosed only
+//!   to it.
 //! * Optional bearer-token auth; CORS headers only when an origin is
 //!   configured; [`SseServer`] binds 127.0.0.1 by default.
 //! * Bad input is refused before anything starts, with a 4xx status and
@@ -108,5 +113,8 @@ pub use options::{
 };
 pub use run::{AguiFrame, AguiRun, BadFrameId, Decision, FrameId, Interrupted, ResumeError};
 pub use server::{DEFAULT_BIND_ADDR, RUN_ID_HEADER, SseHandler, SseServer};
-pub use thread_key::{AGUI_THREAD_KEY_PREFIX, agui_thread_key, parse_agui_thread_key};
+pub use thread_key::{
+    AGUI_THREAD_KEY_PREFIX, RAW_THREAD_KEY_PREFIX, agui_thread_key, parse_agui_thread_key,
+    parse_raw_thread_key, raw_thread_key,
+};
 pub use wire::{AGUI_CORE_VERSION, AguiEvent, EventBody, PROTOCOL_VERSION};

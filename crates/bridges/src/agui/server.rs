@@ -21,8 +21,9 @@ use super::options::{Protocol, SseOptions};
 use super::run::{AguiRun, FrameId, ResumeError};
 use super::source::{Parking, RawRun, Source, produce};
 use super::sse;
-use super::thread_key::agui_thread_key;
+use super::thread_key::{agui_thread_key, raw_thread_key};
 use super::wire::RunAgentInput;
+use crate::Principal;
 
 /// The response header that names the core run id of a stream (raw-mode
 /// clients use it, or any event's `meta.run_id`, to reconnect).
@@ -98,7 +99,8 @@ impl SseHandler {
 
     /// Serve `agent` with thread binding: an AG-UI `threadId` runs on
     /// `agent.thread(agui_thread_key(namespace, threadId))`, a raw
-    /// `sessionKey` on `agent.thread(sessionKey)` verbatim, a raw request
+    /// `sessionKey` on `agent.thread(raw_thread_key(namespace, sessionKey))`
+    /// (so it can never name another bridge's thread), a raw request
     /// without one on the agent itself. The agent needs a thread store
     /// (otherwise those runs fail with `thread_store_required`).
     pub fn with_threads(agent: Agent, options: SseOptions) -> Self {
@@ -159,6 +161,7 @@ impl SseHandler {
         let opts = &self.shared.options;
         let headers = req.headers().clone();
         check_auth(&headers, opts.bearer_token.as_deref())?;
+        let principal = Principal::of(req.extensions());
         check_content_type(&headers)?;
         check_accept(&headers)?;
         let cursor = last_event_id(&headers)?;
@@ -170,25 +173,27 @@ impl SseHandler {
         .await
         .map_err(|_| RequestError::BodyTimeout)??;
         match opts.protocol {
-            Protocol::Agui => self.serve_agui(&body, cursor),
-            Protocol::Raw => self.serve_raw(&body, cursor),
+            Protocol::Agui => self.serve_agui(&body, cursor, principal),
+            Protocol::Raw => self.serve_raw(&body, cursor, principal),
         }
     }
 
-    fn serve_agui(&self, body: &[u8], cursor: Option<FrameId>) -> Result<Response, RequestError> {
+    fn serve_agui(
+        &self,
+        body: &[u8],
+        cursor: Option<FrameId>,
+        principal: Principal,
+    ) -> Result<Response, RequestError> {
         let s = &self.shared;
         let input: RunAgentInput = parse_json(body)?;
         let key = format!("agui\u{0}{}\u{0}{}", input.thread_id, input.run_id);
         if let Some(cursor) = cursor {
-            return self.reconnect(&key, &input.run_id, cursor);
+            return self.reconnect(&key, &input.run_id, cursor, &principal);
         }
         let resume = input.resume.as_deref().unwrap_or_default();
         let prompt = if resume.is_empty() {
-            let pending = s.interrupts.pending_for(&input.thread_id);
-            if !pending.is_empty() {
-                return Err(RequestError::PendingInterrupt {
-                    interrupt_ids: pending,
-                });
+            if let Some(interrupt_ids) = s.interrupts.pending_for(&input.thread_id, &principal) {
+                return Err(RequestError::PendingInterrupt { interrupt_ids });
             }
             Some(input.prompt().ok_or(RequestError::MissingUserMessage)?)
         } else if resume.len() != 1 {
@@ -199,7 +204,7 @@ impl SseHandler {
         } else {
             None
         };
-        let hub = Hub::new(s.options.replay);
+        let hub = Hub::new(s.options.replay, principal.clone());
         if !s.hubs.insert(&key, &hub) {
             return Err(RequestError::RunExists(input.run_id));
         }
@@ -221,11 +226,11 @@ impl SseHandler {
                 )
             }
             (None, Some(entry)) => {
-                let taken = s
-                    .interrupts
-                    .take(&entry.interrupt_id, &input.thread_id, |p| {
-                        p.decision(entry).map(|_| ())
-                    });
+                let taken =
+                    s.interrupts
+                        .take(&entry.interrupt_id, &input.thread_id, &principal, |p| {
+                            p.decision(entry).map(|_| ())
+                        });
                 let parked = match taken {
                     Ok(p) => p,
                     Err(e) => {
@@ -234,12 +239,30 @@ impl SseHandler {
                             TakeError::NotFound => {
                                 RequestError::InterruptNotFound(entry.interrupt_id.clone())
                             }
+                            TakeError::Forbidden => {
+                                tracing::warn!(
+                                    interrupt = %entry.interrupt_id,
+                                    %principal,
+                                    "agui: refused an answer to another principal's interrupt"
+                                );
+                                RequestError::Forbidden(
+                                    "this interrupt belongs to a run another client started",
+                                )
+                            }
                             TakeError::Refused(e) => RequestError::InvalidResume(e.to_string()),
                         });
                     }
                 };
                 match parked.resume(entry, input.thread_id.clone(), input.run_id.clone()) {
-                    Ok(run) => run,
+                    Ok(run) => {
+                        tracing::info!(
+                            interrupt = %entry.interrupt_id,
+                            status = ?entry.status,
+                            answered_by = %principal,
+                            "agui: interrupt answered"
+                        );
+                        run
+                    }
                     Err((e, parked)) => {
                         // Expired or already answered: it can never be
                         // answered now; cancel its run.
@@ -262,25 +285,32 @@ impl SseHandler {
         Ok(self.start(hub, key, Source::Agui(Box::new(run)), &run_id))
     }
 
-    fn serve_raw(&self, body: &[u8], cursor: Option<FrameId>) -> Result<Response, RequestError> {
+    fn serve_raw(
+        &self,
+        body: &[u8],
+        cursor: Option<FrameId>,
+        principal: Principal,
+    ) -> Result<Response, RequestError> {
         let s = &self.shared;
         let input: RawInput = parse_json(body)?;
         if let Some(cursor) = cursor {
             let run_id = input.run_id.ok_or_else(|| {
                 RequestError::InvalidInput("a reconnect (Last-Event-ID) needs \"runId\"".into())
             })?;
-            return self.reconnect(&format!("raw\u{0}{run_id}"), &run_id, cursor);
+            return self.reconnect(&format!("raw\u{0}{run_id}"), &run_id, cursor, &principal);
         }
         let prompt = input
             .prompt
             .filter(|p| !p.trim().is_empty())
             .ok_or(RequestError::MissingUserMessage)?;
-        let stream = s
-            .target
-            .stream(&prompt, input.session_key.as_deref(), &s.options);
+        let session = match (&s.target, input.session_key.as_deref()) {
+            (Target::Agent(_), Some(k)) => Some(raw_thread_key(&s.options.thread_namespace, k)),
+            _ => None,
+        };
+        let stream = s.target.stream(&prompt, session.as_deref(), &s.options);
         let run_id = stream.run_id().to_owned();
         let key = format!("raw\u{0}{run_id}");
-        let hub = Hub::new(s.options.replay);
+        let hub = Hub::new(s.options.replay, principal.clone());
         // Run ids are unique, so the key is free.
         s.hubs.insert(&key, &hub);
         Ok(self.start(hub, key, Source::Raw(RawRun::new(stream)), &run_id))
@@ -294,12 +324,15 @@ impl SseHandler {
             Ok(sub) => sub,
             Err(_) => return RequestError::ReplayUnavailable(String::new()).into_response(),
         };
+        tracing::info!(run_id, principal = %hub.owner(), "sse: run started");
+        let owner = hub.owner().clone();
         tokio::spawn(produce(
             hub,
             source,
             Parking {
                 registry: s.interrupts.clone(),
                 fallback: s.options.interrupt_timeout,
+                owner,
             },
             s.hubs.clone(),
             key,
@@ -311,12 +344,24 @@ impl SseHandler {
         )
     }
 
-    fn reconnect(&self, key: &str, name: &str, cursor: FrameId) -> Result<Response, RequestError> {
+    fn reconnect(
+        &self,
+        key: &str,
+        name: &str,
+        cursor: FrameId,
+        principal: &Principal,
+    ) -> Result<Response, RequestError> {
         let s = &self.shared;
         let hub = s
             .hubs
             .get(key)
             .ok_or_else(|| RequestError::RunNotFound(name.to_owned()))?;
+        if hub.owner() != principal {
+            tracing::warn!(run = name, %principal, "sse: refused a replay of another principal's run");
+            return Err(RequestError::Forbidden(
+                "this run belongs to another client: only it may replay the stream",
+            ));
+        }
         let sub = hub
             .attach(Some(cursor))
             .map_err(|_| RequestError::ReplayUnavailable(cursor.to_string()))?;

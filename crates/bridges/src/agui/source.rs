@@ -12,9 +12,10 @@ use serde_json::json;
 
 use super::hub::{Hub, Hubs};
 use super::interrupts::InterruptRegistry;
-use super::mapper::error_code;
 use super::run::{AguiRun, FrameId};
 use super::sse::frame;
+use crate::Principal;
+use crate::public_error::{STORE_MESSAGE, public_error, store_failure};
 
 /// A raw-mode run: one frame per event, our own event JSON, the SSE id is
 /// `EventMeta::sequence`.
@@ -40,8 +41,17 @@ impl RawRun {
             return None;
         }
         match self.stream.next().await {
-            Some(ev) => {
+            Some(mut ev) => {
                 self.seen_any = true;
+                if let Event::RunFinished(f) = &mut ev
+                    && f.failed
+                    && let Err(e) = self.stream.result().await
+                    && store_failure(&e)
+                {
+                    // The store's own words stay in the server log.
+                    let _ = public_error(&e, self.stream.run_id());
+                    f.message = STORE_MESSAGE.into();
+                }
                 let id = FrameId {
                     sequence: ev.meta().sequence,
                     index: 0,
@@ -54,8 +64,8 @@ impl RawRun {
                     return None;
                 }
                 let err = self.stream.result().await.err()?;
-                let body =
-                    json!({"type": "error", "code": error_code(&err), "message": err.to_string()});
+                let (code, message) = public_error(&err, self.stream.run_id());
+                let body = json!({"type": "error", "code": code, "message": message});
                 let id = FrameId::default();
                 Some((id, frame(id, &body.to_string())))
             }
@@ -106,6 +116,8 @@ impl Source {
 pub(crate) struct Parking {
     pub(crate) registry: InterruptRegistry,
     pub(crate) fallback: Duration,
+    /// Who started the run: the only principal that may answer it.
+    pub(crate) owner: Principal,
 }
 
 /// Run the producer of `hub` to the end, then keep the hub reachable under
@@ -136,7 +148,11 @@ pub(crate) async fn produce(
             && let Source::Agui(run) = std::mem::replace(&mut source, Source::Gone)
         {
             match (*run).into_interrupted() {
-                Ok(parked) => parking.registry.park(parked, parking.fallback),
+                Ok(parked) => {
+                    parking
+                        .registry
+                        .park(parked, parking.fallback, parking.owner.clone());
+                }
                 Err(run) => source = Source::Agui(run),
             }
         }

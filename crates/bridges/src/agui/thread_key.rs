@@ -15,12 +15,17 @@
 //! e.g. a tenant, so tenants sharing one thread store cannot reach each
 //! other's threads by choosing a `threadId`.
 //!
-//! Raw-mode `sessionKey`s are used verbatim (the host owns them). A raw key
-//! that itself starts with `agui/v1/` could name an AG-UI thread; hosts that
-//! serve both modes from one store should keep raw keys out of that prefix.
+//! Raw-mode `sessionKey`s are encoded the same way under their own prefix
+//! ([`raw_thread_key`]: `sse/v1/<escape(namespace)>/<escape(sessionKey)>`),
+//! so a raw client can never address an AG-UI thread, an A2A context
+//! (`a2a:<contextId>`) or any other key outside its prefix, whatever
+//! `sessionKey` it sends.
 
 /// The prefix of every AG-UI thread key.
 pub const AGUI_THREAD_KEY_PREFIX: &str = "agui/v1/";
+
+/// The prefix of every raw-mode thread key.
+pub const RAW_THREAD_KEY_PREFIX: &str = "sse/v1/";
 
 fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -60,22 +65,44 @@ fn unescape(s: &str) -> Option<String> {
 /// assert_eq!(parse_agui_thread_key(&key), Some(("tenant-7".into(), "a/b%c".into())));
 /// ```
 pub fn agui_thread_key(namespace: &str, thread_id: &str) -> String {
-    format!(
-        "{AGUI_THREAD_KEY_PREFIX}{}/{}",
-        escape(namespace),
-        escape(thread_id)
-    )
+    encode(AGUI_THREAD_KEY_PREFIX, namespace, thread_id)
 }
 
 /// The `(namespace, threadId)` a key was made from, or `None` when it is not
 /// an AG-UI thread key.
 pub fn parse_agui_thread_key(key: &str) -> Option<(String, String)> {
-    let rest = key.strip_prefix(AGUI_THREAD_KEY_PREFIX)?;
-    let (ns, tid) = rest.split_once('/')?;
-    if tid.contains('/') {
+    decode(AGUI_THREAD_KEY_PREFIX, key)
+}
+
+/// The thread key of raw-mode session `session_key` in `namespace`.
+///
+/// ```
+/// use agent_adaptor_bridges::agui::{parse_raw_thread_key, raw_thread_key};
+/// let key = raw_thread_key("", "agui/v1/web/t1");
+/// assert_eq!(key, "sse/v1//agui%2Fv1%2Fweb%2Ft1");
+/// assert_eq!(parse_raw_thread_key(&key), Some(("".into(), "agui/v1/web/t1".into())));
+/// ```
+pub fn raw_thread_key(namespace: &str, session_key: &str) -> String {
+    encode(RAW_THREAD_KEY_PREFIX, namespace, session_key)
+}
+
+/// The `(namespace, sessionKey)` a key was made from, or `None` when it is
+/// not a raw-mode thread key.
+pub fn parse_raw_thread_key(key: &str) -> Option<(String, String)> {
+    decode(RAW_THREAD_KEY_PREFIX, key)
+}
+
+fn encode(prefix: &str, namespace: &str, id: &str) -> String {
+    format!("{prefix}{}/{}", escape(namespace), escape(id))
+}
+
+fn decode(prefix: &str, key: &str) -> Option<(String, String)> {
+    let rest = key.strip_prefix(prefix)?;
+    let (ns, id) = rest.split_once('/')?;
+    if id.contains('/') {
         return None;
     }
-    Some((unescape(ns)?, unescape(tid)?))
+    Some((unescape(ns)?, unescape(id)?))
 }
 
 #[cfg(test)]
@@ -115,5 +142,18 @@ mod tests {
         assert_eq!(parse_agui_thread_key("conversation-42"), None);
         assert_eq!(parse_agui_thread_key("agui/v1/a/b/c"), None);
         assert_eq!(parse_agui_thread_key("agui/v1/a/%zz"), None);
+    }
+
+    #[test]
+    fn raw_keys_never_leave_their_prefix() {
+        for session in ["agui/v1/web/t1", "a2a:ctxA", "", "sse/v1/x/y", "%2F"] {
+            let key = raw_thread_key("", session);
+            assert!(key.starts_with(RAW_THREAD_KEY_PREFIX), "{key}");
+            assert_eq!(parse_agui_thread_key(&key), None);
+            assert_eq!(
+                parse_raw_thread_key(&key),
+                Some((String::new(), session.to_owned()))
+            );
+        }
     }
 }

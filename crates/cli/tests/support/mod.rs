@@ -95,3 +95,4 @@ pub fn target_dir() -> PathBuf {
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
     }
 }
+pub mod server;

@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{Shared, json};
+use crate::Principal;
 use crate::a2a::execute;
 use crate::a2a::new_id;
 use crate::a2a::rpc::{self, ErrorCode, RpcError};
@@ -43,6 +44,7 @@ pub(crate) async fn rpc(
     shared: Arc<Shared>,
     query: Option<String>,
     headers: HeaderMap,
+    principal: Principal,
     body: Body,
 ) -> Response {
     let null = Value::Null;
@@ -109,16 +111,13 @@ pub(crate) async fn rpc(
         Err((id, error)) => return json(StatusCode::BAD_REQUEST, rpc::failure(&id, &error)),
     };
     let id = env.id;
-    match dispatch(
-        &shared,
-        &id,
-        &env.method,
-        env.params,
-        query.as_deref(),
-        &headers,
-    )
-    .await
-    {
+    let call = Call {
+        id: &id,
+        query: query.as_deref(),
+        headers: &headers,
+        principal: &principal,
+    };
+    match dispatch(&shared, &call, &env.method, env.params).await {
         Ok(Reply::Json(result)) => json(StatusCode::OK, rpc::success(&id, result)),
         Ok(Reply::Stream(response)) => response,
         Err(error) => {
@@ -133,13 +132,20 @@ enum Reply {
     Stream(Response),
 }
 
+/// One JSON-RPC call's envelope: its id, the transport's parameters, and
+/// who sent it.
+struct Call<'a> {
+    id: &'a Value,
+    query: Option<&'a str>,
+    headers: &'a HeaderMap,
+    principal: &'a Principal,
+}
+
 async fn dispatch(
     shared: &Arc<Shared>,
-    id: &Value,
+    call: &Call<'_>,
     method: &str,
     params: Value,
-    query: Option<&str>,
-    headers: &HeaderMap,
 ) -> Result<Reply, RpcError> {
     let known = matches!(
         method,
@@ -170,13 +176,13 @@ async fn dispatch(
             format!("method {method:?} not found"),
         ));
     }
-    check_version(query, headers)?;
+    check_version(call.query, call.headers)?;
     match method {
-        "SendMessage" => send(shared, id, params, false).await,
-        "SendStreamingMessage" => send(shared, id, params, true).await,
-        "GetTask" => get_task(shared, params).map(Reply::Json),
-        "CancelTask" => cancel_task(shared, params).await.map(Reply::Json),
-        "SubscribeToTask" => subscribe(shared, id, params),
+        "SendMessage" => send(shared, call, params, false).await,
+        "SendStreamingMessage" => send(shared, call, params, true).await,
+        "GetTask" => get_task(shared, call, params).map(Reply::Json),
+        "CancelTask" => cancel_task(shared, call, params).await.map(Reply::Json),
+        "SubscribeToTask" => subscribe(shared, call, params),
         "ListTasks" | "GetExtendedAgentCard" => Err(RpcError::new(
             ErrorCode::UnsupportedOperation,
             format!("{method} is not supported by this server"),
@@ -255,6 +261,25 @@ fn history_length(n: Option<i32>) -> Result<Option<i32>, RpcError> {
     }
 }
 
+/// The task `task_id` if the caller created it. Another principal's task is
+/// "not found", as if it did not exist: its id alone grants nothing.
+fn owned_task(shared: &Shared, call: &Call<'_>, task_id: &str) -> Result<Arc<TaskSlot>, RpcError> {
+    let slot = shared
+        .store
+        .get(task_id)
+        .ok_or_else(|| RpcError::task_not_found(task_id))?;
+    if slot.owner != *call.principal {
+        tracing::warn!(
+            task_id,
+            principal = %call.principal,
+            owner = %slot.owner,
+            "a2a: refused access to another principal's task"
+        );
+        return Err(RpcError::task_not_found(task_id));
+    }
+    Ok(slot)
+}
+
 fn task_value(task: &Task) -> Result<Value, RpcError> {
     serde_json::to_value(task)
         .map_err(|e| RpcError::new(ErrorCode::Internal, format!("cannot encode the task: {e}")))
@@ -263,10 +288,11 @@ fn task_value(task: &Task) -> Result<Value, RpcError> {
 /// `SendMessage` / `SendStreamingMessage`.
 async fn send(
     shared: &Arc<Shared>,
-    id: &Value,
+    call: &Call<'_>,
     raw: Value,
     streaming: bool,
 ) -> Result<Reply, RpcError> {
+    let id = call.id;
     let req: SendMessageRequest = params(raw)?;
     let message = req
         .message
@@ -302,17 +328,19 @@ async fn send(
         let mut first = message;
         first.task_id = task_id.clone();
         first.context_id = context_id.clone();
-        let slot = TaskSlot::new(task_id.clone(), context_id.clone(), first);
+        let slot = TaskSlot::new(
+            task_id.clone(),
+            context_id.clone(),
+            first,
+            call.principal.clone(),
+        );
         shared.store.insert(slot.clone())?;
         let sub = slot.subscribe();
         let run = shared.start(&prompt, &task_id, &context_id);
         tokio::spawn(execute::drive(slot.clone(), run));
         (slot, sub)
     } else {
-        let slot = shared
-            .store
-            .get(&message.task_id)
-            .ok_or_else(|| RpcError::task_not_found(&message.task_id))?;
+        let slot = owned_task(shared, call, &message.task_id)?;
         if !message.context_id.is_empty() && message.context_id != slot.context_id {
             return Err(RpcError::invalid_params(format!(
                 "message.contextId {:?} does not match the task's context {:?}",
@@ -351,25 +379,19 @@ async fn send(
 }
 
 /// `GetTask`.
-fn get_task(shared: &Shared, raw: Value) -> Result<Value, RpcError> {
+fn get_task(shared: &Shared, call: &Call<'_>, raw: Value) -> Result<Value, RpcError> {
     let req: GetTaskRequest = params(raw)?;
     required_id(&req.id)?;
     let history = history_length(req.history_length)?;
-    let slot = shared
-        .store
-        .get(&req.id)
-        .ok_or_else(|| RpcError::task_not_found(&req.id))?;
+    let slot = owned_task(shared, call, &req.id)?;
     task_value(&slot.snapshot(history))
 }
 
 /// `CancelTask`: stop the run, wait (bounded) until the task is terminal.
-async fn cancel_task(shared: &Shared, raw: Value) -> Result<Value, RpcError> {
+async fn cancel_task(shared: &Shared, call: &Call<'_>, raw: Value) -> Result<Value, RpcError> {
     let req: CancelTaskRequest = params(raw)?;
     required_id(&req.id)?;
-    let slot = shared
-        .store
-        .get(&req.id)
-        .ok_or_else(|| RpcError::task_not_found(&req.id))?;
+    let slot = owned_task(shared, call, &req.id)?;
     slot.request_cancel()?;
     let mut state = slot.subscribe().state;
     let _ = tokio::time::timeout(
@@ -381,13 +403,11 @@ async fn cancel_task(shared: &Shared, raw: Value) -> Result<Value, RpcError> {
 }
 
 /// `SubscribeToTask`.
-fn subscribe(shared: &Arc<Shared>, id: &Value, raw: Value) -> Result<Reply, RpcError> {
+fn subscribe(shared: &Arc<Shared>, call: &Call<'_>, raw: Value) -> Result<Reply, RpcError> {
     let req: SubscribeToTaskRequest = params(raw)?;
     required_id(&req.id)?;
-    let slot = shared
-        .store
-        .get(&req.id)
-        .ok_or_else(|| RpcError::task_not_found(&req.id))?;
+    let id = call.id;
+    let slot = owned_task(shared, call, &req.id)?;
     let state = slot.state();
     if state.is_terminal() {
         return Err(RpcError::new(

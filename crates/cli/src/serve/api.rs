@@ -1,0 +1,174 @@
+//! The web chat page and the thread API of `agent-adaptor serve`.
+
+use std::sync::Arc;
+
+use agent_adaptor_bridges::agui::{agui_thread_key, parse_agui_thread_key};
+use agent_adaptor_core::ThreadStore;
+use agent_adaptor_core::thread::ThreadRecord;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use super::{INDEX_HTML, THREAD_LIST_LIMIT, WEB_NAMESPACE};
+use crate::chat::{CODEC, HISTORY_KEY};
+
+/// What the API handlers share.
+#[derive(Clone)]
+pub(super) struct AppState {
+    pub(super) store: Arc<dyn ThreadStore>,
+    pub(super) info: Value,
+}
+
+/// The page and the thread API.
+pub(super) fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/api/info", get(info))
+        .route("/api/threads", get(list_threads))
+        .route("/api/threads/{id}", get(get_thread))
+        .with_state(state)
+}
+
+async fn index() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        INDEX_HTML,
+    )
+        .into_response()
+}
+
+async fn info(State(state): State<AppState>) -> Response {
+    axum::Json(state.info.clone()).into_response()
+}
+
+fn error(status: StatusCode, code: &str, message: String) -> Response {
+    (
+        status,
+        axum::Json(json!({"error": {"code": code, "message": message}})),
+    )
+        .into_response()
+}
+
+/// The conversation of an llm thread, as `[{role, text}]` (tool calls and
+/// results included as text).
+pub fn conversation(record: &ThreadRecord) -> Option<Vec<Value>> {
+    if record.codec != CODEC {
+        return None;
+    }
+    let text = record.params.values.get(HISTORY_KEY)?;
+    let messages: Vec<Value> = serde_json::from_str(text).ok()?;
+    let mut out = Vec::new();
+    for m in messages {
+        let role = m
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let content = m.get("content").and_then(Value::as_str).unwrap_or("");
+        if !content.is_empty() {
+            let text = if role == "tool" {
+                short(content)
+            } else {
+                content.to_owned()
+            };
+            out.push(json!({"role": role, "text": text}));
+        }
+        if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
+            for c in calls {
+                out.push(json!({
+                    "role": "tool_call",
+                    "text": format!(
+                        "{} {}",
+                        c.get("name").and_then(Value::as_str).unwrap_or("tool"),
+                        c.get("arguments").cloned().unwrap_or(Value::Null)
+                    ),
+                }));
+            }
+        }
+    }
+    Some(out)
+}
+
+/// At most three lines of `text`, each at most 120 characters.
+fn short(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<String> = lines
+        .iter()
+        .take(3)
+        .map(|l| l.chars().take(120).collect())
+        .collect();
+    if lines.len() > 3 {
+        out.push(format!("… ({} lines)", lines.len()));
+    }
+    out.join("\n")
+}
+
+/// A short title: the first user message of an llm thread.
+fn title(record: &ThreadRecord) -> Option<String> {
+    let first = conversation(record)?
+        .into_iter()
+        .find(|m| m["role"] == "user")?;
+    let text = first["text"].as_str()?.to_owned();
+    Some(text.chars().take(60).collect())
+}
+
+async fn list_threads(State(state): State<AppState>) -> Response {
+    match state.store.list(THREAD_LIST_LIMIT).await {
+        Ok(records) => {
+            let threads: Vec<Value> = records
+                .iter()
+                .filter_map(|r| {
+                    let (ns, id) = parse_agui_thread_key(&r.key)?;
+                    (ns == WEB_NAMESPACE).then(|| {
+                        json!({
+                            "id": id,
+                            "key": r.key,
+                            "driver": r.driver_type,
+                            "title": title(r).unwrap_or_else(|| id.clone()),
+                            "updatedAt": r.updated_at,
+                        })
+                    })
+                })
+                .collect();
+            axum::Json(json!({"threads": threads})).into_response()
+        }
+        Err(e) => store_unavailable(&e),
+    }
+}
+
+/// 503 with a fixed message: the store's own words stay in the log.
+fn store_unavailable(e: &agent_adaptor_core::thread::StoreError) -> Response {
+    tracing::warn!(error = %e, "thread API: store failed");
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "thread_store_unavailable",
+        "the thread store is unavailable; the server log has the details".into(),
+    )
+}
+
+async fn get_thread(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+    let key = agui_thread_key(WEB_NAMESPACE, &id);
+    match state.store.resolve(&key, false).await {
+        Ok(Some(r)) => axum::Json(json!({
+            "id": id,
+            "key": r.key,
+            "driver": r.driver_type,
+            "session": r.params.display_id,
+            "updatedAt": r.updated_at,
+            "messages": conversation(&r),
+        }))
+        .into_response(),
+        Ok(None) => error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no thread {id:?}"),
+        ),
+        Err(e) => store_unavailable(&e),
+    }
+}

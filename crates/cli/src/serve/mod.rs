@@ -1,0 +1,181 @@
+//! `agent-adaptor serve`: one HTTP server with
+//!
+//! | path | what |
+//! |---|---|
+//! | `GET /` | the web chat (one self-contained page, [`INDEX_HTML`]) |
+//! | `POST /agui` | AG-UI 1.0 over SSE; `threadId` → thread `agui/v1/web/<threadId>` |
+//! | `POST /sse` | raw SSE (our own events); `sessionKey` → thread `sse/v1//<sessionKey>` |
+//! | `GET /.well-known/agent-card.json`, `POST /a2a` | A2A 1.0 (contexts are threads `a2a:<contextId>`) |
+//! | `GET /api/info` | what runs: driver label, playground or not, store |
+//! | `GET /api/threads` | the web chat's threads, newest first |
+//! | `GET /api/threads/{id}` | one of them: record and, for llm threads, the conversation |
+//! | `POST /api/session` | the page trades the token for a session cookie |
+//!
+//! Nobody is trusted by default ([`access`]): every request needs the token
+//! (`Authorization: Bearer`) or the session cookie the page gets from the
+//! printed URL, a `Host` naming this server, and, for a state-changing
+//! request from a browser, this server's own `Origin`. Only the client that
+//! started a run answers its approvals and replays its stream.
+//!
+//! Threads live in the SQLite file printed at start, or in the PostgreSQL
+//! server given with `--store postgres://…` (several `serve` instances on
+//! several hosts may share it: a thread is served by whichever instance
+//! gets the request, one run at a time per thread).
+
+pub mod access;
+mod api;
+pub mod log;
+
+use std::time::Duration;
+
+use agent_adaptor_bridges::a2a::A2aServer;
+use agent_adaptor_bridges::agui::{SseHandler, SseOptions};
+use agent_adaptor_core::{Agent, RunOptions};
+use serde_json::json;
+
+use crate::args::ServeArgs;
+use crate::error::CliError;
+use crate::select::select;
+use crate::store::StoreSpec;
+
+pub use access::{Access, RUN_PATHS, TOKEN_ENV};
+pub use api::conversation;
+
+/// The web chat page.
+pub const INDEX_HTML: &str = include_str!("web/index.html");
+
+/// The AG-UI thread namespace of the web chat.
+pub const WEB_NAMESPACE: &str = "web";
+
+/// How long a person has to answer an approval in the web chat.
+const APPROVAL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// How many threads the page lists.
+const THREAD_LIST_LIMIT: usize = 100;
+
+/// Run `agent-adaptor serve` until Ctrl-C / SIGTERM.
+pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
+    log::init(args.log_format);
+    // Listen first: a taken port is reported before anything starts.
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|e| CliError::failure(format!("cannot listen on {}: {e}", args.addr)))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| CliError::failure(format!("cannot listen on {}: {e}", args.addr)))?;
+    let access = Access::from_args(&args, local)?;
+    if let Some(dir) = &args.cwd
+        && !dir.is_dir()
+    {
+        return Err(CliError::usage(format!(
+            "--cwd {}: not a directory",
+            dir.display()
+        )));
+    }
+    let store = StoreSpec::parse(args.store.as_deref())?.open().await?;
+    let selected = select(&args.driver, None).await?;
+
+    let mut defaults = RunOptions::new();
+    if let Some(dir) = &args.cwd {
+        defaults = defaults.workspace(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()));
+    }
+    if let Some(model) = &args.driver.model {
+        defaults = defaults.model(model.clone());
+    }
+    let agent = Agent::builder_shared(selected.driver.clone())
+        .thread_store(store.store.clone())
+        .cancel_grace(Duration::from_secs(2))
+        .defaults(defaults)
+        .build()
+        .map_err(|e| CliError::failure(e.to_string()))?;
+    let run_options = RunOptions::new().approval_timeout(Some(APPROVAL_TIMEOUT));
+
+    let agui = SseHandler::with_threads(
+        agent.clone(),
+        SseOptions::agui()
+            .thread_namespace(WEB_NAMESPACE)
+            .interrupt_timeout(APPROVAL_TIMEOUT)
+            .run_options(run_options.clone()),
+    );
+    // Raw SSE is one-way: nobody can answer an approval there, so it is
+    // denied at once (visible in the events) instead of waiting.
+    let raw = SseHandler::with_threads(
+        agent.clone(),
+        SseOptions::raw().run_options(RunOptions::new().approval_handler(
+            agent_adaptor_core::deny_all("raw SSE has no answer channel (use /agui or /a2a)"),
+        )),
+    );
+    let authenticated = access.guard.authenticates();
+    let a2a = A2aServer::with_threads(agent.clone())
+        .name("agent-adaptor")
+        .description(format!("agent-adaptor serve: {}", selected.label))
+        .public_url(format!("http://{local}"))
+        .run_options(run_options)
+        .card_with(|card| {
+            if authenticated {
+                declare_bearer(card);
+            }
+        })
+        .build();
+    let state = api::AppState {
+        store: store.store.clone(),
+        info: json!({
+            "driver": selected.name.as_str(),
+            "label": selected.label,
+            "playground": selected.playground.is_some(),
+            "store": store.description,
+        }),
+    };
+    let app = access.guard.layer(
+        api::router(state)
+            .merge(agui.router("/agui"))
+            .merge(raw.router("/sse"))
+            .merge(a2a.router()),
+    );
+
+    println!("agent-adaptor serve: {}", access.start_url(local));
+    println!("  {}", selected.label);
+    println!("  threads: {}", store.description);
+    println!(
+        "  AG-UI POST /agui · raw SSE POST /sse · A2A POST /a2a (card /.well-known/agent-card.json)"
+    );
+
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(wait_for_shutdown())
+        .await;
+    a2a.close();
+    agent.close().await;
+    served.map_err(|e| CliError::failure(format!("server failed: {e}")))
+}
+
+/// The card's security: a bearer token (A2A 1.0 `HTTPAuthSecurityScheme`).
+fn declare_bearer(card: &mut agent_adaptor_bridges::a2a::AgentCard) {
+    card.security_schemes.insert(
+        "bearer".into(),
+        json!({"httpAuthSecurityScheme": {
+            "scheme": "Bearer",
+            "description": "the token `agent-adaptor serve` printed (or --token / AGENT_ADAPTOR_TOKEN)",
+        }}),
+    );
+    card.security_requirements
+        .push(json!({"schemes": {"bearer": {"list": []}}}));
+}
+
+/// Wait for Ctrl-C (SIGINT) or SIGTERM.
+pub async fn wait_for_shutdown() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let int = signal(SignalKind::interrupt()).ok();
+    let term = signal(SignalKind::terminate()).ok();
+    let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+        match s {
+            Some(mut s) => {
+                s.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = wait(int) => {}
+        () = wait(term) => {}
+    }
+}
