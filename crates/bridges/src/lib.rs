@@ -8,3 +8,6 @@
 pub mod a2a;
 pub mod agui;
 pub mod http;
+mod shutdown;
+
+pub use shutdown::ShutdownReport;

@@ -27,12 +27,14 @@
 //! with `tracing` at debug level.
 //!
 //! ```no_run
+//! use std::time::Duration;
 //! use agent_adaptor_bridges::http::{HttpServer, ServerLimits};
-//! # async fn demo(router: axum::Router) -> std::io::Result<()> {
+//! # async fn demo(router: axum::Router, stop: tokio::sync::oneshot::Receiver<()>) -> std::io::Result<()> {
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 //! HttpServer::new(listener, router)
-//!     .limits(ServerLimits::default().grace(std::time::Duration::from_secs(5)))
-//!     .serve(async { let _ = tokio::signal::ctrl_c().await; })
+//!     .limits(ServerLimits::default().grace(Duration::from_secs(5)))
+//!     .on_grace_end(|| async { /* e.g. handler.shutdown(Duration::from_secs(2)).await; */ })
+//!     .serve(async { let _ = stop.await; })
 //!     .await;
 //! # Ok(()) }
 //! ```
