@@ -40,9 +40,13 @@ async fn a_half_sent_request_head_is_closed_after_the_header_timeout() {
 
 #[tokio::test]
 async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
-    let server = start(router(Duration::from_secs(1)), limits().idle_timeout(SHORT)).await;
+    let server = start(
+        router(Duration::from_secs(1)),
+        limits().idle_timeout(SHORT).header_read_timeout(SHORT),
+    )
+    .await;
     let mut s = TcpStream::connect(server.addr).await.unwrap();
-    // A request longer than the idle timeout is not idle: it is answered.
+    // A request longer than both timeouts is not idle: it is answered.
     assert_eq!(get_on(&mut s, "/slow").await, (200, "slow".into()));
     assert_eq!(get_on(&mut s, "/").await, (200, "ok".into()));
     assert!(
@@ -108,4 +112,27 @@ async fn shutdown_drops_a_half_sent_head_and_returns_after_the_grace_period() {
         TcpStream::connect(server.addr).await.is_err(),
         "the listener is closed"
     );
+}
+
+#[tokio::test]
+async fn shutdown_lets_an_in_flight_request_finish_within_the_grace_period() {
+    // The request outlasts both timeouts, not the grace period.
+    let mut server = start(
+        router(Duration::from_secs(1)),
+        limits()
+            .header_read_timeout(SHORT)
+            .idle_timeout(SHORT)
+            .grace(WAIT),
+    )
+    .await;
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    let answer = tokio::spawn(async move { get_on(&mut s, "/slow").await });
+    // Shut down once the request is in flight.
+    tokio::time::sleep(SHORT).await;
+    server.stop();
+    assert_eq!(answer.await.unwrap(), (200, "slow".into()));
+    tokio::time::timeout(WAIT, &mut server.task)
+        .await
+        .expect("serve did not return once the request finished")
+        .unwrap();
 }

@@ -106,16 +106,25 @@ impl ConnState {
         p.in_flight == 0 && p.head_started.is_some()
     }
 
-    /// The next deadline, if any: a head that must complete, or an idle
-    /// connection that must see a request.
-    fn deadline(&self, header: Duration, idle: Duration) -> Option<(Instant, Expiry)> {
+    /// The next deadline, if any: a head that must complete, an idle
+    /// connection that must see a request, or (once asked to close at
+    /// `closing`) an idle one that must be gone. None while a request is in
+    /// flight: a response or stream is never cut by these.
+    fn deadline(
+        &self,
+        header: Duration,
+        idle: Duration,
+        closing: Option<Instant>,
+    ) -> Option<(Instant, Expiry)> {
         let p = self.lock();
         if p.in_flight > 0 {
             return None;
         }
-        Some(match p.head_started {
-            Some(t) => (t + header, Expiry::Header),
-            None => (p.idle_since + idle, Expiry::Idle),
+        Some(match (p.head_started, closing) {
+            (Some(t), _) => (t + header, Expiry::Header),
+            // hyper closes it itself once the last response is flushed.
+            (None, Some(c)) => (c.max(p.idle_since) + header, Expiry::Linger),
+            (None, None) => (p.idle_since + idle, Expiry::Idle),
         })
     }
 }
@@ -309,19 +318,14 @@ pub(super) async fn serve_connection(
     };
     let served = setup.http.serve_connection(io, service);
     tokio::pin!(served);
-    // Set once the connection was asked to close: it then has one header
-    // timeout to finish (a response still being flushed) before it is dropped.
+    // Set once the connection was asked to close: once idle it then has one
+    // header timeout to go (flushing its last response) before it is dropped.
     let mut closing_since: Option<Instant> = None;
     loop {
         let changed = conn.changed.notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        let deadline = match closing_since {
-            Some(t) if !conn.head_in_progress() => {
-                Some((t + setup.header_read_timeout, Expiry::Linger))
-            }
-            _ => conn.deadline(setup.header_read_timeout, setup.idle_timeout),
-        };
+        let deadline = conn.deadline(setup.header_read_timeout, setup.idle_timeout, closing_since);
         tokio::select! {
             result = served.as_mut() => {
                 if let Err(e) = result {
