@@ -238,4 +238,21 @@ async fn shutdown_cancels_every_run_closes_every_stream_and_returns_after_the_gr
         closed_by_server(&mut half, WAIT).await,
         "the half-sent head stayed open"
     );
+
+    // A run started on the closed handler (say, by a host still routing to
+    // it) is cancelled at once instead of running unowned.
+    let again = start_with(HttpServer::new(
+        http_raw::bind().await,
+        agui.router("/agui"),
+    ))
+    .await;
+    let mut late = AguiStream::open(
+        &format!("http://{}/agui", again.addr),
+        &agui_input("t3", "hang later"),
+    )
+    .await;
+    late.read_to_end().await;
+    let last = late.events.last().map(SseEvent::json).unwrap();
+    assert_eq!(last["outcome"]["type"], "cancelled", "{last}");
+    assert_cancelled(&runs.run("hang later"), "AG-UI run after shutdown").await;
 }
