@@ -80,8 +80,9 @@ async fn at_the_connection_limit_idle_connections_make_room_for_a_request() {
         closed >= EXTRA,
         "only {closed} idle connections were closed to make room"
     );
-    // (One more may go: the server keeps a slot free for the next client.)
-    assert!(closed <= EXTRA + 2, "{closed} closed: more than needed");
+    // A few more may go (the server keeps a slot free for the next
+    // client), not all.
+    assert!(closed < MAX + EXTRA, "every idle connection was closed");
 }
 
 #[tokio::test]

@@ -3,10 +3,15 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::conn::ConnState;
+
+/// How long making room waits for a chosen connection to close before it
+/// chooses another.
+const EVICT_RETRY: Duration = Duration::from_millis(250);
 
 /// The open connections.
 pub(super) struct Registry {
@@ -76,8 +81,9 @@ impl Registry {
                     "connection limit reached and none is idle; waiting"
                 );
             }
-            // The sender lives in `self`, so this only waits for a change.
-            let _ = count.changed().await;
+            // Wait for a close; retry now and then in case the chosen one
+            // became busy (a request arrived as it was chosen).
+            let _ = tokio::time::timeout(EVICT_RETRY, count.changed()).await;
         }
     }
 
