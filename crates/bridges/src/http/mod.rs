@@ -213,6 +213,8 @@ async fn accept_loop(
         match accepted {
             Ok((stream, peer)) => {
                 backoff = MIN_BACKOFF;
+                // Small SSE frames go out at once, not after Nagle's delay.
+                let _ = stream.set_nodelay(true);
                 next_id += 1;
                 let conn = Arc::new(ConnState::new(
                     next_id,
