@@ -491,6 +491,40 @@ mod tests {
         assert!(s.request_cancel().is_err());
     }
 
+    #[tokio::test]
+    async fn a_closed_store_refuses_tasks_and_cancels_a_run_attached_late() {
+        use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
+        use agent_adaptor_core::{Agent, FailureReason, Runner};
+        let store = TaskStore::new(8, Duration::from_secs(3600));
+        let early = slot("early");
+        store.insert(early.clone()).unwrap();
+        store.insert(slot("done")).unwrap();
+        store
+            .get("done")
+            .unwrap()
+            .set_status(TaskState::Completed, None);
+        let closed = store.close();
+        assert_eq!(closed.len(), 1, "only the task in progress");
+        assert_eq!(closed[0].id, "early");
+        let refused = store.insert(slot("late")).unwrap_err();
+        assert_eq!(refused.kind(), ErrorCode::Internal);
+        // Its run starts only now (the request was already past the store).
+        let agent = Agent::new(ScriptedDriver::new(
+            vec![Step::WaitForCancel],
+            Ending::Fail("unreachable".into()),
+        ));
+        let stream = agent.stream("wait");
+        early.attach_run(stream.handle());
+        let outcome = tokio::time::timeout(Duration::from_secs(30), stream.handle().result())
+            .await
+            .unwrap();
+        let reason = outcome
+            .unwrap_err()
+            .as_run_error()
+            .map(|r| r.reason.clone());
+        assert_eq!(reason, Some(FailureReason::Cancelled));
+    }
+
     #[test]
     fn history_length_keeps_the_most_recent_messages() {
         let s = slot("t1");
