@@ -5,11 +5,15 @@
 //! * [`a2a`]: an A2A 1.0 JSON-RPC server and client.
 //! * [`guard`]: authentication, Host/Origin checks and per-client run
 //!   limits in front of them; [`Principal`]: who a request comes from.
+//! * [`http`]: the hardened HTTP/1.1 serve loop the servers run on.
 
 pub mod a2a;
 pub mod agui;
 pub mod guard;
+pub mod http;
 mod principal;
 mod public_error;
+mod shutdown;
 
 pub use principal::Principal;
+pub use shutdown::ShutdownReport;

@@ -251,6 +251,15 @@ pub struct ServeArgs {
     /// Concurrent runs per client (session or token); more get 429.
     #[arg(long, default_value_t = 16, value_name = "N")]
     pub max_runs_per_client: usize,
+    /// At most this many open connections (default: from the file
+    /// descriptor limit, leaving room for the store and children). At the
+    /// limit the oldest idle connection is closed to make room.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Seconds SIGTERM/Ctrl-C lets requests and streams finish before every
+    /// run is cancelled and every connection closed.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub shutdown_grace: u64,
     /// The operator log on stderr (runs, approvals and who answered them,
     /// refused requests): `text` (key=value) or `json` (one object a line).
     /// Its level comes from `AGENT_ADAPTOR_LOG` (error, warn, info, debug;

@@ -73,6 +73,12 @@
 //!   input-required state; `SubscribeToTask` stays open until a terminal
 //!   state. Each SSE `data:` is a JSON-RPC response whose `result` is a
 //!   `StreamResponse`; the first is always the task.
+//! * Shutdown: [`A2aServer::shutdown`] cancels every task in progress (one
+//!   waiting for input too), waits (bounded) until they are `CANCELED` —
+//!   open streams show it — then ends every stream still open;
+//!   [`A2aServer::close`] does the same without waiting. Afterwards new
+//!   tasks are refused. [`A2aServer::serve`] runs on the hardened
+//!   [`http`](crate::http) serve loop.
 //!
 //! ### Versions, errors and bad input
 //!

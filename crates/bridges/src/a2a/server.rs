@@ -152,13 +152,29 @@ impl A2aServer {
         self.shared.store.len()
     }
 
-    /// Close the server: end every open stream and blocking call, and
-    /// cancel every run in progress. For hosts that mounted
-    /// [`router`](Self::router) themselves ([`RunningServer::shutdown`]
-    /// does this for [`serve`](Self::serve)). Idempotent.
+    /// Close the server at once: cancel every run in progress (a task
+    /// waiting for input included), end every open stream
+    /// (`SendStreamingMessage`, `SubscribeToTask`) and blocking call, and
+    /// refuse new requests. For hosts that mounted [`router`](Self::router)
+    /// themselves ([`RunningServer::shutdown`] does this for
+    /// [`serve`](Self::serve)); [`shutdown`](Self::shutdown) also waits for
+    /// the runs. Idempotent.
     pub fn close(&self) {
+        self.shared.store.close();
         self.shared.shutdown.cancel();
-        self.shared.store.cancel_all();
+    }
+
+    /// Close the server, letting streams show the end: cancel every run in
+    /// progress (a task waiting for input included) and refuse new tasks,
+    /// wait up to `within` for those tasks to reach a final state (open
+    /// streams deliver `TASK_STATE_CANCELED` and end), then end every stream
+    /// and blocking call still open and refuse every request. Idempotent.
+    pub async fn shutdown(&self, within: Duration) -> crate::ShutdownReport {
+        let tasks = self.shared.store.close();
+        let waits = tasks.iter().map(|t| t.ended()).collect();
+        let report = crate::shutdown::wait_all(waits, within).await;
+        self.shared.shutdown.cancel();
+        report
     }
 
     /// Serve on 127.0.0.1 at a free port.
@@ -187,12 +203,11 @@ impl A2aServer {
         let shared = self.shared.clone();
         let token = shared.shutdown.clone();
         let join = tokio::spawn(async move {
-            let stop = token.clone();
-            let served = axum::serve(listener, router)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
+            crate::http::HttpServer::new(listener, router)
+                .serve(async move { token.cancelled().await })
                 .await;
-            shared.store.cancel_all();
-            served
+            shared.store.close();
+            Ok(())
         });
         Ok(RunningServer {
             addr: local,

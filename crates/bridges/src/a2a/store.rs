@@ -6,6 +6,7 @@
 //! and a receiver together sees every later change exactly once, in order.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -47,6 +48,8 @@ struct Inner {
     run: Option<RunHandle>,
     pending: Option<ApprovalRequest>,
     cancel_requested: bool,
+    /// The server is shutting down: a run attached now is cancelled at once.
+    closing: bool,
     finished_at: Option<Instant>,
 }
 
@@ -86,6 +89,7 @@ impl TaskSlot {
                 run: None,
                 pending: None,
                 cancel_requested: false,
+                closing: false,
                 finished_at: None,
             }),
             updates: broadcast::channel(UPDATE_BUFFER).0,
@@ -203,7 +207,7 @@ impl TaskSlot {
     /// Attach the run (cancelling it at once if a cancel came first).
     pub(crate) fn attach_run(&self, run: RunHandle) {
         let mut inner = self.lock();
-        if inner.cancel_requested {
+        if inner.cancel_requested || inner.closing {
             run.cancel();
         }
         if !inner.task.status.state.is_terminal() {
@@ -310,11 +314,24 @@ impl TaskSlot {
         self.lock().finished_at
     }
 
-    fn cancel(&self) {
-        let inner = self.lock();
+    /// Cancel the run (server shutdown), also one attached later; true when
+    /// the task was still in progress.
+    fn close(&self) -> bool {
+        let mut inner = self.lock();
+        if inner.task.status.state.is_terminal() {
+            return false;
+        }
+        inner.closing = true;
         if let Some(run) = &inner.run {
             run.cancel();
         }
+        true
+    }
+
+    /// Resolves once the task is in a terminal state.
+    pub(crate) async fn ended(&self) {
+        let mut state = self.state.subscribe();
+        let _ = state.wait_for(|s| s.is_terminal()).await;
     }
 }
 
@@ -359,6 +376,7 @@ pub(crate) struct TaskStore {
     tasks: Mutex<HashMap<String, Arc<TaskSlot>>>,
     max_tasks: usize,
     ttl: Duration,
+    closed: AtomicBool,
 }
 
 impl TaskStore {
@@ -368,6 +386,7 @@ impl TaskStore {
             tasks: Mutex::new(HashMap::new()),
             max_tasks: max_tasks.max(1),
             ttl,
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -380,6 +399,12 @@ impl TaskStore {
     /// insert fails (and nothing is started).
     pub(crate) fn insert(&self, slot: Arc<TaskSlot>) -> Result<(), RpcError> {
         let mut tasks = self.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Err(RpcError::new(
+                ErrorCode::Internal,
+                "the A2A server is shutting down",
+            ));
+        }
         let now = Instant::now();
         tasks.retain(|_, s| !s.expired(now, self.ttl));
         if tasks.len() >= self.max_tasks {
@@ -422,11 +447,15 @@ impl TaskStore {
         self.lock().len()
     }
 
-    /// Cancel every run in progress (server shutdown).
-    pub(crate) fn cancel_all(&self) {
-        for slot in self.lock().values() {
-            slot.cancel();
-        }
+    /// Server shutdown: refuse new tasks, cancel every run in progress
+    /// (a task waiting for input included). Returns the tasks that were in
+    /// progress. Idempotent.
+    pub(crate) fn close(&self) -> Vec<Arc<TaskSlot>> {
+        let tasks = self.lock();
+        // Set under the lock: an insert either came before (and is closed
+        // here) or sees the flag.
+        self.closed.store(true, Ordering::Release);
+        tasks.values().filter(|s| s.close()).cloned().collect()
     }
 }
 
@@ -474,6 +503,40 @@ mod tests {
         assert_eq!(s.snapshot(None).artifact_text(), "Hello");
         assert_eq!(s.state(), TaskState::Completed);
         assert!(s.request_cancel().is_err());
+    }
+
+    #[tokio::test]
+    async fn a_closed_store_refuses_tasks_and_cancels_a_run_attached_late() {
+        use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
+        use agent_adaptor_core::{Agent, FailureReason, Runner};
+        let store = TaskStore::new(8, Duration::from_secs(3600));
+        let early = slot("early");
+        store.insert(early.clone()).unwrap();
+        store.insert(slot("done")).unwrap();
+        store
+            .get("done")
+            .unwrap()
+            .set_status(TaskState::Completed, None);
+        let closed = store.close();
+        assert_eq!(closed.len(), 1, "only the task in progress");
+        assert_eq!(closed[0].id, "early");
+        let refused = store.insert(slot("late")).unwrap_err();
+        assert_eq!(refused.kind(), ErrorCode::Internal);
+        // Its run starts only now (the request was already past the store).
+        let agent = Agent::new(ScriptedDriver::new(
+            vec![Step::WaitForCancel],
+            Ending::Fail("unreachable".into()),
+        ));
+        let stream = agent.stream("wait");
+        early.attach_run(stream.handle());
+        let outcome = tokio::time::timeout(Duration::from_secs(30), stream.handle().result())
+            .await
+            .unwrap();
+        let reason = outcome
+            .unwrap_err()
+            .as_run_error()
+            .map(|r| r.reason.clone());
+        assert_eq!(reason, Some(FailureReason::Cancelled));
     }
 
     #[test]

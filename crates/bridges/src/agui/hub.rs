@@ -9,11 +9,14 @@
 //! the end, [`Hub::abandoned`] fires and the producer cancels the run.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use agent_adaptor_core::RunHandle;
 use bytes::Bytes;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use super::run::FrameId;
 use crate::Principal;
@@ -222,10 +225,31 @@ impl Drop for Subscription {
     }
 }
 
-/// Live and recently finished runs, by key, for reconnects.
+/// Live and recently finished runs, by key, for reconnects; and the runs
+/// their producers are reading, for shutdown.
 #[derive(Default)]
 pub(crate) struct Hubs {
     map: Mutex<HashMap<String, Arc<Hub>>>,
+    /// The runs being read by a producer, by tracking id.
+    live: Arc<Mutex<HashMap<u64, RunHandle>>>,
+    next_live: AtomicU64,
+    /// Cancelled by [`Hubs::close`].
+    closing: CancellationToken,
+}
+
+/// Keeps a run listed as live until dropped.
+pub(crate) struct Tracked {
+    live: Arc<Mutex<HashMap<u64, RunHandle>>>,
+    id: u64,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
+    }
 }
 
 impl Hubs {
@@ -259,6 +283,47 @@ impl Hubs {
     /// How many runs are registered (live or retained).
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
+    }
+
+    /// List `run` as live while the guard is held; after [`close`](Self::close)
+    /// it is cancelled at once.
+    pub(crate) fn track(&self, run: RunHandle) -> Tracked {
+        let id = self.next_live.fetch_add(1, Ordering::Relaxed);
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, run.clone());
+        // Checked after listing: a close either sees it or is seen here.
+        if self.closing.is_cancelled() {
+            run.cancel();
+        }
+        Tracked {
+            live: self.live.clone(),
+            id,
+        }
+    }
+
+    /// Resolves once [`close`](Self::close) was called.
+    pub(crate) async fn closed(&self) {
+        self.closing.cancelled().await;
+    }
+
+    /// Cancel every live run (and every run started from now on); their
+    /// producers deliver the final frames and end the streams. Returns the
+    /// runs cancelled.
+    pub(crate) fn close(&self) -> Vec<RunHandle> {
+        self.closing.cancel();
+        let runs: Vec<RunHandle> = self
+            .live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for run in &runs {
+            run.cancel();
+        }
+        runs
     }
 }
 

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use agent_adaptor_core::RunHandle;
+
 use super::run::Interrupted;
 use crate::Principal;
 
@@ -26,20 +28,51 @@ pub(crate) enum TakeError<E> {
     Refused(E),
 }
 
+#[derive(Default)]
+struct Registry {
+    parked: HashMap<String, Parked>,
+    /// Set by [`InterruptRegistry::close`]: nothing is parked any more.
+    closed: bool,
+}
+
 /// The parked runs of one handler.
 #[derive(Clone, Default)]
 pub(crate) struct InterruptRegistry {
-    map: Arc<Mutex<HashMap<String, Parked>>>,
+    map: Arc<Mutex<Registry>>,
 }
 
 impl InterruptRegistry {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Parked>> {
+    fn registry(&self) -> MutexGuard<'_, Registry> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Cancel every parked run (at their approval wait: core cancels the
+    /// driver) and park nothing from now on. Returns the runs cancelled.
+    pub(crate) fn close(&self) -> Vec<RunHandle> {
+        let parked: Vec<Parked> = {
+            let mut registry = self.registry();
+            registry.closed = true;
+            registry.parked.drain().map(|(_, p)| p).collect()
+        };
+        parked
+            .into_iter()
+            .map(|p| {
+                p.reaper.abort();
+                let run = p.run.handle();
+                run.cancel();
+                run
+            })
+            .collect()
     }
 
     /// Park `run` until it is taken or its interrupt expires (at its
     /// `expiresAt`, else after `fallback`); an expired run is cancelled.
     pub(crate) fn park(&self, run: Interrupted, fallback: Duration, owner: Principal) {
+        if self.registry().closed {
+            tracing::debug!("the handler is closed; cancelling the interrupted run");
+            run.handle().cancel();
+            return;
+        }
         let id = run.interrupt().id.clone();
         let wait = run
             .expires_at()
@@ -50,14 +83,14 @@ impl InterruptRegistry {
         let key = id.clone();
         let reaper = tokio::spawn(async move {
             tokio::time::sleep(wait).await;
-            let expired = registry.lock().remove(&key);
+            let expired = registry.registry().parked.remove(&key);
             if let Some(parked) = expired {
                 tracing::debug!(interrupt = %key, "interrupt expired; cancelling its run");
                 parked.run.handle().cancel();
             }
         })
         .abort_handle();
-        let previous = self.lock().insert(
+        let previous = self.registry().parked.insert(
             id,
             Parked {
                 thread_id,
@@ -81,7 +114,8 @@ impl InterruptRegistry {
         principal: &Principal,
         check: impl FnOnce(&Interrupted) -> Result<(), E>,
     ) -> Result<Interrupted, TakeError<E>> {
-        let mut map = self.lock();
+        let mut registry = self.registry();
+        let map = &mut registry.parked;
         match map.get(interrupt_id) {
             Some(p) if p.thread_id == thread_id && p.owner != *principal => {
                 return Err(TakeError::Forbidden);
@@ -104,8 +138,9 @@ impl InterruptRegistry {
         thread_id: &str,
         principal: &Principal,
     ) -> Option<Vec<String>> {
-        let map = self.lock();
-        let pending: Vec<(&String, &Parked)> = map
+        let registry = self.registry();
+        let pending: Vec<(&String, &Parked)> = registry
+            .parked
             .iter()
             .filter(|(_, p)| p.thread_id == thread_id)
             .collect();
@@ -123,6 +158,6 @@ impl InterruptRegistry {
 
     /// How many runs are parked.
     pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+        self.registry().parked.len()
     }
 }

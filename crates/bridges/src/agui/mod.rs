@@ -77,6 +77,11 @@
 //! * A run lives while a client is attached: when the last one disconnects
 //!   (or stops reading for [`DEFAULT_WRITE_TIMEOUT`], the per-write
 //!   deadline), the run is cancelled, which stops its CLI process.
+//! * Shutdown ([`SseHandler::shutdown`]): every run streaming and every
+//!   run parked at an interrupt is cancelled; attached streams get the
+//!   final `RUN_FINISHED` (outcome `cancelled`) and end; the call waits,
+//!   bounded, for the runs to end. A run started afterwards is cancelled at
+//!   once.
 //! * Thread binding ([`SseHandler::with_threads`]): AG-UI `threadId` →
 //!   [`agui_thread_key`] (a collision-free tuple encoding), raw `sessionKey`
 //!   → [`raw_thread_key`] (the same encoding under its own prefix).

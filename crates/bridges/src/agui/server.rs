@@ -157,6 +157,18 @@ impl SseHandler {
         self.shared.interrupts.len()
     }
 
+    /// Close the handler (server shutdown): cancel every run it streams and
+    /// every run parked at an interrupt (core cancels the driver, which
+    /// stops its process); each attached stream gets its final frames (AG-UI:
+    /// `RUN_FINISHED` with outcome `cancelled`) and ends. Then wait up to
+    /// `within` for those runs to end. A run started afterwards is cancelled
+    /// at once. Idempotent.
+    pub async fn shutdown(&self, within: std::time::Duration) -> crate::ShutdownReport {
+        let mut runs = self.shared.hubs.close();
+        runs.extend(self.shared.interrupts.close());
+        crate::shutdown::wait_runs(runs, within).await
+    }
+
     async fn serve(&self, req: Request) -> Result<Response, RequestError> {
         let opts = &self.shared.options;
         let headers = req.headers().clone();
@@ -550,11 +562,8 @@ impl SseServer {
     pub async fn bind(router: Router, addr: SocketAddr) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let task = tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router).await {
-                tracing::warn!(error = %e, "SSE server stopped");
-            }
-        });
+        let server = crate::http::HttpServer::new(listener, router);
+        let task = tokio::spawn(server.serve(std::future::pending()));
         Ok(SseServer { addr, task })
     }
 

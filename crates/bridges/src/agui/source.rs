@@ -103,6 +103,14 @@ impl Source {
         }
     }
 
+    fn handle(&self) -> Option<agent_adaptor_core::RunHandle> {
+        match self {
+            Source::Agui(run) => Some(run.handle()),
+            Source::Raw(run) => Some(run.stream.handle()),
+            Source::Gone => None,
+        }
+    }
+
     fn cancel(&self) {
         match self {
             Source::Agui(run) => run.handle().cancel(),
@@ -121,7 +129,11 @@ pub(crate) struct Parking {
 }
 
 /// Run the producer of `hub` to the end, then keep the hub reachable under
-/// `key` for `retain`.
+/// `key` for `retain` (until the handler closes).
+///
+/// At shutdown ([`Hubs::close`]) the run is cancelled from outside; the
+/// producer goes on reading it, so clients get its final frames (an AG-UI
+/// `RUN_FINISHED` with outcome `cancelled`) and then the end of the stream.
 pub(crate) async fn produce(
     hub: Arc<Hub>,
     mut source: Source,
@@ -130,6 +142,7 @@ pub(crate) async fn produce(
     key: String,
     retain: Duration,
 ) {
+    let tracked = source.handle().map(|run| hubs.track(run));
     'run: loop {
         let batch = tokio::select! {
             b = source.next_batch() => b,
@@ -166,7 +179,11 @@ pub(crate) async fn produce(
     }
     // Dropping the source drops the RunStream (which cancels an unfinished run).
     drop(source);
+    drop(tracked);
     hub.finish();
-    tokio::time::sleep(retain).await;
+    tokio::select! {
+        () = tokio::time::sleep(retain) => {}
+        () = hubs.closed() => {}
+    }
     hubs.remove(&key, &hub);
 }

@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use agent_adaptor_bridges::a2a::A2aServer;
 use agent_adaptor_bridges::agui::{SseHandler, SseOptions};
+use agent_adaptor_bridges::http::{HttpServer, ServerLimits};
 use agent_adaptor_core::{Agent, RunOptions};
 use serde_json::json;
 
@@ -49,6 +50,10 @@ pub const WEB_NAMESPACE: &str = "web";
 
 /// How long a person has to answer an approval in the web chat.
 const APPROVAL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// How long cancelled runs get to end at shutdown: more than the agent's
+/// cancel grace (2 s), so their children are killed before `serve` returns.
+const CLOSE_WAIT: Duration = Duration::from_secs(4);
 
 /// How many threads the page lists.
 const THREAD_LIST_LIMIT: usize = 100;
@@ -140,12 +145,45 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         "  AG-UI POST /agui · raw SSE POST /sse · A2A POST /a2a (card /.well-known/agent-card.json)"
     );
 
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(wait_for_shutdown())
+    // SIGTERM: stop accepting and let requests and streams finish for the
+    // grace period; then cancel every run (their children are killed
+    // within the agent's cancel grace) and close every remaining stream and
+    // connection, A2A subscriptions and half-sent requests included.
+    let mut limits = ServerLimits::default()
+        .grace(Duration::from_secs(args.shutdown_grace))
+        .close_wait(CLOSE_WAIT);
+    if let Some(max) = args.max_connections {
+        limits = limits.max_connections(max);
+    }
+    tracing::info!(
+        max_connections = limits.max_connections,
+        grace_secs = args.shutdown_grace,
+        "serving"
+    );
+    let bridges = (agui.clone(), raw.clone(), a2a.clone());
+    HttpServer::new(listener, app)
+        .limits(limits)
+        .on_grace_end(move || async move {
+            let (agui, raw, a2a) = bridges;
+            let (w, r, a) = tokio::join!(
+                agui.shutdown(CLOSE_WAIT),
+                raw.shutdown(CLOSE_WAIT),
+                a2a.shutdown(CLOSE_WAIT)
+            );
+            tracing::info!(agui = ?w, raw = ?r, a2a = ?a, "runs cancelled at shutdown");
+        })
+        .serve(wait_for_shutdown())
         .await;
-    a2a.close();
+    // Idempotent: waits again for any run still ending, then stops the
+    // resident provider processes.
+    let _ = tokio::join!(
+        agui.shutdown(CLOSE_WAIT),
+        raw.shutdown(CLOSE_WAIT),
+        a2a.shutdown(CLOSE_WAIT)
+    );
     agent.close().await;
-    served.map_err(|e| CliError::failure(format!("server failed: {e}")))
+    tracing::info!("stopped");
+    Ok(())
 }
 
 /// The card's security: a bearer token (A2A 1.0 `HTTPAuthSecurityScheme`).

@@ -36,7 +36,18 @@ const CREDENTIAL_VARS: &[&str] = &[
 /// `$AGENT_ADAPTOR_HOME` (so the default thread store is there), no
 /// credentials, and a `PATH` without agent CLIs.
 pub fn command(home: &Path) -> Command {
-    let mut cmd = Command::new(bin());
+    isolate(Command::new(bin()), home)
+}
+
+/// Like [`command`], but runs `wrapper` (a program and its arguments) with
+/// the binary as its last argument: e.g. `sh -c 'ulimit -n 256 && exec "$0" "$@"'`.
+pub fn command_via(home: &Path, wrapper: &[&str]) -> Command {
+    let mut cmd = Command::new(wrapper[0]);
+    cmd.args(&wrapper[1..]).arg(bin());
+    isolate(cmd, home)
+}
+
+fn isolate(mut cmd: Command, home: &Path) -> Command {
     for var in CREDENTIAL_VARS {
         cmd.env_remove(var);
     }

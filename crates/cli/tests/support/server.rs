@@ -62,20 +62,19 @@ impl Server {
 
 /// `agent-adaptor serve --playground` on a free port with `extra` flags.
 pub fn serve_with(home: &Path, extra: &[&str]) -> Server {
-    serve_cmd(super::command(home), extra)
+    let mut args = vec!["--playground"];
+    args.extend_from_slice(extra);
+    serve_cmd(super::command(home), &args)
 }
 
-/// Like [`serve_with`], from a prepared command (environment set).
-pub fn serve_cmd(mut cmd: std::process::Command, extra: &[&str]) -> Server {
+/// `serve` on a free port with `args` (a driver choice included), from a
+/// prepared command (environment set; it may be a wrapper whose arguments
+/// end with the binary).
+pub fn serve_cmd(mut cmd: std::process::Command, args: &[&str]) -> Server {
     let port = super::free_port();
     let mut child = cmd
-        .args([
-            "serve",
-            "--playground",
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .args(extra)
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -1,0 +1,160 @@
+//! `agent-adaptor serve` under connection pressure and at SIGTERM: idle
+//! sockets cannot starve it, and SIGTERM ends it within the grace period
+//! with no child left behind, whatever is still open.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::server::serve_cmd;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_idle_sockets_do_not_starve_a_server_with_256_descriptors() {
+    let home = tempfile::tempdir().unwrap();
+    let cmd = support::command_via(
+        home.path(),
+        &["sh", "-c", "ulimit -n 256 && exec \"$0\" \"$@\""],
+    );
+    let server = serve_cmd(cmd, &["--playground"]);
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let idle: Vec<TcpStream> = (0..300)
+        .filter_map(|_| TcpStream::connect(&addr).ok())
+        .collect();
+    assert!(
+        idle.len() >= 250,
+        "the idle sockets connected: {}",
+        idle.len()
+    );
+    let info = server
+        .client()
+        .get(format!("{}/api/info", server.base))
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .expect("a legitimate request is answered while 300 sockets idle");
+    assert_eq!(info.status(), 200);
+    let reply: Value = info.json().await.unwrap();
+    assert_eq!(reply["playground"], true);
+    drop(idle);
+}
+
+/// A stand-in `claude` that records its pid and then runs until killed.
+fn hanging_claude(dir: &Path, pidfile: &Path) {
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in --version) echo '2.0.0 (Claude Code)'; exit 0;; esac\n\
+         echo $$ > '{}'\nexec sleep 600\n",
+        pidfile.display()
+    );
+    let path = dir.join("claude");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // A zombie has ended; it only waits to be reaped by its parent.
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_a_half_sent_header_and_an_a2a_subscription_exits_within_the_grace_period() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = home.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let pidfile = home.path().join("claude.pid");
+    hanging_claude(&bin, &pidfile);
+    let mut cmd = support::command(home.path());
+    cmd.env(
+        "PATH",
+        format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()),
+    )
+    .env("ANTHROPIC_API_KEY", "sk-test-not-a-key");
+    let mut server = serve_cmd(cmd, &["--driver", "claude", "--shutdown-grace", "2"]);
+    let client = server.client();
+    let rpc = |method: &str, params: Value| {
+        client
+            .post(format!("{}/a2a", server.base))
+            .header("content-type", "application/json")
+            .header("a2a-version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+    };
+    let sent: Value = rpc(
+        "SendMessage",
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+               "configuration": {"returnImmediately": true}}),
+    )
+    .send()
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let task = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let mut subscription = rpc("SubscribeToTask", json!({"id": task}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(subscription.status(), 200);
+    // The CLI is running.
+    let mut pid = None;
+    for _ in 0..200 {
+        if let Some(p) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            pid = Some(p);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = pid.expect("the stand-in CLI started");
+    assert!(alive(pid));
+    // A request whose header never ends.
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let mut half = TcpStream::connect(&addr).unwrap();
+    half.write_all(b"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .unwrap();
+
+    let sent_at = Instant::now();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut exited = None;
+    while sent_at.elapsed() < Duration::from_secs(30) {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            exited = Some(status);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = exited.expect("serve exited after SIGTERM");
+    assert!(status.success(), "{status:?}");
+    assert!(!alive(pid), "the CLI process {pid} was left running");
+    // The subscription saw the task end, and the half-sent request was
+    // closed by the server.
+    let mut tail = String::new();
+    while let Ok(Some(chunk)) = subscription.chunk().await {
+        tail.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(tail.contains("TASK_STATE_CANCELED"), "{tail}");
+    half.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 64];
+    assert!(matches!(half.read(&mut buf), Ok(0) | Err(_)));
+    assert!(
+        server.log_text().contains("runs cancelled at shutdown"),
+        "{}",
+        server.log_text()
+    );
+}
