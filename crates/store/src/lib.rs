@@ -82,6 +82,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod pool;
 mod postgres;
 mod record;
 mod sqlite;

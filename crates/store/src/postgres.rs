@@ -115,7 +115,7 @@ impl PgStore {
             options.get_port(),
             options.get_database().unwrap_or_default()
         );
-        let pool = PgPoolOptions::new()
+        let pool = crate::pool::discard_dirty_connections(PgPoolOptions::new())
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(config.acquire_timeout)
             .connect_with(options)

@@ -51,6 +51,12 @@ pub struct SqliteConfig {
     /// How long a statement waits for another connection's or process's
     /// write lock before failing (default 5 s).
     pub busy_timeout: Duration,
+    /// Cap on the file's size in database pages (SQLite's `max_page_count`,
+    /// set on every connection; pages are 4 KiB unless the file says
+    /// otherwise). A write that would grow the file past it fails with a
+    /// `Backend` error ("database or disk is full"), exactly as a full disk
+    /// does; the store keeps working once room is made. Default: none.
+    pub max_page_count: Option<u32>,
 }
 
 impl Default for SqliteConfig {
@@ -59,6 +65,7 @@ impl Default for SqliteConfig {
             durability: Durability::Full,
             max_connections: 4,
             busy_timeout: Duration::from_secs(5),
+            max_page_count: None,
         }
     }
 }
@@ -113,12 +120,15 @@ impl SqliteStore {
         // The journal mode is not a per-connection pragma here: WAL is a
         // property of the file, switched on once below (switching needs an
         // exclusive lock, which concurrent openers must not fight over).
-        let options = SqliteConnectOptions::new()
+        let mut options = SqliteConnectOptions::new()
             .filename(&path)
             .create_if_missing(true)
             .synchronous(synchronous)
             .busy_timeout(config.busy_timeout);
-        let pool = SqlitePoolOptions::new()
+        if let Some(pages) = config.max_page_count {
+            options = options.pragma("max_page_count", pages.to_string());
+        }
+        let pool = crate::pool::discard_dirty_connections(SqlitePoolOptions::new())
             .max_connections(config.max_connections.max(1))
             .connect_with(options)
             .await
@@ -137,6 +147,8 @@ impl SqliteStore {
     /// for tests and throwaway hosts.
     pub async fn open_in_memory() -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::new().in_memory(true);
+        // No discarding of dirty connections here: the one connection *is*
+        // the database.
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
