@@ -85,9 +85,11 @@ mod error;
 mod pool;
 mod postgres;
 mod record;
+mod recovery;
 mod sqlite;
 pub mod suite;
 
+pub use agent_adaptor_core::thread::store::InterruptedRun;
 pub use agent_adaptor_core::thread::{
     FinalizeRequest, Lease, MemoryStore, RecordStatus, StoreError, ThreadRecord, ThreadStore,
 };

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
+use agent_adaptor_core::thread::store::{InterruptedRun, recovery_prefixes};
 use agent_adaptor_core::thread::{
     FinalizeRequest, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
 };
@@ -20,7 +21,13 @@ use crate::record::{
 };
 
 /// The embedded migrations, in order: (version, SQL).
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/sqlite/0001_threads.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/sqlite/0001_threads.sql")),
+    (
+        2,
+        include_str!("../migrations/sqlite/0002_interrupted_runs.sql"),
+    ),
+];
 
 const RECORD_COLUMNS: &str = "id, key, status, driver_type, fingerprint, codec, params, \
                               previous_id, created_at, updated_at";
@@ -203,6 +210,49 @@ impl SqliteStore {
         self.pool.close().await;
     }
 
+    /// Take `target`'s lease for `owner` (see `acquire_run_lease`): one
+    /// upsert that succeeds on a free, expired or own lease and keeps the
+    /// run's prompt and start time with it.
+    async fn acquire(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: Option<&str>,
+    ) -> Result<Lease, StoreError> {
+        const OP: &str = "sqlite acquire_lease";
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let now = now_micros();
+        let row = sqlx::query(
+            "INSERT INTO agent_adaptor_thread_leases \
+                 (target, owner, token, expires_at, prompt, acquired_at) \
+             VALUES (?1, ?2, ?3, ?4, ?6, ?5) \
+             ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, \
+                 token = excluded.token, expires_at = excluded.expires_at, \
+                 prompt = excluded.prompt, acquired_at = excluded.acquired_at \
+             WHERE agent_adaptor_thread_leases.owner = excluded.owner \
+                OR agent_adaptor_thread_leases.expires_at <= ?5 \
+             RETURNING target, owner, token, expires_at",
+        )
+        .bind(target)
+        .bind(owner)
+        .bind(new_token())
+        .bind(now.saturating_add(ttl_micros(ttl)))
+        .bind(now)
+        .bind(prompt)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        let outcome = match row {
+            Some(row) => decode_lease(&row),
+            None => Err(StoreError::Busy {
+                target: target.to_owned(),
+            }),
+        };
+        settle(tx, OP, outcome).await
+    }
+
     async fn begin(&self, op: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
         self.pool
             .begin_with("BEGIN IMMEDIATE")
@@ -296,7 +346,7 @@ fn is_busy(e: &sqlx::Error) -> bool {
     }
 }
 
-fn time(id: &str, micros: i64) -> Result<DateTime<Utc>, StoreError> {
+pub(crate) fn time(id: &str, micros: i64) -> Result<DateTime<Utc>, StoreError> {
     DateTime::from_timestamp_micros(micros).ok_or_else(|| {
         backend_msg(
             "sqlite decode",
@@ -369,34 +419,17 @@ impl ThreadStore for SqliteStore {
         owner: &str,
         ttl: Duration,
     ) -> Result<Lease, StoreError> {
-        const OP: &str = "sqlite acquire_lease";
-        let _gate = self.write_gate.lock().await;
-        let mut tx = self.begin(OP).await?;
-        let now = now_micros();
-        let row = sqlx::query(
-            "INSERT INTO agent_adaptor_thread_leases (target, owner, token, expires_at) \
-             VALUES (?1, ?2, ?3, ?4) \
-             ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, \
-                 token = excluded.token, expires_at = excluded.expires_at \
-             WHERE agent_adaptor_thread_leases.owner = excluded.owner \
-                OR agent_adaptor_thread_leases.expires_at <= ?5 \
-             RETURNING target, owner, token, expires_at",
-        )
-        .bind(target)
-        .bind(owner)
-        .bind(new_token())
-        .bind(now.saturating_add(ttl_micros(ttl)))
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| backend(OP, &e))?;
-        let outcome = match row {
-            Some(row) => decode_lease(&row),
-            None => Err(StoreError::Busy {
-                target: target.to_owned(),
-            }),
-        };
-        settle(tx, OP, outcome).await
+        self.acquire(target, owner, ttl, None).await
+    }
+
+    async fn acquire_run_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<Lease, StoreError> {
+        self.acquire(target, owner, ttl, Some(prompt)).await
     }
 
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
@@ -473,6 +506,23 @@ impl ThreadStore for SqliteStore {
         let outcome = delete_in(&mut tx, key).await;
         settle(tx, OP, outcome).await
     }
+
+    async fn recover_instance(
+        &self,
+        instance: &str,
+        epoch: &str,
+    ) -> Result<Vec<InterruptedRun>, StoreError> {
+        const OP: &str = "sqlite recover_instance";
+        let prefixes = recovery_prefixes(instance, epoch)?;
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let outcome = crate::recovery::sqlite_recover_in(&mut tx, &prefixes, now_micros()).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
+        crate::recovery::sqlite_interrupted_runs(&self.pool, key).await
+    }
 }
 
 /// The body of `delete`, inside the write transaction: refuse while a run
@@ -493,6 +543,11 @@ async fn delete_in(tx: &mut Transaction<'static, Sqlite>, key: &str) -> Result<u
     }
     sqlx::query("DELETE FROM agent_adaptor_thread_leases WHERE target = ?1")
         .bind(&target)
+        .execute(&mut **tx)
+        .await
+        .map_err(err)?;
+    sqlx::query("DELETE FROM agent_adaptor_interrupted_runs WHERE key = ?1")
+        .bind(key)
         .execute(&mut **tx)
         .await
         .map_err(err)?;

@@ -223,7 +223,7 @@ mod sqlite_only {
                 .fetch_all(&mut conn)
                 .await
                 .unwrap();
-        assert_eq!(versions, [1], "migrations run once");
+        assert_eq!(versions, [1, 2], "migrations run once");
         // The lease survived the reopen too: another owner is busy.
         let busy = reopened.acquire_lease("key:k", "other", TTL).await;
         assert!(matches!(busy, Err(StoreError::Busy { .. })), "{busy:?}");
@@ -276,6 +276,6 @@ mod sqlite_only {
                 .fetch_all(&mut raw(&path).await)
                 .await
                 .unwrap();
-        assert_eq!(versions, [1]);
+        assert_eq!(versions, [1, 2]);
     }
 }
