@@ -1,4 +1,5 @@
-//! [`SqliteStore`]: the embedded default store, one SQLite file in WAL mode.
+//! [`SqliteStore`]: the embedded default store, one SQLite file with a
+//! rollback journal.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,7 +12,8 @@ use agent_adaptor_core::thread::{
 };
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
 };
 use sqlx::{Row, Sqlite, Transaction};
 
@@ -35,16 +37,18 @@ const RECORD_COLUMNS: &str = "id, key, status, driver_type, fingerprint, codec, 
 /// How hard SQLite works to keep a committed finalize across a power loss.
 ///
 /// Both settings keep the file consistent when a *process* crashes (the
-/// WAL holds every committed transaction); they differ only on power loss
-/// or an operating-system crash.
+/// rollback journal undoes a half-written transaction); they differ only
+/// on power loss or an operating-system crash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
-    /// `synchronous = FULL`: the WAL is synced on every commit; a committed
-    /// finalize survives a power loss. The default.
+    /// `synchronous = FULL`: the journal and the file are synced on every
+    /// commit; a committed finalize survives a power loss. The default.
     #[default]
     Full,
-    /// `synchronous = NORMAL`: faster commits; the last transactions before
-    /// a power loss may be rolled back (the file stays consistent).
+    /// `synchronous = NORMAL`: fewer syncs per commit; the last
+    /// transactions before a power loss may be lost, and SQLite documents a
+    /// very small chance of a corrupted file after a power loss at the
+    /// wrong moment on older file systems (with a rollback journal).
     Normal,
 }
 
@@ -77,7 +81,7 @@ impl Default for SqliteConfig {
     }
 }
 
-/// A [`ThreadStore`] in one SQLite file (WAL mode), safe to share between
+/// A [`ThreadStore`] in one SQLite file (rollback journal), safe to share between
 /// several processes: every lease check and finalize runs in a
 /// `BEGIN IMMEDIATE` transaction.
 ///
@@ -124,14 +128,19 @@ impl SqliteStore {
             Durability::Full => SqliteSynchronous::Full,
             Durability::Normal => SqliteSynchronous::Normal,
         };
-        // The journal mode is not a per-connection pragma here: WAL is a
-        // property of the file, switched on once below (switching needs an
-        // exclusive lock, which concurrent openers must not fight over).
+        // A rollback journal, kept between transactions and truncated
+        // (TRUNCATE: about twice the commit rate of DELETE, which creates
+        // and unlinks it each time), set on every connection; see
+        // `use_rollback_journal` for why not WAL. No memory-mapped I/O
+        // either (`mmap_size = 0`, SQLite's default, made explicit): a file
+        // truncated under a mapping is a SIGBUS too.
         let mut options = SqliteConnectOptions::new()
             .filename(&path)
             .create_if_missing(true)
             .synchronous(synchronous)
-            .busy_timeout(config.busy_timeout);
+            .busy_timeout(config.busy_timeout)
+            .journal_mode(SqliteJournalMode::Truncate)
+            .pragma("mmap_size", "0");
         if let Some(pages) = config.max_page_count {
             options = options.pragma("max_page_count", pages.to_string());
         }
@@ -145,7 +154,7 @@ impl SqliteStore {
             location: Some(path),
             write_gate: Arc::default(),
         };
-        store.enable_wal(config.busy_timeout).await?;
+        store.use_rollback_journal(config.busy_timeout).await?;
         store.migrate().await?;
         Ok(store)
     }
@@ -260,18 +269,23 @@ impl SqliteStore {
             .map_err(|e| backend(op, &e))
     }
 
-    /// Put the file in WAL mode (persistent), retrying while another
-    /// connection or process holds a lock, for up to `patience`.
-    async fn enable_wal(&self, patience: Duration) -> Result<(), StoreError> {
-        const OP: &str = "sqlite enable WAL";
+    /// Make sure the file has a rollback journal (`journal_mode =
+    /// TRUNCATE`), switching a file that an older build left in WAL mode
+    /// (the one mode stored in the file) back, retrying while another
+    /// connection or process holds a lock, for up to `patience`. Not WAL:
+    /// WAL's index lives in a `-shm` file that every process maps into
+    /// memory, and a `-shm` truncated under the mapping kills the process
+    /// with SIGBUS, where a journal that cannot be written is an error.
+    async fn use_rollback_journal(&self, patience: Duration) -> Result<(), StoreError> {
+        const OP: &str = "sqlite journal mode";
         let started = std::time::Instant::now();
         loop {
             let attempt: Result<String, sqlx::Error> =
-                sqlx::query_scalar("PRAGMA journal_mode = WAL")
+                sqlx::query_scalar("PRAGMA journal_mode = TRUNCATE")
                     .fetch_one(&self.pool)
                     .await;
             match attempt {
-                Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+                Ok(mode) if mode.eq_ignore_ascii_case("truncate") => return Ok(()),
                 Ok(mode) => {
                     return Err(backend_msg(OP, format!("journal mode stayed {mode:?}")));
                 }
