@@ -1,4 +1,4 @@
-//! The shared store suite against SQLite (in memory, and a WAL file that
+//! The shared store suite against SQLite (in memory, and a file that
 //! several pools share), plus what only SQLite has: its schema, the
 //! archived-only fallback, integrity and multi-connection safety.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
