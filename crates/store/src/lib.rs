@@ -91,6 +91,7 @@ mod postgres;
 mod record;
 mod recovery;
 mod sqlite;
+mod sqlite_tx;
 pub mod suite;
 
 pub use agent_adaptor_core::thread::store::InterruptedRun;

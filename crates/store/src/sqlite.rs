@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
 use agent_adaptor_core::thread::store::{InterruptedRun, recovery_prefixes};
-use agent_adaptor_core::thread::{
-    FinalizeRequest, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
-};
+use agent_adaptor_core::thread::{FinalizeRequest, Lease, StoreError, ThreadRecord, ThreadStore};
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
@@ -19,7 +17,7 @@ use sqlx::{Row, Sqlite, Transaction};
 
 use crate::error::{backend, backend_msg, settle};
 use crate::record::{
-    decode_params, encode_params, new_token, parse_status, sql_statements, status_str, ttl_micros,
+    decode_params, encode_params, new_token, parse_status, sql_statements, ttl_micros,
 };
 
 /// The embedded migrations, in order: (version, SQL).
@@ -31,7 +29,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
 ];
 
-const RECORD_COLUMNS: &str = "id, key, status, driver_type, fingerprint, codec, params, \
+pub(crate) const RECORD_COLUMNS: &str = "id, key, status, driver_type, fingerprint, codec, params, \
                               previous_id, created_at, updated_at";
 
 /// How hard SQLite works to keep a committed finalize across a power loss.
@@ -369,7 +367,7 @@ pub(crate) fn time(id: &str, micros: i64) -> Result<DateTime<Utc>, StoreError> {
     })
 }
 
-fn decode(row: &SqliteRow) -> Result<ThreadRecord, StoreError> {
+pub(crate) fn decode(row: &SqliteRow) -> Result<ThreadRecord, StoreError> {
     let err = |e: sqlx::Error| backend("sqlite decode record", &e);
     let id: String = row.try_get("id").map_err(err)?;
     let status: String = row.try_get("status").map_err(err)?;
@@ -400,7 +398,7 @@ fn decode_lease(row: &SqliteRow) -> Result<Lease, StoreError> {
     })
 }
 
-fn now_micros() -> i64 {
+pub(crate) fn now_micros() -> i64 {
     Utc::now().timestamp_micros()
 }
 
@@ -496,7 +494,7 @@ impl ThreadStore for SqliteStore {
         // meanwhile.
         let _gate = self.write_gate.lock().await;
         let mut tx = self.begin(OP).await?;
-        let outcome = finalize_in(&mut tx, &request, params).await;
+        let outcome = crate::sqlite_tx::finalize_in(&mut tx, &request, params).await;
         settle(tx, OP, outcome).await
     }
 
@@ -517,7 +515,7 @@ impl ThreadStore for SqliteStore {
         const OP: &str = "sqlite delete";
         let _gate = self.write_gate.lock().await;
         let mut tx = self.begin(OP).await?;
-        let outcome = delete_in(&mut tx, key).await;
+        let outcome = crate::sqlite_tx::delete_in(&mut tx, key).await;
         settle(tx, OP, outcome).await
     }
 
@@ -537,108 +535,4 @@ impl ThreadStore for SqliteStore {
     async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
         crate::recovery::sqlite_interrupted_runs(&self.pool, key).await
     }
-}
-
-/// The body of `delete`, inside the write transaction: refuse while a run
-/// holds the key's lease, else drop the lease row and every record.
-async fn delete_in(tx: &mut Transaction<'static, Sqlite>, key: &str) -> Result<u64, StoreError> {
-    let err = |e: sqlx::Error| backend("sqlite delete", &e);
-    let target = format!("key:{key}");
-    let held: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM agent_adaptor_thread_leases WHERE target = ?1 AND expires_at > ?2",
-    )
-    .bind(&target)
-    .bind(now_micros())
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(err)?;
-    if held.is_some() {
-        return Err(StoreError::Busy { target });
-    }
-    sqlx::query("DELETE FROM agent_adaptor_thread_leases WHERE target = ?1")
-        .bind(&target)
-        .execute(&mut **tx)
-        .await
-        .map_err(err)?;
-    sqlx::query("DELETE FROM agent_adaptor_interrupted_runs WHERE key = ?1")
-        .bind(key)
-        .execute(&mut **tx)
-        .await
-        .map_err(err)?;
-    let done = sqlx::query("DELETE FROM agent_adaptor_thread_records WHERE key = ?1")
-        .bind(key)
-        .execute(&mut **tx)
-        .await
-        .map_err(err)?;
-    Ok(done.rows_affected())
-}
-
-/// The body of `finalize`, inside the write transaction.
-async fn finalize_in(
-    tx: &mut Transaction<'static, Sqlite>,
-    request: &FinalizeRequest,
-    params: String,
-) -> Result<ThreadRecord, StoreError> {
-    let err = |e: sqlx::Error| backend("sqlite finalize", &e);
-    let now = now_micros();
-    let lease = &request.lease;
-    let held: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM agent_adaptor_thread_leases \
-         WHERE target = ?1 AND owner = ?2 AND token = ?3 AND expires_at > ?4",
-    )
-    .bind(&lease.target)
-    .bind(&lease.owner)
-    .bind(&lease.token)
-    .bind(now)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(err)?;
-    if held.is_none() {
-        return Err(StoreError::LeaseLost {
-            target: lease.target.clone(),
-        });
-    }
-    let record = &request.record;
-    if request.require_key_absent {
-        let occupied: Option<i64> = sqlx::query_scalar(
-            "SELECT 1 FROM agent_adaptor_thread_records WHERE key = ?1 AND status = 'active'",
-        )
-        .bind(&record.key)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(err)?;
-        if occupied.is_some() {
-            return Err(StoreError::AlreadyExists {
-                key: record.key.clone(),
-            });
-        }
-    }
-    sqlx::query(
-        "UPDATE agent_adaptor_thread_records SET status = 'archived', updated_at = ?2 \
-         WHERE key = ?1 AND status = 'active'",
-    )
-    .bind(&record.key)
-    .bind(now)
-    .execute(&mut **tx)
-    .await
-    .map_err(err)?;
-    let sql = format!(
-        "INSERT INTO agent_adaptor_thread_records ({RECORD_COLUMNS}) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING {RECORD_COLUMNS}"
-    );
-    let row = sqlx::query(&sql)
-        .bind(&record.id)
-        .bind(&record.key)
-        .bind(status_str(RecordStatus::Active))
-        .bind(&record.driver_type)
-        .bind(&record.fingerprint)
-        .bind(&record.codec)
-        .bind(params)
-        .bind(&record.previous_id)
-        .bind(record.created_at.timestamp_micros())
-        .bind(now)
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(err)?;
-    decode(&row)
 }
