@@ -282,3 +282,49 @@ mod sqlite_only {
         assert_eq!(versions, [1, 2]);
     }
 }
+
+/// A file at schema v1 (an older build) with a run's lease in it is
+/// upgraded at open; the old lease (no prompt, no start time) is still
+/// held, and `recover_instance` records it with the recovery time as its
+/// start.
+#[tokio::test]
+async fn a_v1_file_is_upgraded_and_its_old_leases_recover() {
+    use agent_adaptor_store::StoreError;
+    use sqlx::sqlite::SqliteConnectOptions;
+    use sqlx::{Connection, SqliteConnection};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("threads.db");
+    let options = SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true);
+    let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
+    let v1 = include_str!("../migrations/sqlite/0001_threads.sql");
+    let setup = [
+        "CREATE TABLE agent_adaptor_schema_migrations \
+         (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT",
+        "INSERT INTO agent_adaptor_schema_migrations VALUES (1, 0)",
+        "INSERT INTO agent_adaptor_thread_leases VALUES \
+         ('key:old', 'host:9@e1/run-1', 'lease_x', 9223372036854775807)",
+    ];
+    for statement in v1.split(';').filter(|s| s.contains("CREATE")) {
+        sqlx::query(statement).execute(&mut conn).await.unwrap();
+    }
+    for statement in setup {
+        sqlx::query(statement).execute(&mut conn).await.unwrap();
+    }
+    conn.close().await.unwrap();
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    let ttl = std::time::Duration::from_secs(60);
+    let busy = store.acquire_lease("key:old", "other", ttl).await;
+    assert!(matches!(busy, Err(StoreError::Busy { .. })), "{busy:?}");
+    let runs = store.recover_instance("host:9", "e2").await.unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(
+        (runs[0].key.as_str(), runs[0].prompt.as_deref()),
+        ("old", None)
+    );
+    assert_eq!(runs[0].started_at, runs[0].interrupted_at);
+    store.acquire_lease("key:old", "other", ttl).await.unwrap();
+}
