@@ -2,7 +2,8 @@
 //!
 //! Durable [`ThreadStore`]s for agent-adaptor threads, over `sqlx`:
 //!
-//! * [`SqliteStore`] — the embedded default: one file in WAL mode, schema
+//! * [`SqliteStore`] — the embedded default: one file with a rollback
+//!   journal (not WAL: its memory-mapped `-shm` can SIGBUS), schema
 //!   migrations embedded in the binary and applied at open. Several
 //!   processes may open the same file: every lease check and every
 //!   finalize runs inside a `BEGIN IMMEDIATE` transaction, so the database,
@@ -43,7 +44,7 @@
 //!
 //! ## Schema
 //!
-//! Both stores keep three tables (SQL in `migrations/`, embedded and
+//! Both stores keep four tables (SQL in `migrations/`, embedded and
 //! applied at open/connect under a lock, version recorded in
 //! `agent_adaptor_schema_migrations`; a database newer than the build is
 //! refused):
@@ -51,7 +52,8 @@
 //! | table | rows |
 //! |---|---|
 //! | `agent_adaptor_thread_records` | `seq` (insertion order), `id`, `key` (verbatim), `status` (`active`/`archived`), `driver_type`, `fingerprint`, `codec`, `params` (JSON object), `previous_id`, `created_at`, `updated_at`; a partial unique index allows one `active` row per key |
-//! | `agent_adaptor_thread_leases` | `target` (`key:<thread key>`), `owner`, `token` (new on every acquisition), `expires_at` |
+//! | `agent_adaptor_thread_leases` | `target` (`key:<thread key>`), `owner`, `token` (new on every acquisition), `expires_at`, `prompt` and `acquired_at` (kept by `acquire_run_lease`; v2) |
+//! | `agent_adaptor_interrupted_runs` | `seq`, `key`, `run_id`, `prompt`, `started_at`, `interrupted_at`: leases that `recover_instance` took back from a dead process (v2) |
 //! | `agent_adaptor_schema_migrations` | applied versions |
 //!
 //! SQLite stores times as INTEGER microseconds since the Unix epoch (UTC);
@@ -63,7 +65,9 @@
 //!
 //! `cargo test -p agent-adaptor-store` runs the suite against
 //! `MemoryStore` and SQLite, the SQLite crash loop (50 worker processes
-//! killed with SIGKILL mid-finalize) and a two-process SQLite race. The
+//! killed with SIGKILL mid-finalize), a two-process SQLite race, SQLite
+//! under faults (a full file, writes failing half way, a truncated `-shm`
+//! in a worker process) and lease recovery from a SIGKILLed worker. The
 //! PostgreSQL tests (`tests/postgres.rs`, `tests/proof_postgres.rs`) are
 //! compiled only with the `postgres-tests` feature, and with it on they
 //! **fail** when `PG_TEST_URL` is unset — no silent skip. `scripts/test`
@@ -82,11 +86,15 @@
 #![forbid(unsafe_code)]
 
 mod error;
+mod pool;
 mod postgres;
 mod record;
+mod recovery;
 mod sqlite;
+mod sqlite_tx;
 pub mod suite;
 
+pub use agent_adaptor_core::thread::store::InterruptedRun;
 pub use agent_adaptor_core::thread::{
     FinalizeRequest, Lease, MemoryStore, RecordStatus, StoreError, ThreadRecord, ThreadStore,
 };

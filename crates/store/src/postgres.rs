@@ -4,6 +4,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
+use agent_adaptor_core::thread::store::{InterruptedRun, recovery_prefixes};
 use agent_adaptor_core::thread::{
     FinalizeRequest, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
 };
@@ -17,7 +18,13 @@ use crate::record::{
 };
 
 /// The embedded migrations, in order: (version, SQL).
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/postgres/0001_threads.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/postgres/0001_threads.sql")),
+    (
+        2,
+        include_str!("../migrations/postgres/0002_interrupted_runs.sql"),
+    ),
+];
 
 /// Serializes concurrent migrations (`pg_advisory_xact_lock` key).
 const MIGRATION_LOCK: i64 = 0x6167_6164_7374_6f72; // "agadstor"
@@ -115,7 +122,7 @@ impl PgStore {
             options.get_port(),
             options.get_database().unwrap_or_default()
         );
-        let pool = PgPoolOptions::new()
+        let pool = crate::pool::discard_dirty_connections(PgPoolOptions::new())
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(config.acquire_timeout)
             .connect_with(options)
@@ -143,6 +150,52 @@ impl PgStore {
     /// Close the pool, waiting for connections to finish.
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// Take `target`'s lease for `owner`, keeping the run's prompt and
+    /// start time with it. One statement: the conflicting row is locked
+    /// while the WHERE decides between "same owner or expired" (take it)
+    /// and busy.
+    async fn acquire(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: Option<&str>,
+    ) -> Result<Lease, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO agent_adaptor_thread_leases AS l \
+                 (target, owner, token, expires_at, prompt, acquired_at) \
+             VALUES ($1, $2, $3, clock_timestamp() + ($4::float8 * interval '1 microsecond'), \
+                 $5, clock_timestamp()) \
+             ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, \
+                 token = excluded.token, expires_at = excluded.expires_at, \
+                 prompt = excluded.prompt, acquired_at = excluded.acquired_at \
+             WHERE l.owner = excluded.owner OR l.expires_at <= clock_timestamp() \
+             RETURNING target, owner, token, expires_at",
+        )
+        .bind(target)
+        .bind(owner)
+        .bind(new_token())
+        .bind(ttl_micros(ttl))
+        .bind(prompt)
+        .fetch_optional(&self.pool)
+        .await;
+        let row = match row {
+            // The row is locked by a finalize that outlasted lock_timeout.
+            Err(e) if is_lock_timeout(&e) => {
+                return Err(StoreError::Busy {
+                    target: target.to_owned(),
+                });
+            }
+            other => other.map_err(|e| backend("postgres acquire_lease", &e))?,
+        };
+        match row {
+            Some(row) => decode_lease(&row),
+            None => Err(StoreError::Busy {
+                target: target.to_owned(),
+            }),
+        }
     }
 
     async fn begin(&self, op: &str) -> Result<Transaction<'static, Postgres>, StoreError> {
@@ -270,37 +323,17 @@ impl ThreadStore for PgStore {
         owner: &str,
         ttl: Duration,
     ) -> Result<Lease, StoreError> {
-        // One statement: the conflicting row is locked while the WHERE
-        // decides between "same owner or expired" (take it) and busy.
-        let row = sqlx::query(
-            "INSERT INTO agent_adaptor_thread_leases AS l (target, owner, token, expires_at) \
-             VALUES ($1, $2, $3, clock_timestamp() + ($4::float8 * interval '1 microsecond')) \
-             ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, \
-                 token = excluded.token, expires_at = excluded.expires_at \
-             WHERE l.owner = excluded.owner OR l.expires_at <= clock_timestamp() \
-             RETURNING target, owner, token, expires_at",
-        )
-        .bind(target)
-        .bind(owner)
-        .bind(new_token())
-        .bind(ttl_micros(ttl))
-        .fetch_optional(&self.pool)
-        .await;
-        let row = match row {
-            // The row is locked by a finalize that outlasted lock_timeout.
-            Err(e) if is_lock_timeout(&e) => {
-                return Err(StoreError::Busy {
-                    target: target.to_owned(),
-                });
-            }
-            other => other.map_err(|e| backend("postgres acquire_lease", &e))?,
-        };
-        match row {
-            Some(row) => decode_lease(&row),
-            None => Err(StoreError::Busy {
-                target: target.to_owned(),
-            }),
-        }
+        self.acquire(target, owner, ttl, None).await
+    }
+
+    async fn acquire_run_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<Lease, StoreError> {
+        self.acquire(target, owner, ttl, Some(prompt)).await
     }
 
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
@@ -362,6 +395,22 @@ impl ThreadStore for PgStore {
         let outcome = delete_in(&mut tx, key).await;
         settle(tx, OP, outcome).await
     }
+
+    async fn recover_instance(
+        &self,
+        instance: &str,
+        epoch: &str,
+    ) -> Result<Vec<InterruptedRun>, StoreError> {
+        const OP: &str = "postgres recover_instance";
+        let prefixes = recovery_prefixes(instance, epoch)?;
+        let mut tx = self.begin(OP).await?;
+        let outcome = crate::recovery::pg_recover_in(&mut tx, &prefixes).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
+        crate::recovery::pg_interrupted_runs(&self.pool, key).await
+    }
 }
 
 /// The body of `delete`, inside its transaction: a lease row held by a
@@ -391,6 +440,11 @@ async fn delete_in(tx: &mut Transaction<'static, Postgres>, key: &str) -> Result
     }
     sqlx::query("DELETE FROM agent_adaptor_thread_leases WHERE target = $1")
         .bind(&target)
+        .execute(&mut **tx)
+        .await
+        .map_err(err)?;
+    sqlx::query("DELETE FROM agent_adaptor_interrupted_runs WHERE key = $1")
+        .bind(key)
         .execute(&mut **tx)
         .await
         .map_err(err)?;

@@ -97,6 +97,13 @@ mod tests {
                 "a statement starts mid-comment: {statement}"
             );
         }
+        let sqlite = sql_statements(include_str!(
+            "../migrations/sqlite/0002_interrupted_runs.sql"
+        ));
+        let postgres = sql_statements(include_str!(
+            "../migrations/postgres/0002_interrupted_runs.sql"
+        ));
+        assert_eq!((sqlite.len(), postgres.len()), (4, 4));
         assert_eq!(
             sql_statements("-- only a comment;\n  ;"),
             Vec::<&str>::new()

@@ -1,43 +1,52 @@
-//! [`SqliteStore`]: the embedded default store, one SQLite file in WAL mode.
+//! [`SqliteStore`]: the embedded default store, one SQLite file with a
+//! rollback journal.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
-use agent_adaptor_core::thread::{
-    FinalizeRequest, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
-};
+use agent_adaptor_core::thread::store::{InterruptedRun, recovery_prefixes};
+use agent_adaptor_core::thread::{FinalizeRequest, Lease, StoreError, ThreadRecord, ThreadStore};
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
 };
 use sqlx::{Row, Sqlite, Transaction};
 
 use crate::error::{backend, backend_msg, settle};
 use crate::record::{
-    decode_params, encode_params, new_token, parse_status, sql_statements, status_str, ttl_micros,
+    decode_params, encode_params, new_token, parse_status, sql_statements, ttl_micros,
 };
 
 /// The embedded migrations, in order: (version, SQL).
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../migrations/sqlite/0001_threads.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../migrations/sqlite/0001_threads.sql")),
+    (
+        2,
+        include_str!("../migrations/sqlite/0002_interrupted_runs.sql"),
+    ),
+];
 
-const RECORD_COLUMNS: &str = "id, key, status, driver_type, fingerprint, codec, params, \
+pub(crate) const RECORD_COLUMNS: &str = "id, key, status, driver_type, fingerprint, codec, params, \
                               previous_id, created_at, updated_at";
 
 /// How hard SQLite works to keep a committed finalize across a power loss.
 ///
 /// Both settings keep the file consistent when a *process* crashes (the
-/// WAL holds every committed transaction); they differ only on power loss
-/// or an operating-system crash.
+/// rollback journal undoes a half-written transaction); they differ only
+/// on power loss or an operating-system crash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
-    /// `synchronous = FULL`: the WAL is synced on every commit; a committed
-    /// finalize survives a power loss. The default.
+    /// `synchronous = FULL`: the journal and the file are synced on every
+    /// commit; a committed finalize survives a power loss. The default.
     #[default]
     Full,
-    /// `synchronous = NORMAL`: faster commits; the last transactions before
-    /// a power loss may be rolled back (the file stays consistent).
+    /// `synchronous = NORMAL`: fewer syncs per commit; the last
+    /// transactions before a power loss may be lost, and SQLite documents a
+    /// very small chance of a corrupted file after a power loss at the
+    /// wrong moment on older file systems (with a rollback journal).
     Normal,
 }
 
@@ -51,6 +60,12 @@ pub struct SqliteConfig {
     /// How long a statement waits for another connection's or process's
     /// write lock before failing (default 5 s).
     pub busy_timeout: Duration,
+    /// Cap on the file's size in database pages (SQLite's `max_page_count`,
+    /// set on every connection; pages are 4 KiB unless the file says
+    /// otherwise). A write that would grow the file past it fails with a
+    /// `Backend` error ("database or disk is full"), exactly as a full disk
+    /// does; the store keeps working once room is made. Default: none.
+    pub max_page_count: Option<u32>,
 }
 
 impl Default for SqliteConfig {
@@ -59,11 +74,12 @@ impl Default for SqliteConfig {
             durability: Durability::Full,
             max_connections: 4,
             busy_timeout: Duration::from_secs(5),
+            max_page_count: None,
         }
     }
 }
 
-/// A [`ThreadStore`] in one SQLite file (WAL mode), safe to share between
+/// A [`ThreadStore`] in one SQLite file (rollback journal), safe to share between
 /// several processes: every lease check and finalize runs in a
 /// `BEGIN IMMEDIATE` transaction.
 ///
@@ -110,15 +126,23 @@ impl SqliteStore {
             Durability::Full => SqliteSynchronous::Full,
             Durability::Normal => SqliteSynchronous::Normal,
         };
-        // The journal mode is not a per-connection pragma here: WAL is a
-        // property of the file, switched on once below (switching needs an
-        // exclusive lock, which concurrent openers must not fight over).
-        let options = SqliteConnectOptions::new()
+        // A rollback journal, kept between transactions and truncated
+        // (TRUNCATE: about twice the commit rate of DELETE, which creates
+        // and unlinks it each time), set on every connection; see
+        // `use_rollback_journal` for why not WAL. No memory-mapped I/O
+        // either (`mmap_size = 0`, SQLite's default, made explicit): a file
+        // truncated under a mapping is a SIGBUS too.
+        let mut options = SqliteConnectOptions::new()
             .filename(&path)
             .create_if_missing(true)
             .synchronous(synchronous)
-            .busy_timeout(config.busy_timeout);
-        let pool = SqlitePoolOptions::new()
+            .busy_timeout(config.busy_timeout)
+            .journal_mode(SqliteJournalMode::Truncate)
+            .pragma("mmap_size", "0");
+        if let Some(pages) = config.max_page_count {
+            options = options.pragma("max_page_count", pages.to_string());
+        }
+        let pool = crate::pool::discard_dirty_connections(SqlitePoolOptions::new())
             .max_connections(config.max_connections.max(1))
             .connect_with(options)
             .await
@@ -128,7 +152,7 @@ impl SqliteStore {
             location: Some(path),
             write_gate: Arc::default(),
         };
-        store.enable_wal(config.busy_timeout).await?;
+        store.use_rollback_journal(config.busy_timeout).await?;
         store.migrate().await?;
         Ok(store)
     }
@@ -137,6 +161,8 @@ impl SqliteStore {
     /// for tests and throwaway hosts.
     pub async fn open_in_memory() -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::new().in_memory(true);
+        // No discarding of dirty connections here: the one connection *is*
+        // the database.
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
@@ -191,6 +217,49 @@ impl SqliteStore {
         self.pool.close().await;
     }
 
+    /// Take `target`'s lease for `owner` (see `acquire_run_lease`): one
+    /// upsert that succeeds on a free, expired or own lease and keeps the
+    /// run's prompt and start time with it.
+    async fn acquire(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: Option<&str>,
+    ) -> Result<Lease, StoreError> {
+        const OP: &str = "sqlite acquire_lease";
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let now = now_micros();
+        let row = sqlx::query(
+            "INSERT INTO agent_adaptor_thread_leases \
+                 (target, owner, token, expires_at, prompt, acquired_at) \
+             VALUES (?1, ?2, ?3, ?4, ?6, ?5) \
+             ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, \
+                 token = excluded.token, expires_at = excluded.expires_at, \
+                 prompt = excluded.prompt, acquired_at = excluded.acquired_at \
+             WHERE agent_adaptor_thread_leases.owner = excluded.owner \
+                OR agent_adaptor_thread_leases.expires_at <= ?5 \
+             RETURNING target, owner, token, expires_at",
+        )
+        .bind(target)
+        .bind(owner)
+        .bind(new_token())
+        .bind(now.saturating_add(ttl_micros(ttl)))
+        .bind(now)
+        .bind(prompt)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        let outcome = match row {
+            Some(row) => decode_lease(&row),
+            None => Err(StoreError::Busy {
+                target: target.to_owned(),
+            }),
+        };
+        settle(tx, OP, outcome).await
+    }
+
     async fn begin(&self, op: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
         self.pool
             .begin_with("BEGIN IMMEDIATE")
@@ -198,18 +267,23 @@ impl SqliteStore {
             .map_err(|e| backend(op, &e))
     }
 
-    /// Put the file in WAL mode (persistent), retrying while another
-    /// connection or process holds a lock, for up to `patience`.
-    async fn enable_wal(&self, patience: Duration) -> Result<(), StoreError> {
-        const OP: &str = "sqlite enable WAL";
+    /// Make sure the file has a rollback journal (`journal_mode =
+    /// TRUNCATE`), switching a file that an older build left in WAL mode
+    /// (the one mode stored in the file) back, retrying while another
+    /// connection or process holds a lock, for up to `patience`. Not WAL:
+    /// WAL's index lives in a `-shm` file that every process maps into
+    /// memory, and a `-shm` truncated under the mapping kills the process
+    /// with SIGBUS, where a journal that cannot be written is an error.
+    async fn use_rollback_journal(&self, patience: Duration) -> Result<(), StoreError> {
+        const OP: &str = "sqlite journal mode";
         let started = std::time::Instant::now();
         loop {
             let attempt: Result<String, sqlx::Error> =
-                sqlx::query_scalar("PRAGMA journal_mode = WAL")
+                sqlx::query_scalar("PRAGMA journal_mode = TRUNCATE")
                     .fetch_one(&self.pool)
                     .await;
             match attempt {
-                Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+                Ok(mode) if mode.eq_ignore_ascii_case("truncate") => return Ok(()),
                 Ok(mode) => {
                     return Err(backend_msg(OP, format!("journal mode stayed {mode:?}")));
                 }
@@ -284,7 +358,7 @@ fn is_busy(e: &sqlx::Error) -> bool {
     }
 }
 
-fn time(id: &str, micros: i64) -> Result<DateTime<Utc>, StoreError> {
+pub(crate) fn time(id: &str, micros: i64) -> Result<DateTime<Utc>, StoreError> {
     DateTime::from_timestamp_micros(micros).ok_or_else(|| {
         backend_msg(
             "sqlite decode",
@@ -293,7 +367,7 @@ fn time(id: &str, micros: i64) -> Result<DateTime<Utc>, StoreError> {
     })
 }
 
-fn decode(row: &SqliteRow) -> Result<ThreadRecord, StoreError> {
+pub(crate) fn decode(row: &SqliteRow) -> Result<ThreadRecord, StoreError> {
     let err = |e: sqlx::Error| backend("sqlite decode record", &e);
     let id: String = row.try_get("id").map_err(err)?;
     let status: String = row.try_get("status").map_err(err)?;
@@ -324,7 +398,7 @@ fn decode_lease(row: &SqliteRow) -> Result<Lease, StoreError> {
     })
 }
 
-fn now_micros() -> i64 {
+pub(crate) fn now_micros() -> i64 {
     Utc::now().timestamp_micros()
 }
 
@@ -357,34 +431,17 @@ impl ThreadStore for SqliteStore {
         owner: &str,
         ttl: Duration,
     ) -> Result<Lease, StoreError> {
-        const OP: &str = "sqlite acquire_lease";
-        let _gate = self.write_gate.lock().await;
-        let mut tx = self.begin(OP).await?;
-        let now = now_micros();
-        let row = sqlx::query(
-            "INSERT INTO agent_adaptor_thread_leases (target, owner, token, expires_at) \
-             VALUES (?1, ?2, ?3, ?4) \
-             ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, \
-                 token = excluded.token, expires_at = excluded.expires_at \
-             WHERE agent_adaptor_thread_leases.owner = excluded.owner \
-                OR agent_adaptor_thread_leases.expires_at <= ?5 \
-             RETURNING target, owner, token, expires_at",
-        )
-        .bind(target)
-        .bind(owner)
-        .bind(new_token())
-        .bind(now.saturating_add(ttl_micros(ttl)))
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| backend(OP, &e))?;
-        let outcome = match row {
-            Some(row) => decode_lease(&row),
-            None => Err(StoreError::Busy {
-                target: target.to_owned(),
-            }),
-        };
-        settle(tx, OP, outcome).await
+        self.acquire(target, owner, ttl, None).await
+    }
+
+    async fn acquire_run_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<Lease, StoreError> {
+        self.acquire(target, owner, ttl, Some(prompt)).await
     }
 
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
@@ -437,7 +494,7 @@ impl ThreadStore for SqliteStore {
         // meanwhile.
         let _gate = self.write_gate.lock().await;
         let mut tx = self.begin(OP).await?;
-        let outcome = finalize_in(&mut tx, &request, params).await;
+        let outcome = crate::sqlite_tx::finalize_in(&mut tx, &request, params).await;
         settle(tx, OP, outcome).await
     }
 
@@ -458,106 +515,24 @@ impl ThreadStore for SqliteStore {
         const OP: &str = "sqlite delete";
         let _gate = self.write_gate.lock().await;
         let mut tx = self.begin(OP).await?;
-        let outcome = delete_in(&mut tx, key).await;
+        let outcome = crate::sqlite_tx::delete_in(&mut tx, key).await;
         settle(tx, OP, outcome).await
     }
-}
 
-/// The body of `delete`, inside the write transaction: refuse while a run
-/// holds the key's lease, else drop the lease row and every record.
-async fn delete_in(tx: &mut Transaction<'static, Sqlite>, key: &str) -> Result<u64, StoreError> {
-    let err = |e: sqlx::Error| backend("sqlite delete", &e);
-    let target = format!("key:{key}");
-    let held: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM agent_adaptor_thread_leases WHERE target = ?1 AND expires_at > ?2",
-    )
-    .bind(&target)
-    .bind(now_micros())
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(err)?;
-    if held.is_some() {
-        return Err(StoreError::Busy { target });
+    async fn recover_instance(
+        &self,
+        instance: &str,
+        epoch: &str,
+    ) -> Result<Vec<InterruptedRun>, StoreError> {
+        const OP: &str = "sqlite recover_instance";
+        let prefixes = recovery_prefixes(instance, epoch)?;
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let outcome = crate::recovery::sqlite_recover_in(&mut tx, &prefixes, now_micros()).await;
+        settle(tx, OP, outcome).await
     }
-    sqlx::query("DELETE FROM agent_adaptor_thread_leases WHERE target = ?1")
-        .bind(&target)
-        .execute(&mut **tx)
-        .await
-        .map_err(err)?;
-    let done = sqlx::query("DELETE FROM agent_adaptor_thread_records WHERE key = ?1")
-        .bind(key)
-        .execute(&mut **tx)
-        .await
-        .map_err(err)?;
-    Ok(done.rows_affected())
-}
 
-/// The body of `finalize`, inside the write transaction.
-async fn finalize_in(
-    tx: &mut Transaction<'static, Sqlite>,
-    request: &FinalizeRequest,
-    params: String,
-) -> Result<ThreadRecord, StoreError> {
-    let err = |e: sqlx::Error| backend("sqlite finalize", &e);
-    let now = now_micros();
-    let lease = &request.lease;
-    let held: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM agent_adaptor_thread_leases \
-         WHERE target = ?1 AND owner = ?2 AND token = ?3 AND expires_at > ?4",
-    )
-    .bind(&lease.target)
-    .bind(&lease.owner)
-    .bind(&lease.token)
-    .bind(now)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(err)?;
-    if held.is_none() {
-        return Err(StoreError::LeaseLost {
-            target: lease.target.clone(),
-        });
+    async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
+        crate::recovery::sqlite_interrupted_runs(&self.pool, key).await
     }
-    let record = &request.record;
-    if request.require_key_absent {
-        let occupied: Option<i64> = sqlx::query_scalar(
-            "SELECT 1 FROM agent_adaptor_thread_records WHERE key = ?1 AND status = 'active'",
-        )
-        .bind(&record.key)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(err)?;
-        if occupied.is_some() {
-            return Err(StoreError::AlreadyExists {
-                key: record.key.clone(),
-            });
-        }
-    }
-    sqlx::query(
-        "UPDATE agent_adaptor_thread_records SET status = 'archived', updated_at = ?2 \
-         WHERE key = ?1 AND status = 'active'",
-    )
-    .bind(&record.key)
-    .bind(now)
-    .execute(&mut **tx)
-    .await
-    .map_err(err)?;
-    let sql = format!(
-        "INSERT INTO agent_adaptor_thread_records ({RECORD_COLUMNS}) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING {RECORD_COLUMNS}"
-    );
-    let row = sqlx::query(&sql)
-        .bind(&record.id)
-        .bind(&record.key)
-        .bind(status_str(RecordStatus::Active))
-        .bind(&record.driver_type)
-        .bind(&record.fingerprint)
-        .bind(&record.codec)
-        .bind(params)
-        .bind(&record.previous_id)
-        .bind(record.created_at.timestamp_micros())
-        .bind(now)
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(err)?;
-    decode(&row)
 }

@@ -1,4 +1,4 @@
-//! The shared store suite against SQLite (in memory, and a WAL file that
+//! The shared store suite against SQLite (in memory, and a file that
 //! several pools share), plus what only SQLite has: its schema, the
 //! archived-only fallback, integrity and multi-connection safety.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
@@ -201,7 +201,7 @@ mod sqlite_only {
     }
 
     #[tokio::test]
-    async fn the_file_is_wal_and_reopening_keeps_data_and_schema() {
+    async fn the_file_has_a_rollback_journal_and_reopening_keeps_data_and_schema() {
         let (_dir, path, store) = fresh().await;
         let lease = store.acquire_lease("key:k", "o", TTL).await.unwrap();
         let r1 = store
@@ -217,13 +217,16 @@ mod sqlite_only {
             .fetch_one(&mut conn)
             .await
             .unwrap();
-        assert_eq!(mode, "wal");
+        assert_eq!(
+            mode, "delete",
+            "not WAL (a raw connection has its own rollback mode)"
+        );
         let versions: Vec<i64> =
             sqlx::query_scalar("SELECT version FROM agent_adaptor_schema_migrations")
                 .fetch_all(&mut conn)
                 .await
                 .unwrap();
-        assert_eq!(versions, [1], "migrations run once");
+        assert_eq!(versions, [1, 2], "migrations run once");
         // The lease survived the reopen too: another owner is busy.
         let busy = reopened.acquire_lease("key:k", "other", TTL).await;
         assert!(matches!(busy, Err(StoreError::Busy { .. })), "{busy:?}");
@@ -276,6 +279,52 @@ mod sqlite_only {
                 .fetch_all(&mut raw(&path).await)
                 .await
                 .unwrap();
-        assert_eq!(versions, [1]);
+        assert_eq!(versions, [1, 2]);
     }
+}
+
+/// A file at schema v1 (an older build) with a run's lease in it is
+/// upgraded at open; the old lease (no prompt, no start time) is still
+/// held, and `recover_instance` records it with the recovery time as its
+/// start.
+#[tokio::test]
+async fn a_v1_file_is_upgraded_and_its_old_leases_recover() {
+    use agent_adaptor_store::StoreError;
+    use sqlx::sqlite::SqliteConnectOptions;
+    use sqlx::{Connection, SqliteConnection};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("threads.db");
+    let options = SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true);
+    let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
+    let v1 = include_str!("../migrations/sqlite/0001_threads.sql");
+    let setup = [
+        "CREATE TABLE agent_adaptor_schema_migrations \
+         (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT",
+        "INSERT INTO agent_adaptor_schema_migrations VALUES (1, 0)",
+        "INSERT INTO agent_adaptor_thread_leases VALUES \
+         ('key:old', 'host:9@e1/run-1', 'lease_x', 9223372036854775807)",
+    ];
+    for statement in v1.split(';').filter(|s| s.contains("CREATE")) {
+        sqlx::query(statement).execute(&mut conn).await.unwrap();
+    }
+    for statement in setup {
+        sqlx::query(statement).execute(&mut conn).await.unwrap();
+    }
+    conn.close().await.unwrap();
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    let ttl = std::time::Duration::from_secs(60);
+    let busy = store.acquire_lease("key:old", "other", ttl).await;
+    assert!(matches!(busy, Err(StoreError::Busy { .. })), "{busy:?}");
+    let runs = store.recover_instance("host:9", "e2").await.unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(
+        (runs[0].key.as_str(), runs[0].prompt.as_deref()),
+        ("old", None)
+    );
+    assert_eq!(runs[0].started_at, runs[0].interrupted_at);
+    store.acquire_lease("key:old", "other", ttl).await.unwrap();
 }

@@ -60,6 +60,63 @@ pub struct Lease {
     pub expires_at: DateTime<Utc>,
 }
 
+/// A run whose process died while it held the key's lease.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterruptedRun {
+    /// The thread key.
+    pub key: String,
+    /// The run's id (the lease owner's part after its first `/`).
+    pub run_id: String,
+    /// The prompt the run was given, when its lease kept it.
+    pub prompt: Option<String>,
+    /// When the run took the lease.
+    pub started_at: DateTime<Utc>,
+    /// When the lease was recovered.
+    pub interrupted_at: DateTime<Utc>,
+}
+
+impl InterruptedRun {
+    /// The record of a recovered lease on `target` held by `owner`: `None`
+    /// unless `target` is a thread key's (`key:<thread key>`). The run id
+    /// is `owner`'s part after its first `/` (empty when it has none).
+    pub fn from_lease(
+        target: &str,
+        owner: &str,
+        prompt: Option<String>,
+        started_at: DateTime<Utc>,
+        interrupted_at: DateTime<Utc>,
+    ) -> Option<Self> {
+        let key = target.strip_prefix("key:")?;
+        let run_id = owner.split_once('/').map_or("", |(_, run)| run);
+        Some(InterruptedRun {
+            key: key.to_owned(),
+            run_id: run_id.to_owned(),
+            prompt,
+            started_at,
+            interrupted_at,
+        })
+    }
+}
+
+/// The owner prefixes [`ThreadStore::recover_instance`] works with:
+/// `("{instance}@", "{instance}@{epoch}/")`. A lease whose owner starts
+/// with the first but not the second belongs to a dead incarnation of the
+/// instance. `Invalid` when `instance` is empty or either part holds `@` or
+/// `/` (the separators).
+pub fn recovery_prefixes(instance: &str, epoch: &str) -> Result<(String, String), StoreError> {
+    if instance.is_empty() {
+        return Err(StoreError::Invalid("empty instance id".into()));
+    }
+    for (what, value) in [("instance id", instance), ("epoch", epoch)] {
+        if value.contains(['@', '/']) {
+            return Err(StoreError::Invalid(format!(
+                "{what} {value:?} contains '@' or '/'"
+            )));
+        }
+    }
+    Ok((format!("{instance}@"), format!("{instance}@{epoch}/")))
+}
+
 /// An atomic commit of a run's new record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinalizeRequest {
@@ -96,6 +153,9 @@ pub enum StoreError {
     /// The backend failed.
     #[error("thread store backend: {0}")]
     Backend(String),
+    /// An argument the store cannot accept (says which and why).
+    #[error("thread store: invalid argument: {0}")]
+    Invalid(String),
 }
 
 /// Where threads live. Implementations must make `finalize` atomic and
@@ -118,6 +178,21 @@ pub trait ThreadStore: Send + Sync {
         owner: &str,
         ttl: Duration,
     ) -> Result<Lease, StoreError>;
+
+    /// [`acquire_lease`](Self::acquire_lease), keeping `prompt` with the
+    /// lease so that [`recover_instance`](Self::recover_instance) can
+    /// record what a dead holder was doing. The default calls
+    /// `acquire_lease` (the prompt is not kept).
+    async fn acquire_run_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<Lease, StoreError> {
+        let _ = prompt;
+        self.acquire_lease(target, owner, ttl).await
+    }
 
     /// Extend a held lease; `LeaseLost` if it expired or changed hands.
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError>;
@@ -150,12 +225,79 @@ pub trait ThreadStore: Send + Sync {
             "this thread store cannot delete threads".into(),
         ))
     }
+
+    /// Release every lease whose owner starts with `"{instance}@"` but not
+    /// with `"{instance}@{epoch}/"` (held by an earlier, dead incarnation
+    /// of this instance), expired or not, recording each lease on a
+    /// `key:<thread key>` target as an [`InterruptedRun`] (run id: the
+    /// owner's part after its first `/`), in one atomic step. Returns the
+    /// recorded runs. `Invalid` when `instance` is empty or `instance` or
+    /// `epoch` holds `@` or `/` (see [`recovery_prefixes`]). Leases of
+    /// other owners are untouched. The default says the store cannot.
+    async fn recover_instance(
+        &self,
+        instance: &str,
+        epoch: &str,
+    ) -> Result<Vec<InterruptedRun>, StoreError> {
+        let _ = (instance, epoch);
+        Err(StoreError::Backend(
+            "this thread store cannot recover leases".into(),
+        ))
+    }
+
+    /// The interrupted runs recorded for `key`, oldest first (`delete`
+    /// removes them with the key's records). The default has none.
+    async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
+        let _ = key;
+        Ok(Vec::new())
+    }
+}
+
+/// A lease as the memory store holds it: with its run's prompt and start.
+struct Held {
+    lease: Lease,
+    prompt: Option<String>,
+    started_at: DateTime<Utc>,
 }
 
 #[derive(Default)]
 struct MemoryInner {
     records: Vec<ThreadRecord>,
-    leases: HashMap<String, Lease>,
+    leases: HashMap<String, Held>,
+    interrupted: Vec<InterruptedRun>,
+}
+
+impl MemoryInner {
+    fn acquire(
+        &mut self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: Option<&str>,
+    ) -> Result<Lease, StoreError> {
+        let now = Utc::now();
+        if let Some(held) = self.leases.get(target)
+            && held.lease.owner != owner
+            && held.lease.expires_at > now
+        {
+            return Err(StoreError::Busy {
+                target: target.to_owned(),
+            });
+        }
+        let lease = Lease {
+            target: target.to_owned(),
+            owner: owner.to_owned(),
+            token: crate::id::new_id("lease_"),
+            expires_at: expiry(ttl),
+        };
+        let held = Held {
+            lease: lease.clone(),
+            prompt: prompt.map(str::to_owned),
+            started_at: now,
+        };
+        self.leases.insert(target.to_owned(), held);
+        Ok(lease)
+    }
 }
 
 /// A store in process memory: for tests and single-process hosts.
@@ -222,33 +364,26 @@ impl ThreadStore for MemoryStore {
         owner: &str,
         ttl: Duration,
     ) -> Result<Lease, StoreError> {
-        let mut inner = self.lock();
-        let now = Utc::now();
-        if let Some(held) = inner.leases.get(target)
-            && held.owner != owner
-            && held.expires_at > now
-        {
-            return Err(StoreError::Busy {
-                target: target.to_owned(),
-            });
-        }
-        let lease = Lease {
-            target: target.to_owned(),
-            owner: owner.to_owned(),
-            token: crate::id::new_id("lease_"),
-            expires_at: expiry(ttl),
-        };
-        inner.leases.insert(target.to_owned(), lease.clone());
-        Ok(lease)
+        self.lock().acquire(target, owner, ttl, None)
+    }
+
+    async fn acquire_run_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<Lease, StoreError> {
+        self.lock().acquire(target, owner, ttl, Some(prompt))
     }
 
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
         let mut inner = self.lock();
         let now = Utc::now();
         match inner.leases.get_mut(&lease.target) {
-            Some(held) if held.token == lease.token && held.expires_at > now => {
-                held.expires_at = expiry(ttl);
-                Ok(held.clone())
+            Some(held) if held.lease.token == lease.token && held.lease.expires_at > now => {
+                held.lease.expires_at = expiry(ttl);
+                Ok(held.lease.clone())
             }
             _ => Err(StoreError::LeaseLost {
                 target: lease.target.clone(),
@@ -261,7 +396,7 @@ impl ThreadStore for MemoryStore {
         if inner
             .leases
             .get(&lease.target)
-            .is_some_and(|held| held.token == lease.token)
+            .is_some_and(|held| held.lease.token == lease.token)
         {
             inner.leases.remove(&lease.target);
         }
@@ -271,10 +406,9 @@ impl ThreadStore for MemoryStore {
     async fn finalize(&self, request: FinalizeRequest) -> Result<ThreadRecord, StoreError> {
         let mut inner = self.lock();
         let now = Utc::now();
-        let lease_ok = inner
-            .leases
-            .get(&request.lease.target)
-            .is_some_and(|held| held.token == request.lease.token && held.expires_at > now);
+        let lease_ok = inner.leases.get(&request.lease.target).is_some_and(|held| {
+            held.lease.token == request.lease.token && held.lease.expires_at > now
+        });
         if !lease_ok {
             return Err(StoreError::LeaseLost {
                 target: request.lease.target.clone(),
@@ -320,13 +454,59 @@ impl ThreadStore for MemoryStore {
         if inner
             .leases
             .get(&target)
-            .is_some_and(|held| held.expires_at > Utc::now())
+            .is_some_and(|held| held.lease.expires_at > Utc::now())
         {
             return Err(StoreError::Busy { target });
         }
         inner.leases.remove(&target);
+        inner.interrupted.retain(|run| run.key != key);
         let before = inner.records.len();
         inner.records.retain(|r| r.key != key);
         Ok((before - inner.records.len()) as u64)
+    }
+
+    async fn recover_instance(
+        &self,
+        instance: &str,
+        epoch: &str,
+    ) -> Result<Vec<InterruptedRun>, StoreError> {
+        let (dead, alive) = recovery_prefixes(instance, epoch)?;
+        let mut inner = self.lock();
+        let now = Utc::now();
+        let mut stale: Vec<String> = inner
+            .leases
+            .iter()
+            .filter(|(_, held)| {
+                held.lease.owner.starts_with(&dead) && !held.lease.owner.starts_with(&alive)
+            })
+            .map(|(target, _)| target.clone())
+            .collect();
+        stale.sort_by_key(|target| inner.leases.get(target).map(|held| held.started_at));
+        let mut runs = Vec::new();
+        for target in stale {
+            let Some(held) = inner.leases.remove(&target) else {
+                continue;
+            };
+            let run = InterruptedRun::from_lease(
+                &target,
+                &held.lease.owner,
+                held.prompt,
+                held.started_at,
+                now,
+            );
+            runs.extend(run);
+        }
+        inner.interrupted.extend(runs.iter().cloned());
+        Ok(runs)
+    }
+
+    async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .interrupted
+            .iter()
+            .filter(|run| run.key == key)
+            .cloned()
+            .collect())
     }
 }

@@ -14,6 +14,12 @@
 //!     turn acquires the key's lease (Busy: retry), resolves, finalizes a
 //!     record counting the key's turns, releases; prints
 //!     `DONE <turns> busy=<retries> lost=<lease losses>`.
+//! store_worker turns (--sqlite PATH | --pg URL) --owner OWNER
+//!     read lines from stdin: `turn KEY` takes one turn on KEY (as in race
+//!     mode) and prints `OK <turn>` or `ERR <error>`; `hold KEY PROMPT…`
+//!     takes KEY's lease as a run (`acquire_run_lease`, owner OWNER, TTL
+//!     one hour) and prints `HELD`; end of input exits 0. For faults
+//!     injected between turns, and for a holder killed mid-run.
 //! ```
 //!
 //! Records carry `values["turn"]` (the key's turn count), `values["owner"]`
@@ -73,7 +79,8 @@ fn main() -> ExitCode {
         match args.0.first().map(String::as_str) {
             Some("crash") => crash(&args, store).await,
             Some("race") => race(&args, store).await,
-            _ => Err("usage: store_worker (crash|race) …".to_owned()),
+            Some("turns") => turns(&args, store).await,
+            _ => Err("usage: store_worker (crash|race|turns) …".to_owned()),
         }
     });
     match outcome {
@@ -183,6 +190,46 @@ async fn crash(args: &Args, store: Arc<dyn ThreadStore>) -> Result<(), String> {
             Ok(_) => say(&format!("COMMIT {}", record.id))?,
             Err(StoreError::LeaseLost { .. }) => say(&format!("LOST {}", record.id))?,
             Err(e) => return Err(format!("finalize: {e}")),
+        }
+    }
+}
+
+async fn turns(args: &Args, store: Arc<dyn ThreadStore>) -> Result<(), String> {
+    let owner = args.required("--owner")?.to_owned();
+    let tally = Tally {
+        next: AtomicU64::new(0),
+        busy: AtomicU64::new(0),
+        lost: AtomicU64::new(0),
+    };
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = std::io::stdin()
+            .read_line(&mut line)
+            .map_err(|e| format!("stdin: {e}"))?;
+        if read == 0 {
+            return Ok(());
+        }
+        let mut words = line.trim_end().splitn(3, ' ');
+        match (words.next(), words.next(), words.next()) {
+            (Some("turn"), Some(key), None) => {
+                match take_turn(&*store, key, &owner, &tally).await {
+                    Ok(saved) => say(&format!("OK {}", turn_of(&saved).unwrap_or(0)))?,
+                    Err(e) => say(&format!("ERR {e}"))?,
+                }
+            }
+            (Some("hold"), Some(key), prompt) => {
+                let target = format!("key:{key}");
+                let ttl = Duration::from_secs(3600);
+                match store
+                    .acquire_run_lease(&target, &owner, ttl, prompt.unwrap_or(""))
+                    .await
+                {
+                    Ok(_) => say("HELD")?,
+                    Err(e) => say(&format!("ERR {e}"))?,
+                }
+            }
+            _ => return Err(format!("unknown command: {line:?}")),
         }
     }
 }

@@ -42,10 +42,13 @@
 //! acquire at once: exactly one wins; many tasks take turns: no turn lost),
 //! and end to end through core
 //! (`Agent::builder(…).thread_store(store)`: two turns resume, concurrent
-//! runs on one key, resume-only on a missing key, fork, failed runs).
+//! runs on one key, resume-only on a missing key, fork, failed runs);
+//! lease recovery after a holder's process died (`recover_instance`,
+//! interrupted runs) and a finalize that fails half way.
 
 mod agent;
 mod cases;
+mod recovery;
 
 use std::sync::Arc;
 
@@ -62,6 +65,10 @@ pub use cases::{
     fork_onto_occupied_key_already_exists, lease_busy_renew_release, lease_expiry_takeover,
     lease_same_owner_reacquires, list_and_delete, resolve_with_and_without_archived, sample_record,
     turn_of,
+};
+pub use recovery::{
+    failed_finalize_leaves_nothing_locked, recover_instance_frees_dead_incarnations,
+    recover_instance_rejects_separators, recovered_prompt_is_the_current_holders,
 };
 
 /// A case's outcome: `Err` says where and what differed.
@@ -88,6 +95,10 @@ macro_rules! __thread_store_cases {
             list_and_delete,
             concurrent_acquires_exactly_one_wins,
             concurrent_turns_lose_nothing,
+            recover_instance_frees_dead_incarnations,
+            recovered_prompt_is_the_current_holders,
+            recover_instance_rejects_separators,
+            failed_finalize_leaves_nothing_locked,
             agent_two_turns_resume,
             agent_concurrent_runs_one_is_busy,
             agent_resume_only_missing_is_not_found,

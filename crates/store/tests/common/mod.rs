@@ -1,6 +1,8 @@
 //! Helpers shared by the store's integration tests.
 #![allow(dead_code)]
 
+pub mod turns;
+
 /// The PostgreSQL test server. Only the `postgres-tests` binaries call
 /// this; with that feature on, an unset `PG_TEST_URL` is a failure, not a
 /// skip.

@@ -1,0 +1,186 @@
+//! Lease recovery for the SQL stores: the leases of a dead incarnation of
+//! a server are released and recorded as interrupted runs.
+
+use agent_adaptor_core::thread::StoreError;
+use agent_adaptor_core::thread::store::InterruptedRun;
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgPool, PgRow};
+use sqlx::sqlite::{SqlitePool, SqliteRow};
+use sqlx::{Postgres, Row, Sqlite, Transaction};
+
+use crate::error::backend;
+use crate::sqlite::time;
+
+/// A recovered lease: (target, owner, prompt, started_at).
+type Recovered = (String, String, Option<String>, DateTime<Utc>);
+
+/// The recovered leases on thread keys as interrupted runs, oldest first.
+fn interrupted(mut leases: Vec<Recovered>, at: DateTime<Utc>) -> Vec<InterruptedRun> {
+    leases.sort_by(|a, b| (a.3, &a.0).cmp(&(b.3, &b.0)));
+    leases
+        .into_iter()
+        .filter_map(|(target, owner, prompt, started_at)| {
+            InterruptedRun::from_lease(&target, &owner, prompt, started_at, at)
+        })
+        .collect()
+}
+
+/// `recover_instance` for SQLite, inside its write transaction: delete the
+/// dead incarnation's leases (owner starts with `dead`, not with `alive`)
+/// and record them. Prefixes are compared with `substr`, not `LIKE`, so an
+/// instance id holding `%` or `_` matches only itself.
+pub(crate) async fn sqlite_recover_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    (dead, alive): &(String, String),
+    now: i64,
+) -> Result<Vec<InterruptedRun>, StoreError> {
+    const OP: &str = "sqlite recover_instance";
+    let err = |e: sqlx::Error| backend(OP, &e);
+    let rows = sqlx::query(
+        "DELETE FROM agent_adaptor_thread_leases \
+         WHERE substr(owner, 1, length(?1)) = ?1 AND substr(owner, 1, length(?2)) <> ?2 \
+         RETURNING target, owner, prompt, COALESCE(acquired_at, ?3) AS started_at",
+    )
+    .bind(dead)
+    .bind(alive)
+    .bind(now)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(err)?;
+    let leases = rows
+        .iter()
+        .map(|row: &SqliteRow| {
+            let target: String = row.try_get("target").map_err(err)?;
+            let started_at = time(&target, row.try_get("started_at").map_err(err)?)?;
+            Ok((
+                target,
+                row.try_get("owner").map_err(err)?,
+                row.try_get("prompt").map_err(err)?,
+                started_at,
+            ))
+        })
+        .collect::<Result<Vec<Recovered>, StoreError>>()?;
+    let runs = interrupted(leases, time("recovery", now)?);
+    for run in &runs {
+        sqlx::query(
+            "INSERT INTO agent_adaptor_interrupted_runs \
+             (key, run_id, prompt, started_at, interrupted_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .bind(&run.key)
+        .bind(&run.run_id)
+        .bind(&run.prompt)
+        .bind(run.started_at.timestamp_micros())
+        .bind(now)
+        .execute(&mut **tx)
+        .await
+        .map_err(err)?;
+    }
+    Ok(runs)
+}
+
+/// `interrupted_runs` for SQLite.
+pub(crate) async fn sqlite_interrupted_runs(
+    pool: &SqlitePool,
+    key: &str,
+) -> Result<Vec<InterruptedRun>, StoreError> {
+    let err = |e: sqlx::Error| backend("sqlite interrupted_runs", &e);
+    let rows = sqlx::query(
+        "SELECT key, run_id, prompt, started_at, interrupted_at \
+         FROM agent_adaptor_interrupted_runs WHERE key = ?1 ORDER BY seq",
+    )
+    .bind(key)
+    .fetch_all(pool)
+    .await
+    .map_err(err)?;
+    rows.iter()
+        .map(|row| {
+            let run_id: String = row.try_get("run_id").map_err(err)?;
+            Ok(InterruptedRun {
+                key: row.try_get("key").map_err(err)?,
+                prompt: row.try_get("prompt").map_err(err)?,
+                started_at: time(&run_id, row.try_get("started_at").map_err(err)?)?,
+                interrupted_at: time(&run_id, row.try_get("interrupted_at").map_err(err)?)?,
+                run_id,
+            })
+        })
+        .collect()
+}
+
+/// `recover_instance` for PostgreSQL, inside its transaction (see
+/// [`sqlite_recover_in`]; prefixes are compared with `starts_with`).
+pub(crate) async fn pg_recover_in(
+    tx: &mut Transaction<'static, Postgres>,
+    (dead, alive): &(String, String),
+) -> Result<Vec<InterruptedRun>, StoreError> {
+    const OP: &str = "postgres recover_instance";
+    let err = |e: sqlx::Error| backend(OP, &e);
+    let now: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(err)?;
+    let rows = sqlx::query(
+        "DELETE FROM agent_adaptor_thread_leases \
+         WHERE starts_with(owner, $1) AND NOT starts_with(owner, $2) \
+         RETURNING target, owner, prompt, COALESCE(acquired_at, $3) AS started_at",
+    )
+    .bind(dead)
+    .bind(alive)
+    .bind(now)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(err)?;
+    let leases = rows
+        .iter()
+        .map(|row: &PgRow| {
+            Ok((
+                row.try_get("target").map_err(err)?,
+                row.try_get("owner").map_err(err)?,
+                row.try_get("prompt").map_err(err)?,
+                row.try_get("started_at").map_err(err)?,
+            ))
+        })
+        .collect::<Result<Vec<Recovered>, StoreError>>()?;
+    let runs = interrupted(leases, now);
+    for run in &runs {
+        sqlx::query(
+            "INSERT INTO agent_adaptor_interrupted_runs \
+             (key, run_id, prompt, started_at, interrupted_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&run.key)
+        .bind(&run.run_id)
+        .bind(&run.prompt)
+        .bind(run.started_at)
+        .bind(now)
+        .execute(&mut **tx)
+        .await
+        .map_err(err)?;
+    }
+    Ok(runs)
+}
+
+/// `interrupted_runs` for PostgreSQL.
+pub(crate) async fn pg_interrupted_runs(
+    pool: &PgPool,
+    key: &str,
+) -> Result<Vec<InterruptedRun>, StoreError> {
+    let err = |e: sqlx::Error| backend("postgres interrupted_runs", &e);
+    let rows = sqlx::query(
+        "SELECT key, run_id, prompt, started_at, interrupted_at \
+         FROM agent_adaptor_interrupted_runs WHERE key = $1 ORDER BY seq",
+    )
+    .bind(key)
+    .fetch_all(pool)
+    .await
+    .map_err(err)?;
+    rows.iter()
+        .map(|row| {
+            Ok(InterruptedRun {
+                key: row.try_get("key").map_err(err)?,
+                run_id: row.try_get("run_id").map_err(err)?,
+                prompt: row.try_get("prompt").map_err(err)?,
+                started_at: row.try_get("started_at").map_err(err)?,
+                interrupted_at: row.try_get("interrupted_at").map_err(err)?,
+            })
+        })
+        .collect()
+}
