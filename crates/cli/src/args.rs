@@ -256,6 +256,13 @@ pub struct ServeArgs {
     /// limit the oldest idle connection is closed to make room.
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// This server's stable name in the thread store's leases (default
+    /// `<hostname>:<port>`). A restart with the same name frees the threads
+    /// the previous process held when it died (and records their
+    /// interrupted runs) at once; instances sharing a store need distinct
+    /// names. No `@` or `/`.
+    #[arg(long, value_name = "NAME")]
+    pub instance_id: Option<String>,
     /// Seconds SIGTERM/Ctrl-C lets requests and streams finish before every
     /// run is cancelled and every connection closed.
     #[arg(long, default_value_t = 10, value_name = "SECS")]

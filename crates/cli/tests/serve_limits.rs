@@ -158,3 +158,95 @@ async fn sigterm_with_a_half_sent_header_and_an_a2a_subscription_exits_within_th
         server.log_text()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigkill_a_restart_frees_the_thread_at_once_and_shows_the_interrupted_run() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = home.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let pidfile = home.path().join("claude.pid");
+    hanging_claude(&bin, &pidfile);
+    let mut cmd = support::command(home.path());
+    cmd.env(
+        "PATH",
+        format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()),
+    )
+    .env("ANTHROPIC_API_KEY", "sk-test-not-a-key");
+    let identity = ["--instance-id", "crash-test"];
+    let mut first = serve_cmd(cmd, &["--driver", "claude", identity[0], identity[1]]);
+    let prompt = "please survive a crash";
+    let input = json!({"threadId": "t-crash", "runId": "r-1",
+                       "messages": [{"id": "m1", "role": "user", "content": prompt}]});
+    let client = first.client();
+    let url = format!("{}/agui", first.base);
+    let running = tokio::spawn(async move {
+        client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .json(&input)
+            .send()
+            .await
+            .map(|r| r.status())
+    });
+    let mut pid = None;
+    for _ in 0..200 {
+        if let Some(p) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            pid = Some(p);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = pid.expect("the run's CLI started (so its lease is held)");
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    let _ = running.await;
+
+    // The same instance, restarted on the same store.
+    let second = serve_cmd(
+        support::command(home.path()),
+        &["--playground", identity[0], identity[1]],
+    );
+    let client = second.client();
+    let thread: Value = client
+        .get(format!("{}/api/threads/t-crash", second.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let interrupted = thread["interrupted"].as_array().expect("interrupted runs");
+    assert_eq!(interrupted.len(), 1, "{thread}");
+    assert_eq!(interrupted[0]["prompt"], prompt);
+    // Usable at once: the next run takes the lease (the playground asks
+    // for its tool's approval), instead of "busy" for the lease's TTL.
+    let body = client
+        .post(format!("{}/agui", second.base))
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .json(&json!({"threadId": "t-crash", "runId": "r-2",
+                      "messages": [{"id": "m2", "role": "user", "content": "again"}]}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!body.contains("thread_busy"), "{body}");
+    assert!(
+        body.contains("\"interrupt\""),
+        "the run went ahead to its approval: {body}"
+    );
+    assert!(
+        second.log_text().contains("was interrupted"),
+        "{}",
+        second.log_text()
+    );
+}

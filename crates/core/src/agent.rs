@@ -60,6 +60,7 @@ struct AgentInner {
     cancel_grace: Duration,
     identity: AgentIdentity,
     thread_store: Option<Arc<dyn ThreadStore>>,
+    lease_owner: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -96,6 +97,7 @@ impl Agent {
                 cancel_grace: s.cancel_grace,
                 identity: s.identity,
                 thread_store: s.thread_store,
+                lease_owner: s.lease_owner,
             }),
         }
     }
@@ -141,6 +143,12 @@ impl Agent {
     /// The configured thread store.
     pub(crate) fn thread_store(&self) -> Option<Arc<dyn ThreadStore>> {
         self.inner.thread_store.clone()
+    }
+
+    /// `{instance}@{epoch}`, when the host named this process (see
+    /// [`AgentBuilder::lease_owner`]).
+    pub(crate) fn lease_owner(&self) -> Option<Arc<str>> {
+        self.inner.lease_owner.clone()
     }
 
     /// The driver.
@@ -223,6 +231,7 @@ struct Settings {
     cancel_grace: Duration,
     identity: AgentIdentity,
     thread_store: Option<Arc<dyn ThreadStore>>,
+    lease_owner: Option<Arc<str>>,
 }
 
 /// Builds an [`Agent`]: construction-only settings plus the shared options
@@ -240,6 +249,7 @@ impl AgentBuilder {
             cancel_grace: DEFAULT_CANCEL_GRACE,
             identity: AgentIdentity::default(),
             thread_store: None,
+            lease_owner: None,
         }
     }
 
@@ -281,6 +291,21 @@ impl AgentBuilder {
         self
     }
 
+    /// Name the process that holds this agent's thread leases: `instance`
+    /// is stable across restarts of one server (e.g. `host:port`), `epoch`
+    /// differs on every start (e.g. its start time). Lease owners become
+    /// `{instance}@{epoch}/{run id}` and keep the run's prompt, so after a
+    /// crash the next start calls
+    /// [`ThreadStore::recover_instance`](crate::ThreadStore::recover_instance)
+    /// with the same instance and a new epoch: the dead process's threads
+    /// are usable at once (instead of after the 5-minute lease TTL) and
+    /// each interrupted run is recorded with its prompt. Neither may hold
+    /// `@` or `/` (`build` refuses them).
+    pub fn lease_owner(mut self, instance: &str, epoch: &str) -> Self {
+        self.settings.lease_owner = Some(Arc::from(format!("{instance}@{epoch}")));
+        self
+    }
+
     /// Use `options` as the defaults for every run (replacing earlier ones).
     pub fn defaults(mut self, options: RunOptions) -> Self {
         self.settings.defaults = options;
@@ -289,6 +314,15 @@ impl AgentBuilder {
 
     /// Build the agent. Fails on an out-of-range setting.
     pub fn build(self) -> Result<Agent, Error> {
+        if let Some(owner) = &self.settings.lease_owner {
+            let (instance, epoch) = owner.split_once('@').unwrap_or((owner, ""));
+            if let Err(e) = crate::thread::store::recovery_prefixes(instance, epoch) {
+                return Err(Error::InvalidOption {
+                    option: "lease_owner",
+                    reason: e.to_string(),
+                });
+            }
+        }
         if self.settings.broker.buffer == 0 {
             return Err(Error::InvalidOption {
                 option: "event_buffer",

@@ -154,21 +154,48 @@ fn store_unavailable(e: &agent_adaptor_core::thread::StoreError) -> Response {
 
 async fn get_thread(State(state): State<AppState>, Path(id): Path<String>) -> Response {
     let key = agui_thread_key(WEB_NAMESPACE, &id);
-    match state.store.resolve(&key, false).await {
-        Ok(Some(r)) => axum::Json(json!({
+    let (record, interrupted) = match tokio::join!(
+        state.store.resolve(&key, false),
+        state.store.interrupted_runs(&key)
+    ) {
+        (Ok(r), Ok(i)) => (r, i),
+        (Err(e), _) | (_, Err(e)) => return store_unavailable(&e),
+    };
+    // Runs a dead server process left behind, so the client sees what
+    // happened to its prompt.
+    let interrupted: Vec<Value> = interrupted
+        .iter()
+        .map(|run| {
+            json!({
+                "runId": run.run_id,
+                "prompt": run.prompt,
+                "startedAt": run.started_at,
+                "interruptedAt": run.interrupted_at,
+            })
+        })
+        .collect();
+    match record {
+        Some(r) => axum::Json(json!({
             "id": id,
             "key": r.key,
             "driver": r.driver_type,
             "session": r.params.display_id,
             "updatedAt": r.updated_at,
             "messages": conversation(&r),
+            "interrupted": interrupted,
         }))
         .into_response(),
-        Ok(None) => error(
+        None if !interrupted.is_empty() => axum::Json(json!({
+            "id": id,
+            "key": key,
+            "messages": [],
+            "interrupted": interrupted,
+        }))
+        .into_response(),
+        None => error(
             StatusCode::NOT_FOUND,
             "not_found",
             format!("no thread {id:?}"),
         ),
-        Err(e) => store_unavailable(&e),
     }
 }

@@ -25,6 +25,7 @@
 pub mod access;
 mod api;
 pub mod log;
+pub mod recover;
 
 use std::time::Duration;
 
@@ -87,8 +88,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     if let Some(model) = &args.driver.model {
         defaults = defaults.model(model.clone());
     }
+    let identity = recover::Identity::new(&args, local)?;
+    let recovered = identity.recover(&*store.store).await?;
     let agent = Agent::builder_shared(selected.driver.clone())
         .thread_store(store.store.clone())
+        .lease_owner(&identity.instance, &identity.epoch)
         .cancel_grace(Duration::from_secs(2))
         .defaults(defaults)
         .build()
@@ -156,6 +160,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         limits = limits.max_connections(max);
     }
     tracing::info!(
+        instance = %identity.instance,
+        recovered,
         max_connections = limits.max_connections,
         grace_secs = args.shutdown_grace,
         "serving"

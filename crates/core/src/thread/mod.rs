@@ -45,7 +45,8 @@ use crate::result::Error;
 use crate::stream::RunStream;
 use crate::{Runner, id};
 pub use store::{
-    FinalizeRequest, Lease, MemoryStore, RecordStatus, StoreError, ThreadRecord, ThreadStore,
+    FinalizeRequest, InterruptedRun, Lease, MemoryStore, RecordStatus, StoreError, ThreadRecord,
+    ThreadStore, recovery_prefixes,
 };
 
 /// How long a thread lease lasts without renewal.
@@ -203,6 +204,7 @@ impl Thread {
         };
         Ok(ThreadPlan {
             store,
+            owner: self.agent.lease_owner(),
             key: self.key.clone(),
             mode: self.mode.clone(),
             driver_type: driver.descriptor().driver_type,
@@ -224,6 +226,8 @@ impl Runner for Thread {
 /// A thread run's plan, checked before admission.
 pub(crate) struct ThreadPlan {
     store: Arc<dyn ThreadStore>,
+    /// `{instance}@{epoch}` of the process, when the host named it.
+    owner: Option<Arc<str>>,
     pub(crate) key: Arc<str>,
     mode: Mode,
     driver_type: String,
@@ -257,9 +261,13 @@ impl ThreadPlan {
     /// Take the lease and resolve the record into the request's session.
     pub(crate) async fn begin(self, request: &mut Request) -> Result<ActiveThread, ThreadError> {
         let target = format!("key:{}", self.key);
+        let owner = match &self.owner {
+            Some(process) => format!("{process}/{}", request.run_id),
+            None => request.run_id.clone(),
+        };
         let lease = self
             .store
-            .acquire_lease(&target, &request.run_id, LEASE_TTL)
+            .acquire_run_lease(&target, &owner, LEASE_TTL, &request.prompt)
             .await
             .map_err(|e| ThreadError::from_store(e, &self.key))?;
         let fingerprint = self.fingerprint(request);

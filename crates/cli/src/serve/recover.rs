@@ -1,0 +1,66 @@
+//! Who this server is in the thread store's leases, and what a previous
+//! process of the same server left behind when it died.
+
+use std::net::SocketAddr;
+
+use agent_adaptor_core::ThreadStore;
+
+use crate::args::ServeArgs;
+use crate::error::CliError;
+
+/// This process's lease identity: a stable instance name and an epoch that
+/// changes on every start.
+pub struct Identity {
+    /// `--instance-id`, else `<hostname>:<port>`.
+    pub instance: String,
+    /// The start time in milliseconds and the pid.
+    pub epoch: String,
+}
+
+impl Identity {
+    /// From the command line and the bound address.
+    pub fn new(args: &ServeArgs, local: SocketAddr) -> Result<Self, CliError> {
+        let instance = match &args.instance_id {
+            Some(id) => id.clone(),
+            None => format!("{}:{}", hostname(), local.port()),
+        };
+        if instance.is_empty() || instance.contains(['@', '/']) {
+            return Err(CliError::usage(format!(
+                "--instance-id {instance:?}: must be non-empty, without '@' or '/'"
+            )));
+        }
+        let epoch = format!(
+            "{}-{}",
+            chrono::Utc::now().timestamp_millis(),
+            std::process::id()
+        );
+        Ok(Identity { instance, epoch })
+    }
+
+    /// Free the leases an earlier process of this instance held when it
+    /// died, recording their runs as interrupted; log each one.
+    pub async fn recover(&self, store: &dyn ThreadStore) -> Result<usize, CliError> {
+        let runs = store
+            .recover_instance(&self.instance, &self.epoch)
+            .await
+            .map_err(|e| CliError::failure(format!("thread store: cannot recover leases: {e}")))?;
+        for run in &runs {
+            tracing::warn!(
+                thread = %run.key,
+                run_id = %run.run_id,
+                started_at = %run.started_at,
+                "a run of the previous process was interrupted; its thread is free again"
+            );
+        }
+        Ok(runs.len())
+    }
+}
+
+/// The host's name (the kernel's), or `localhost`. Separators are replaced.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().replace(['@', '/'], "_"))
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
