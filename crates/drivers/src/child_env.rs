@@ -18,6 +18,7 @@
 //! A pattern is an exact name, or a prefix ending in `*` (`LC_*`).
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
@@ -169,6 +170,18 @@ impl EnvPolicy {
         for (k, v) in bindings.iter() {
             cmd.env(k, v);
         }
+    }
+}
+
+impl EnvPolicy {
+    /// The variables of this process's environment that this policy passes
+    /// to a child of a driver documenting `driver` (for a child started
+    /// outside the process helper, e.g. `cli --version`). The values may be
+    /// secrets: hand them to the child, never show them.
+    pub fn host_env(&self, driver: &[&str]) -> BTreeMap<OsString, OsString> {
+        let mut cmd = Command::new("");
+        self.apply(&mut cmd, driver, &[], &EnvVars::new());
+        cmd.effective_env()
     }
 }
 
