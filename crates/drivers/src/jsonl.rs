@@ -290,7 +290,8 @@ pub fn one_shot_command(spec: OneShot<'_>) -> Command {
 pub fn validate_common(
     driver: &str,
     program: &Path,
-    (env_policy, env): (&EnvPolicy, &EnvVars),
+    env_policy: &EnvPolicy,
+    env: &EnvVars,
     extra_args: &[String],
     owned: &[&str],
 ) -> Result<(), agent_adaptor_driver::ConfigError> {

@@ -111,7 +111,8 @@ impl Config {
         jsonl::validate_common(
             "cursor",
             &self.command,
-            (&self.env_policy, &self.env),
+            &self.env_policy,
+            &self.env,
             &self.extra_args,
             OWNED,
         )?;

@@ -142,7 +142,8 @@ impl Config {
         jsonl::validate_common(
             "gemini",
             &self.command,
-            (&self.env_policy, &self.env),
+            &self.env_policy,
+            &self.env,
             &self.extra_args,
             OWNED,
         )?;
