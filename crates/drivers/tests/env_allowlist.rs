@@ -184,3 +184,38 @@ async fn named_variables_pass_and_inherit_all_passes_everything() {
     })
     .await;
 }
+
+#[test]
+fn no_configuration_shows_a_bound_value() {
+    let bindings: EnvVars = [("API_KEY", "sk-very-secret")].into_iter().collect();
+    let mut claude = claude::config();
+    claude.env = bindings.clone();
+    let shown = [
+        format!("{claude:?}"),
+        format!(
+            "{:?}",
+            codex::Config {
+                env: bindings.clone(),
+                ..Default::default()
+            }
+        ),
+        format!(
+            "{:?}",
+            cursor::Config {
+                env: bindings.clone(),
+                ..Default::default()
+            }
+        ),
+        format!(
+            "{:?}",
+            gemini::Config {
+                env: bindings,
+                ..Default::default()
+            }
+        ),
+    ];
+    for text in shown {
+        assert!(text.contains("API_KEY"), "{text}");
+        assert!(!text.contains("sk-very-secret"), "{text}");
+    }
+}
