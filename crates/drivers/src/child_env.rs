@@ -12,8 +12,10 @@
 //!    `pass`,
 //! 4. then the configuration's explicit bindings ([`EnvVars`]), which win.
 //!
-//! [`EnvPolicy::InheritAll`] is the explicit opt-out: the child inherits
-//! everything (the bindings still win). A server must never choose it.
+//! [`EnvPolicy::Only`] replaces 1–3 by an exact list (hermetic runs, such
+//! as the real-CLI tests). [`EnvPolicy::InheritAll`] is the explicit
+//! opt-out: the child inherits everything (the bindings still win). A
+//! server must never choose it.
 //!
 //! A pattern is an exact name, or a prefix ending in `*` (`LC_*`).
 
@@ -171,9 +173,7 @@ impl EnvPolicy {
             cmd.env(k, v);
         }
     }
-}
 
-impl EnvPolicy {
     /// The variables of this process's environment that this policy passes
     /// to a child of a driver documenting `driver` (for a child started
     /// outside the process helper, e.g. `cli --version`). The values may be
