@@ -177,6 +177,13 @@ pub struct DriverArgs {
     /// even when a real driver is usable.
     #[arg(long, conflicts_with_all = ["driver", "provider", "base_url"])]
     pub playground: bool,
+    /// Pass this variable of this environment on to the agent CLI
+    /// (repeatable; `PREFIX_*` passes every variable starting with
+    /// PREFIX_). Without it the CLI gets only PATH, HOME, locale, terminal,
+    /// proxy and CA settings and its own documented variables
+    /// (`ANTHROPIC_*`, `OPENAI_*` …), never the whole environment.
+    #[arg(long = "env", value_name = "NAME", value_parser = crate::select::env_name)]
+    pub env: Vec<String>,
 }
 
 /// `agent-adaptor run`.
@@ -208,6 +215,11 @@ pub struct RunArgs {
     /// How approvals are answered (default: ask on a terminal, none otherwise).
     #[arg(long, value_enum, value_name = "MODE")]
     pub approve: Option<ApproveMode>,
+    /// Give the agent CLI this whole environment, as before the allowlist
+    /// (every variable, secrets included). Only for a CLI you trust with
+    /// all of them; `--env NAME` passes one variable.
+    #[arg(long, conflicts_with = "env")]
+    pub inherit_env: bool,
     /// The prompt.
     #[arg(value_name = "PROMPT", required = true, num_args = 1.., trailing_var_arg = true)]
     pub prompt: Vec<String>,

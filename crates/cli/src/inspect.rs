@@ -9,15 +9,19 @@ use serde_json::{Value, json};
 
 use crate::args::{DriverName, InspectArgs, ProviderName};
 use crate::error::CliError;
-use crate::select::{probe_cli, provider_from_env};
+use crate::select::{env_allowlist, probe_cli, provider_from_env};
+use agent_adaptor_drivers::child_env::EnvPolicy;
 
 /// How long `--version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `binary --version`, first line; `None` when it fails or hangs.
-async fn version(binary: &std::path::Path) -> Option<String> {
+/// `binary --version`, first line; `None` when it fails or hangs. The CLI
+/// gets the environment a run would give it (the allowlist), not this one.
+async fn version(binary: &std::path::Path, name: DriverName) -> Option<String> {
     let mut cmd = tokio::process::Command::new(binary);
-    cmd.arg("--version")
+    cmd.env_clear()
+        .envs(EnvPolicy::default().host_env(env_allowlist(name)))
+        .arg("--version")
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
     let out = tokio::time::timeout(VERSION_TIMEOUT, cmd.output())
@@ -39,7 +43,7 @@ async fn inspect_cli(name: DriverName) -> Value {
         return json!({"driver": name.as_str()});
     };
     let version = match &probe.binary {
-        Some(b) => version(b).await,
+        Some(b) => version(b, name).await,
         None => None,
     };
     json!({

@@ -17,7 +17,7 @@ use crate::args::{ApproveMode, RunArgs};
 use crate::error::CliError;
 use crate::json_out;
 use crate::render::Renderer;
-use crate::select::{Selected, select};
+use crate::select::{Selected, env_policy, select_with_env};
 use crate::store::StoreSpec;
 
 /// How long a driver may take to stop after Ctrl-C before core drops it
@@ -75,7 +75,12 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     } else {
         None
     };
-    let selected = select(&args.driver, schema.as_ref().map(|(_, v)| v)).await?;
+    let selected = select_with_env(
+        &args.driver,
+        schema.as_ref().map(|(_, v)| v),
+        env_policy(&args.driver, args.inherit_env),
+    )
+    .await?;
     let styled = !args.json && std::io::stderr().is_terminal();
     let mut renderer = Renderer::new(styled);
     if !args.json {

@@ -10,7 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent_adaptor_driver::Driver;
+use agent_adaptor_driver::{Driver, redact_url};
+use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_llm::{
     AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, OpenRouterDriver,
     Provider,
@@ -86,6 +87,19 @@ const CLIS: [CliFacts; 5] = [
         files: &[],
     },
 ];
+
+/// The host variables agent CLI `name` documents (its driver's allowlist).
+pub fn env_allowlist(name: DriverName) -> &'static [&'static str] {
+    use agent_adaptor_drivers::{codex, cursor, gemini, streamjson};
+    match name {
+        DriverName::Claude => streamjson::CLAUDE.env_allowlist,
+        DriverName::Codebuddy => streamjson::CODEBUDDY.env_allowlist,
+        DriverName::Codex => codex::ENV_ALLOWLIST,
+        DriverName::Gemini => gemini::ENV_ALLOWLIST,
+        DriverName::Cursor => cursor::ENV_ALLOWLIST,
+        DriverName::Llm => &[],
+    }
+}
 
 /// What is known about one driver on this machine.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -198,7 +212,8 @@ pub fn llm_driver(
     if let Some(url) = base_url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(CliError::usage(format!(
-                "--base-url {url:?} is not an http(s) URL"
+                "--base-url {:?} is not an http(s) URL",
+                redact_url(url)
             )));
         }
         p = p.base_url(url);
@@ -210,10 +225,38 @@ pub fn llm_driver(
     Ok(ChatDriver::new(p, model))
 }
 
+/// A `--env` value: a variable name, or a prefix followed by `*`.
+pub fn env_name(value: &str) -> Result<String, String> {
+    let name = value.strip_suffix('*').unwrap_or(value);
+    if agent_adaptor_drivers::child_env::valid_name(name) {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "{value:?} is not a variable name (--env takes a NAME and passes its value from this environment)"
+        ))
+    }
+}
+
+/// The environment policy of the agent CLI a command runs: the allowlist
+/// plus the variables named by `--env`, or, with `inherit_all` (`run
+/// --inherit-env`), the whole environment.
+pub fn env_policy(args: &DriverArgs, inherit_all: bool) -> EnvPolicy {
+    if inherit_all {
+        EnvPolicy::InheritAll
+    } else {
+        EnvPolicy::passing(args.env.iter().cloned())
+    }
+}
+
 /// Build the driver of agent CLI `name`: its binary from `PATH`, the
-/// environment inherited untouched, host approvals on where the CLI can
-/// route them.
-fn cli_driver(name: DriverName, model: Option<&str>, binary: PathBuf) -> Arc<dyn Driver> {
+/// environment `env` allows, host approvals on where the CLI can route
+/// them.
+fn cli_driver(
+    name: DriverName,
+    model: Option<&str>,
+    binary: PathBuf,
+    env: EnvPolicy,
+) -> Arc<dyn Driver> {
     use agent_adaptor_drivers::{claude, codebuddy, codex, cursor, gemini};
     let model = model.map(str::to_owned);
     match name {
@@ -225,6 +268,7 @@ fn cli_driver(name: DriverName, model: Option<&str>, binary: PathBuf) -> Arc<dyn
             };
             config.command = binary;
             config.model = model;
+            config.env_policy = env;
             config.host_approvals = true;
             if name == DriverName::Claude {
                 Arc::new(claude::driver(config))
@@ -236,6 +280,7 @@ fn cli_driver(name: DriverName, model: Option<&str>, binary: PathBuf) -> Arc<dyn
             let config = codex::Config {
                 command: binary,
                 model,
+                env_policy: env,
                 ..Default::default()
             };
             Arc::new(codex::driver(config))
@@ -244,6 +289,7 @@ fn cli_driver(name: DriverName, model: Option<&str>, binary: PathBuf) -> Arc<dyn
             let config = gemini::Config {
                 command: binary,
                 model,
+                env_policy: env,
                 ..Default::default()
             };
             Arc::new(gemini::driver(config))
@@ -252,6 +298,7 @@ fn cli_driver(name: DriverName, model: Option<&str>, binary: PathBuf) -> Arc<dyn
             let config = cursor::Config {
                 command: binary,
                 model,
+                env_policy: env,
                 ..Default::default()
             };
             Arc::new(cursor::driver(config))
@@ -260,21 +307,32 @@ fn cli_driver(name: DriverName, model: Option<&str>, binary: PathBuf) -> Arc<dyn
 }
 
 /// Pick and build the driver of a `run` or `serve` (see the module docs).
-/// `schema` shapes the playground's answer when the playground runs.
+/// `schema` shapes the playground's answer when the playground runs. An
+/// agent CLI gets the allowlisted environment plus the `--env` names.
 pub async fn select(args: &DriverArgs, schema: Option<&Value>) -> Result<Selected, CliError> {
+    select_with_env(args, schema, env_policy(args, false)).await
+}
+
+/// [`select`] with the agent CLI's environment policy given (`run
+/// --inherit-env`).
+pub async fn select_with_env(
+    args: &DriverArgs,
+    schema: Option<&Value>,
+    env: EnvPolicy,
+) -> Result<Selected, CliError> {
     if args.playground {
         return playground(schema).await;
     }
     let Some(requested) = args.driver.as_deref() else {
         if args.provider.is_some() || args.base_url.is_some() {
-            return explicit(DriverName::Llm, args);
+            return explicit(DriverName::Llm, args, env);
         }
-        return auto(args, schema).await;
+        return auto(args, schema, env).await;
     };
-    explicit(DriverName::parse(requested)?, args)
+    explicit(DriverName::parse(requested)?, args, env)
 }
 
-fn explicit(name: DriverName, args: &DriverArgs) -> Result<Selected, CliError> {
+fn explicit(name: DriverName, args: &DriverArgs, env: EnvPolicy) -> Result<Selected, CliError> {
     if name == DriverName::Llm {
         let provider = match args.provider {
             Some(p) => p,
@@ -289,7 +347,7 @@ fn explicit(name: DriverName, args: &DriverArgs) -> Result<Selected, CliError> {
         let label = format!(
             "llm driver: {} at {} (model {})",
             provider.as_str(),
-            driver.provider().endpoint().base_url(),
+            driver.provider().endpoint().display_url(),
             args.model.as_deref().unwrap_or(provider.default_model())
         );
         return Ok(Selected {
@@ -316,14 +374,18 @@ fn explicit(name: DriverName, args: &DriverArgs) -> Result<Selected, CliError> {
     };
     let label = format!("{} driver: {}", name.as_str(), binary.display());
     Ok(Selected {
-        driver: cli_driver(name, args.model.as_deref(), binary),
+        driver: cli_driver(name, args.model.as_deref(), binary, env),
         name,
         label,
         playground: None,
     })
 }
 
-async fn auto(args: &DriverArgs, schema: Option<&Value>) -> Result<Selected, CliError> {
+async fn auto(
+    args: &DriverArgs,
+    schema: Option<&Value>,
+    env: EnvPolicy,
+) -> Result<Selected, CliError> {
     for facts in &CLIS {
         if let Some(probe) = probe_cli(facts.name)
             && probe.usable()
@@ -336,7 +398,7 @@ async fn auto(args: &DriverArgs, schema: Option<&Value>) -> Result<Selected, Cli
                 probe.auth.join(", ")
             );
             return Ok(Selected {
-                driver: cli_driver(facts.name, args.model.as_deref(), binary),
+                driver: cli_driver(facts.name, args.model.as_deref(), binary, env),
                 name: facts.name,
                 label,
                 playground: None,

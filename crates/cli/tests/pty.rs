@@ -192,7 +192,18 @@ fn ctrl_c_cancels_a_hung_agent_cli_and_its_process_is_gone() {
     );
     let mut term = Term::spawn(
         home.path(),
-        &["run", "--driver", "gemini", "--approve", "none", "hello"],
+        // The fake reads its options from the environment: a variable the
+        // allowlist does not pass on unless named.
+        &[
+            "run",
+            "--driver",
+            "gemini",
+            "--approve",
+            "none",
+            "--env",
+            "AGENT_ADAPTOR_FAKE_CLI_OPTS",
+            "hello",
+        ],
         &[
             (
                 "PATH",

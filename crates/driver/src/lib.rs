@@ -61,6 +61,7 @@ pub mod event;
 pub mod id;
 pub mod lifecycle;
 pub mod policy;
+pub mod redact;
 pub mod request;
 pub mod response;
 pub mod session;
@@ -88,6 +89,7 @@ pub use policy::{
     DEFAULT_HUMAN_DECISION_TIMEOUT, FallbackAction, FeatureLevel, HumanDecisionPolicy,
     QuestionMode, RunPolicy, SandboxLevel,
 };
+pub use redact::redact_url;
 pub use request::{AgentIdentity, OnInvalid, OutputSchema, Request};
 pub use response::{
     FailureCode, HumanDecisionFailure, RawBytes, RawSource, RawStreams, Response, RunFailure,

@@ -7,7 +7,6 @@
 //! Protocol semantics stay in each driver's parser; nothing here looks
 //! inside a provider's JSON.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
@@ -20,6 +19,7 @@ use agent_adaptor_process::{Command, Finished, StdinMode};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use crate::child_env::{EnvPolicy, EnvVars};
 use crate::pump::Out;
 
 /// Longest stdout line kept in a notice (the whole line is in the raw capture).
@@ -257,10 +257,11 @@ pub struct OneShot<'a> {
     /// Its arguments.
     pub args: &'a [String],
     /// Environment bindings (they win over inherited variables).
-    pub env: &'a BTreeMap<String, String>,
-    /// Inherit the parent environment; otherwise only `PATH`, `HOME`,
-    /// `USER`, `LANG` and `TMPDIR` are passed before `env`.
-    pub inherit_env: bool,
+    pub env: &'a EnvVars,
+    /// Which host variables the CLI inherits.
+    pub env_policy: &'a EnvPolicy,
+    /// The host variables the CLI documents (names or `PREFIX_*`).
+    pub env_allowlist: &'static [&'static str],
     /// The working directory.
     pub cwd: Option<&'a Path>,
     /// Written to stdin, which is then closed (never left open).
@@ -273,13 +274,8 @@ pub struct OneShot<'a> {
 pub fn one_shot_command(spec: OneShot<'_>) -> Command {
     let mut cmd = Command::new(spec.program);
     cmd.args(spec.args);
-    if !spec.inherit_env {
-        cmd.env_clear()
-            .inherit_env(["PATH", "HOME", "USER", "LANG", "TMPDIR"]);
-    }
-    for (k, v) in spec.env {
-        cmd.env(k, v);
-    }
+    spec.env_policy
+        .apply(&mut cmd, spec.env_allowlist, &[], spec.env);
     if let Some(dir) = spec.cwd {
         cmd.cwd(dir);
     }
@@ -294,7 +290,8 @@ pub fn one_shot_command(spec: OneShot<'_>) -> Command {
 pub fn validate_common(
     driver: &str,
     program: &Path,
-    env: &BTreeMap<String, String>,
+    env_policy: &EnvPolicy,
+    env: &EnvVars,
     extra_args: &[String],
     owned: &[&str],
 ) -> Result<(), agent_adaptor_driver::ConfigError> {
@@ -305,11 +302,7 @@ pub fn validate_common(
     if program.as_os_str().is_empty() {
         return Err(err("command is empty".into()));
     }
-    for name in env.keys() {
-        if name.is_empty() || name.contains('=') || name.contains('\0') {
-            return Err(err(format!("invalid environment variable name {name:?}")));
-        }
-    }
+    crate::child_env::validate(driver, env_policy, env)?;
     for arg in extra_args {
         let flag = arg.split('=').next().unwrap_or(arg);
         if owned.contains(&flag) {

@@ -14,6 +14,7 @@
 //! ([`resident`]): turn N+1 is written to the process that served turn N.
 #![forbid(unsafe_code)]
 
+pub mod child_env;
 #[cfg(feature = "claude")]
 pub mod claude;
 #[cfg(feature = "codebuddy")]

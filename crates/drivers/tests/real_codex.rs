@@ -29,6 +29,7 @@ use agent_adaptor_driver::{
     DecisionKind, FailureCode, OnInvalid, OutputSchema, Request, Response, SessionContext,
     StreamKind, TranscriptKind,
 };
+use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_drivers::codex::{self, CodexDriver, Config, Transport};
 use agent_adaptor_testkit::clis::{CODEX, ScratchDir};
 use agent_adaptor_testkit::mock::{
@@ -76,7 +77,7 @@ impl Harness {
             transport,
             model: Some(CODEX.model.into()),
             cwd: Some(self.work()),
-            inherit_env: false,
+            env_policy: EnvPolicy::only(["PATH", "USER"]),
             ..Default::default()
         };
         for (k, v) in [

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use agent_adaptor_conformance::{Expect, LiveRun, Options, RunCase, record_run, test_driver};
 use agent_adaptor_core::{Agent, Event, FailureReason, Phase, ProcessKind, RunOptions, Runner};
 use agent_adaptor_driver::{Request, SessionContext, SessionState};
+use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_drivers::gemini::{self, ApprovalMode};
 use agent_adaptor_testkit::clis::{GEMINI, ScratchDir};
 use agent_adaptor_testkit::mock::{MockServer, RecordedRequest, Reply, Script};
@@ -79,7 +80,7 @@ impl Harness {
             command: self.binary.clone(),
             model: Some(GEMINI.model.into()),
             env: self.env.iter().cloned().collect(),
-            inherit_env: false,
+            env_policy: EnvPolicy::only(["PATH", "USER"]),
             cwd: Some(self.workspace()),
             ..Default::default()
         }

@@ -30,6 +30,7 @@ use std::time::Duration;
 use agent_adaptor_core::driver::StructuredOutputSource;
 use agent_adaptor_core::result::DecodeError;
 use agent_adaptor_core::{Agent, Error, FailureReason, RunOptions, RunResult, run_as};
+use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_drivers::{claude, codebuddy, codex};
 use agent_adaptor_testkit::clis::{CLAUDE, CODEBUDDY, CODEX, ScratchDir};
 use agent_adaptor_testkit::mock::{MockServer, RecordedRequest, Reply, Script};
@@ -98,7 +99,7 @@ impl Harness {
             transport,
             model: Some(CODEX.model.into()),
             cwd: Some(self.work()),
-            inherit_env: false,
+            env_policy: EnvPolicy::only(["PATH", "USER"]),
             ..Default::default()
         };
         for (k, v) in [
@@ -134,7 +135,7 @@ impl Harness {
                 ),
             ])
             .collect();
-        cfg.inherit_env = false;
+        cfg.env_policy = EnvPolicy::only(["PATH", "USER"]);
         cfg.model = Some(CLAUDE.model.into());
         cfg.cwd = Some(self.work());
         cfg.host_approvals = host_approvals;
@@ -147,7 +148,7 @@ impl Harness {
         let mut cfg = codebuddy::config();
         cfg.command = CODEBUDDY.binary().unwrap();
         cfg.env = self.env.iter().cloned().collect();
-        cfg.inherit_env = false;
+        cfg.env_policy = EnvPolicy::only(["PATH", "USER"]);
         cfg.cwd = Some(self.work());
         cfg.host_approvals = host_approvals;
         Agent::new(codebuddy::driver(cfg))

@@ -96,9 +96,14 @@ pub(crate) async fn stream_call<D: WireDecoder>(
             builder = builder.header(name.as_str(), value.as_str());
         }
         let failure = match builder.send().await {
+            // reqwest's text names the URL; the redacted one replaces it.
             Err(error) => LlmError::new(
                 LlmErrorKind::Unavailable,
-                format!("request failed: {error}"),
+                format!(
+                    "request to {} failed: {}",
+                    agent_adaptor_driver::redact_url(&url),
+                    error.without_url()
+                ),
             ),
             Ok(response) if !response.status().is_success() => {
                 let error = error_response(response).await;
@@ -337,7 +342,10 @@ fn event_stream<D: WireDecoder>(
                     state.done = true;
                     let error = LlmError::new(
                         LlmErrorKind::Incomplete,
-                        format!("the connection dropped before the terminal event: {error}"),
+                        format!(
+                            "the connection dropped before the terminal event: {}",
+                            error.without_url()
+                        ),
                     );
                     return Some((Err(error), state));
                 }

@@ -118,7 +118,7 @@ pub struct ProviderEndpoint {
 impl fmt::Debug for ProviderEndpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProviderEndpoint")
-            .field("base_url", &self.base_url)
+            .field("base_url", &self.display_url())
             .field("auth", &self.auth.as_ref().map(|_| "<configured>"))
             .field(
                 "headers",
@@ -141,6 +141,14 @@ impl ProviderEndpoint {
     /// The base URL.
     pub fn base_url(&self) -> &str {
         &self.base_url
+    }
+
+    /// The base URL as it may be shown (labels, events, errors, logs):
+    /// credentials in its userinfo, query and fragment masked
+    /// ([`redact_url`](agent_adaptor_driver::redact_url)). The real one,
+    /// [`base_url`](Self::base_url), is for requests only.
+    pub fn display_url(&self) -> String {
+        agent_adaptor_driver::redact_url(&self.base_url)
     }
 
     /// `path` appended to the base URL; a query in `path` is merged with one
@@ -365,5 +373,26 @@ fn connect_bound(limits: &TurnLimits) -> Option<(std::time::Duration, LlmError)>
     match (total, first) {
         (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
         (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shown_base_url_hides_credentials() {
+        let endpoint = ProviderEndpoint::new("http://user:pw@127.0.0.1:9/v1?api-key=K");
+        assert_eq!(
+            endpoint.display_url(),
+            "http://***@127.0.0.1:9/v1?api-key=***"
+        );
+        let debug = format!("{endpoint:?}");
+        assert!(!debug.contains("pw") && !debug.contains("=K"), "{debug}");
+        // Requests still go to the real one.
+        assert_eq!(
+            endpoint.url("chat/completions"),
+            "http://user:pw@127.0.0.1:9/v1/chat/completions?api-key=K"
+        );
     }
 }

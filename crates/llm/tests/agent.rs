@@ -357,6 +357,40 @@ fn config_validation_names_the_problem() {
     assert!(error.reason.contains("no model"), "{error}");
 }
 
+#[tokio::test]
+async fn credentials_in_the_base_url_reach_no_error_and_no_notice() {
+    use agent_adaptor_driver::Driver;
+    let secret = "ftp://user:pw-secret@h/v1?key=K-secret";
+    let provider = Provider::new("p", OpenAiChatDriver::new()).base_url(secret);
+    let error = LlmDriver::new(provider, "m").validate_config().unwrap_err();
+    assert!(!error.to_string().contains("secret"), "{error}");
+
+    // Nothing listens on the port: the transport error names the URL.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap();
+    let provider = Provider::new(
+        "p",
+        OpenAiChatDriver::new().with_retry_config(agent_adaptor_llm::LlmRetryConfig::no_retry()),
+    )
+    .base_url(format!(
+        "http://user:pw-secret@127.0.0.1:{port}/v1?key=K-secret"
+    ));
+    let agent = Agent::new(LlmDriver::new(provider, "m"));
+    let (events, outcome) = drain(agent.stream(common::PROMPT)).await;
+    let shown = format!("{events:?}\n{outcome:?}");
+    assert!(outcome.is_err(), "{shown}");
+    assert!(
+        shown.contains("127.0.0.1"),
+        "the endpoint is still named: {shown}"
+    );
+    assert!(
+        !shown.contains("pw-secret") && !shown.contains("K-secret"),
+        "{shown}"
+    );
+}
+
 /// A protocol whose stream ends cleanly after some text, without `Done` or
 /// `Error` (a gateway that closes the body early).
 struct EndsEarly;

@@ -43,6 +43,8 @@ pub(crate) enum EnvOp {
     Clear,
     /// Copy these variables from the parent, when present there.
     Inherit(Vec<OsString>),
+    /// Copy every parent variable whose name starts with one of these.
+    InheritPrefixed(Vec<OsString>),
     /// Set a variable.
     Set(OsString, OsString),
     /// Remove a variable.
@@ -60,6 +62,9 @@ pub(crate) enum EnvOp {
 /// * [`env_clear`](Command::env_clear) empties it (start from nothing);
 /// * [`inherit_env`](Command::inherit_env) copies the named variables from the
 ///   parent, skipping those the parent does not have;
+/// * [`inherit_env_prefixed`](Command::inherit_env_prefixed) copies every
+///   parent variable whose name starts with one of the given prefixes
+///   (`LC_`, `ANTHROPIC_`);
 /// * [`env`](Command::env) sets and [`env_remove`](Command::env_remove)
 ///   removes one variable.
 ///
@@ -148,6 +153,24 @@ impl Command {
     {
         let names = names.into_iter().map(|n| n.as_ref().to_owned()).collect();
         self.env_ops.push(EnvOp::Inherit(names));
+        self
+    }
+
+    /// Copy every variable of the parent environment whose name starts with
+    /// one of `prefixes` (e.g. `"LC_"` for the locale categories). An empty
+    /// prefix matches nothing (use the default inheritance to pass
+    /// everything).
+    pub fn inherit_env_prefixed<I, S>(&mut self, prefixes: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let prefixes = prefixes
+            .into_iter()
+            .map(|p| p.as_ref().to_owned())
+            .filter(|p| !p.is_empty())
+            .collect();
+        self.env_ops.push(EnvOp::InheritPrefixed(prefixes));
         self
     }
 
@@ -243,7 +266,7 @@ impl Command {
     /// process signature); the values may be secrets — hash them, never log
     /// them.
     pub fn effective_env(&self) -> BTreeMap<OsString, OsString> {
-        self.resolve_env(std::env::vars_os(), |name| std::env::var_os(name))
+        self.resolve_env(std::env::vars_os())
     }
 
     /// The program name for errors and logs (lossy UTF-8).
@@ -255,16 +278,26 @@ impl Command {
     pub(crate) fn resolve_env(
         &self,
         parent: impl IntoIterator<Item = (OsString, OsString)>,
-        lookup: impl Fn(&OsStr) -> Option<OsString>,
     ) -> BTreeMap<OsString, OsString> {
-        let mut env: BTreeMap<OsString, OsString> = parent.into_iter().collect();
+        let parent: BTreeMap<OsString, OsString> = parent.into_iter().collect();
+        let mut env = parent.clone();
         for op in &self.env_ops {
             match op {
                 EnvOp::Clear => env.clear(),
                 EnvOp::Inherit(names) => {
                     for name in names {
-                        if let Some(value) = lookup(name) {
-                            env.insert(name.clone(), value);
+                        if let Some(value) = parent.get(name) {
+                            env.insert(name.clone(), value.clone());
+                        }
+                    }
+                }
+                EnvOp::InheritPrefixed(prefixes) => {
+                    for (name, value) in &parent {
+                        if prefixes
+                            .iter()
+                            .any(|p| name.as_encoded_bytes().starts_with(p.as_encoded_bytes()))
+                        {
+                            env.insert(name.clone(), value.clone());
                         }
                     }
                 }
@@ -292,6 +325,14 @@ impl fmt::Debug for Command {
                 EnvOp::Inherit(names) => format!(
                     "inherit({})",
                     names
+                        .iter()
+                        .map(|n| n.to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+                EnvOp::InheritPrefixed(prefixes) => format!(
+                    "inherit_prefixed({})",
+                    prefixes
                         .iter()
                         .map(|n| n.to_string_lossy())
                         .collect::<Vec<_>>()
@@ -345,16 +386,9 @@ mod tests {
         ]
     }
 
-    fn lookup(name: &OsStr) -> Option<OsString> {
-        parent()
-            .into_iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v)
-    }
-
     #[test]
     fn default_inherits_everything() {
-        let env = Command::new("x").resolve_env(parent(), lookup);
+        let env = Command::new("x").resolve_env(parent());
         assert_eq!(env.len(), 3);
     }
 
@@ -366,10 +400,24 @@ mod tests {
             .env("K", "v")
             .env_remove("PATH")
             .inherit_env(["HOME"]);
-        let env = cmd.resolve_env(parent(), lookup);
+        let env = cmd.resolve_env(parent());
         let keys: Vec<_> = env.keys().cloned().collect();
         assert_eq!(keys, vec![os("HOME"), os("K")]);
         assert_eq!(env[&os("K")], os("v"));
+    }
+
+    #[test]
+    fn inherit_prefixed_copies_matching_parent_names_only() {
+        let mut parent = parent();
+        parent.push((os("LC_ALL"), os("C")));
+        parent.push((os("LC_TIME"), os("C")));
+        parent.push((os("XLC_NOT"), os("n")));
+        let mut cmd = Command::new("x");
+        cmd.env_clear()
+            .inherit_env_prefixed(["LC_", ""])
+            .inherit_env(["PATH"]);
+        let keys: Vec<_> = cmd.resolve_env(parent).into_keys().collect();
+        assert_eq!(keys, vec![os("LC_ALL"), os("LC_TIME"), os("PATH")]);
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub(crate) fn spawn(cmd: &Command) -> Result<Spawned, ProcessError> {
         c.current_dir(cwd);
     }
     if !cmd.env_ops.is_empty() {
-        let env = cmd.resolve_env(std::env::vars_os(), |name| std::env::var_os(name));
+        let env = cmd.resolve_env(std::env::vars_os());
         c.env_clear();
         c.envs(env);
     }

@@ -257,7 +257,7 @@ impl Driver for ChatDriver {
             ("model".to_owned(), config.model.clone()),
             (
                 "base_url".to_owned(),
-                self.provider.endpoint().base_url().to_owned(),
+                self.provider.endpoint().display_url(),
             ),
         ]);
         sink.emit(RunEvent::Invocation(invocation)).await?;

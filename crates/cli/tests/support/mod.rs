@@ -1,6 +1,10 @@
 //! Shared helpers of the CLI tests: the binary, an isolated environment,
-//! free ports.
+//! free ports, a stand-in agent CLI ([`stand_in`]) and the mock model
+//! server ([`mock`]).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod mock;
+pub mod stand_in;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

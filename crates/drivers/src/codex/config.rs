@@ -7,6 +7,8 @@ use std::time::Duration;
 use agent_adaptor_driver::ConfigError;
 use serde::Serialize;
 
+use crate::child_env::{EnvPolicy, EnvVars};
+
 /// Which Codex transport a run uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -53,10 +55,13 @@ pub struct Config {
     /// Extra arguments, appended for both transports (they must suit the
     /// transport that runs); flags the driver owns are rejected.
     pub extra_args: Vec<String>,
-    /// Environment bindings.
-    pub env: BTreeMap<String, String>,
-    /// Inherit the parent environment (default true).
-    pub inherit_env: bool,
+    /// Environment bindings (they win over inherited variables).
+    pub env: EnvVars,
+    /// Which host variables the CLI inherits (default: the allowlist plus
+    /// [`ENV_ALLOWLIST`]; see [`crate::child_env`]). Not part of the
+    /// session fingerprint.
+    #[serde(skip)]
+    pub env_policy: EnvPolicy,
     /// Grace after stdin closes / after SIGTERM, on cancel.
     #[serde(skip)]
     pub cancel_grace: Duration,
@@ -94,8 +99,8 @@ impl Default for Config {
             add_dirs: Vec::new(),
             cwd: None,
             extra_args: Vec::new(),
-            env: BTreeMap::new(),
-            inherit_env: true,
+            env: EnvVars::new(),
+            env_policy: EnvPolicy::default(),
             cancel_grace: Duration::from_millis(500),
             resident: true,
             resident_idle_timeout: crate::resident::DEFAULT_IDLE_TIMEOUT,
@@ -103,6 +108,11 @@ impl Default for Config {
         }
     }
 }
+
+/// The host variables Codex documents: its API key and base URL
+/// (`OPENAI_*`) and its own settings (`CODEX_*`, e.g. `CODEX_HOME`). A
+/// custom model provider's `env_key` variable is the host's to pass.
+pub const ENV_ALLOWLIST: &[&str] = &["OPENAI_*", "CODEX_*"];
 
 /// Flags the driver sets itself.
 const OWNED: &[&str] = &[
@@ -156,7 +166,7 @@ impl Config {
             }
             Some(other) => return Err(err(format!("unknown approval_policy {other:?}"))),
         }
-        Ok(())
+        crate::child_env::validate("codex", &self.env_policy, &self.env)
     }
 
     /// Whether a run with `streaming` uses the app-server.

@@ -51,7 +51,7 @@ use crate::resident::Pool;
 use appserver::AppServerParser;
 use appserver::protocol::ThreadParams;
 use appserver::transport::{Plan, Session};
-pub use config::{Config, Transport};
+pub use config::{Config, ENV_ALLOWLIST, Transport};
 use exec::ExecParser;
 use record::{Parsed, Totals};
 use wire::ExecUsage;
@@ -227,13 +227,7 @@ impl CodexDriver {
         let cfg = &self.config;
         let mut cmd = Command::new(&cfg.command);
         cmd.args(args);
-        if !cfg.inherit_env {
-            cmd.env_clear()
-                .inherit_env(["PATH", "HOME", "USER", "LANG", "TMPDIR"]);
-        }
-        for (k, v) in &cfg.env {
-            cmd.env(k, v);
-        }
+        cfg.env_policy.apply(&mut cmd, ENV_ALLOWLIST, &[], &cfg.env);
         if let Some(dir) = cwd {
             cmd.cwd(dir);
         }

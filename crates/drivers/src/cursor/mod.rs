@@ -22,7 +22,6 @@ pub mod parse;
 pub mod policy;
 pub mod wire;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +33,7 @@ use agent_adaptor_driver::{
 };
 use serde::Serialize;
 
+use crate::child_env::{EnvPolicy, EnvVars};
 use crate::jsonl::{self, OneShot};
 use parse::CursorParser;
 
@@ -59,9 +59,12 @@ pub struct Config {
     /// Extra arguments, appended last; flags the driver owns are rejected.
     pub extra_args: Vec<String>,
     /// Environment bindings (`CURSOR_API_KEY` …).
-    pub env: BTreeMap<String, String>,
-    /// Inherit the parent environment (default true; bindings win).
-    pub inherit_env: bool,
+    pub env: EnvVars,
+    /// Which host variables the CLI inherits (default: the allowlist plus
+    /// [`ENV_ALLOWLIST`]; see [`crate::child_env`]). Not part of the
+    /// session fingerprint.
+    #[serde(skip)]
+    pub env_policy: EnvPolicy,
     /// On cancel: the wait after stdin closed before SIGTERM, and twice
     /// that before SIGKILL.
     #[serde(skip)]
@@ -78,12 +81,15 @@ impl Default for Config {
             trust_workspace: true,
             cwd: None,
             extra_args: Vec::new(),
-            env: BTreeMap::new(),
-            inherit_env: true,
+            env: EnvVars::new(),
+            env_policy: EnvPolicy::default(),
             cancel_grace: Duration::from_millis(500),
         }
     }
 }
+
+/// The host variables the CLI documents: Cursor Agent's API key and settings.
+pub const ENV_ALLOWLIST: &[&str] = &["CURSOR_*"];
 
 /// Flags the driver sets, or that change the protocol it parses.
 const OWNED: &[&str] = &[
@@ -102,7 +108,14 @@ const OWNED: &[&str] = &[
 
 impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
-        jsonl::validate_common("cursor", &self.command, &self.env, &self.extra_args, OWNED)?;
+        jsonl::validate_common(
+            "cursor",
+            &self.command,
+            &self.env_policy,
+            &self.env,
+            &self.extra_args,
+            OWNED,
+        )?;
         if let Some(m) = &self.mode
             && !["agent", "plan", "ask"].contains(&m.as_str())
         {
@@ -171,7 +184,8 @@ impl Driver for CursorDriver {
             program: &cfg.command,
             args: &args,
             env: &cfg.env,
-            inherit_env: cfg.inherit_env,
+            env_policy: &cfg.env_policy,
+            env_allowlist: ENV_ALLOWLIST,
             cwd: cwd.as_deref(),
             prompt: &req.prompt,
             cancel_grace: cfg.cancel_grace,

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Family;
+use crate::child_env::{EnvPolicy, EnvVars};
 
 /// How the CLI is driven, per run, when no resident process serves the run
 /// (see [`Config::resident`]).
@@ -49,10 +50,14 @@ pub struct Config {
     pub cwd: Option<PathBuf>,
     /// Extra arguments appended last. Flags the driver owns are rejected.
     pub extra_args: Vec<String>,
-    /// Environment bindings for the CLI.
-    pub env: BTreeMap<String, String>,
-    /// Inherit the parent environment (default true; bindings win).
-    pub inherit_env: bool,
+    /// Environment bindings for the CLI (they win over inherited variables).
+    pub env: EnvVars,
+    /// Which host variables the CLI inherits (default: the allowlist plus
+    /// the family's documented variables; see [`crate::child_env`]). Not
+    /// part of the session fingerprint: like the inherited values, it is
+    /// the host's setup, not the session's.
+    #[serde(skip)]
+    pub env_policy: EnvPolicy,
     /// How long the CLI may take to exit after stdin closes on cancel.
     #[serde(skip)]
     pub cancel_close_grace: Duration,
@@ -96,8 +101,8 @@ impl Config {
             add_dirs: Vec::new(),
             cwd: None,
             extra_args: Vec::new(),
-            env: BTreeMap::new(),
-            inherit_env: true,
+            env: EnvVars::new(),
+            env_policy: EnvPolicy::default(),
             cancel_close_grace: Duration::from_millis(500),
             cancel_term_grace: Duration::from_millis(1000),
             resident: true,
@@ -140,12 +145,7 @@ impl Config {
         if self.max_turns == Some(0) {
             return Err(err("max_turns must be at least 1".into()));
         }
-        for name in self.env.keys() {
-            if name.is_empty() || name.contains('=') || name.contains('\0') {
-                return Err(err(format!("invalid environment variable name {name:?}")));
-            }
-        }
-        Ok(())
+        crate::child_env::validate(family.driver_type, &self.env_policy, &self.env)
     }
 }
 

@@ -50,6 +50,9 @@ pub struct Family {
     pub print_flag_with_control: bool,
     /// Environment the SDKs set for the CLI (quiet, no self-update).
     pub env_defaults: &'static [(&'static str, &'static str)],
+    /// The host variables the CLI documents, passed through by the default
+    /// [`EnvPolicy`](crate::child_env::EnvPolicy) (names or `PREFIX_*`).
+    pub env_allowlist: &'static [&'static str],
     /// Whether the CLI has `--chrome` / `--no-chrome` (browser use).
     pub browser_flags: bool,
     /// Whether `--json-schema` is the family's native structured output:
@@ -72,6 +75,20 @@ pub static CLAUDE: Family = Family {
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
         ("DISABLE_AUTOUPDATER", "1"),
     ],
+    // Claude Code's settings: its API and auth (`ANTHROPIC_*`), its own
+    // switches (`CLAUDE_*`, `DISABLE_*`), and the limits it reads.
+    env_allowlist: &[
+        "ANTHROPIC_*",
+        "CLAUDE_*",
+        "DISABLE_*",
+        "MAX_THINKING_TOKENS",
+        "MAX_MCP_OUTPUT_TOKENS",
+        "MCP_TIMEOUT",
+        "MCP_TOOL_TIMEOUT",
+        "BASH_DEFAULT_TIMEOUT_MS",
+        "BASH_MAX_TIMEOUT_MS",
+        "BASH_MAX_OUTPUT_LENGTH",
+    ],
     browser_flags: true,
     native_json_schema: true,
 };
@@ -89,6 +106,7 @@ pub static CODEBUDDY: Family = Family {
         ("CODEBUDDY_DISABLE_AUTO_MEMORY", "1"),
         ("DISABLE_AUTOUPDATER", "1"),
     ],
+    env_allowlist: &["CODEBUDDY_*", "DISABLE_*"],
     browser_flags: false,
     // 0.3.201 accepts `--json-schema` but never shows the model the schema:
     // its `StructuredOutput` tool takes an untyped `{"data": {...}}`, the

@@ -280,16 +280,12 @@ pub(super) fn command(
 ) -> Command {
     let mut cmd = Command::new(&cfg.command);
     cmd.args(argv_with(family, cfg, req, frames));
-    if !cfg.inherit_env {
-        cmd.env_clear()
-            .inherit_env(["PATH", "HOME", "USER", "LANG", "TMPDIR"]);
-    }
-    for (k, v) in family.env_defaults {
-        cmd.env(k, v);
-    }
-    for (k, v) in &cfg.env {
-        cmd.env(k, v);
-    }
+    cfg.env_policy.apply(
+        &mut cmd,
+        family.env_allowlist,
+        family.env_defaults,
+        &cfg.env,
+    );
     if let Some(dir) = cwd {
         cmd.cwd(dir);
     }

@@ -19,6 +19,7 @@ use std::time::Duration;
 use agent_adaptor_core::{
     Agent, Error, Event, Phase, ProcessKind, RunOptions, RunResult, RunStream, Runner,
 };
+use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_drivers::streamjson::{Config, StreamJsonDriver};
 use agent_adaptor_testkit::clis::{CliRecipe, ScratchDir};
 use agent_adaptor_testkit::mock::{MockServer, RecordedRequest, Script};
@@ -135,7 +136,7 @@ impl Harness {
                     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
             )
             .collect();
-        cfg.inherit_env = false;
+        cfg.env_policy = EnvPolicy::only(["PATH", "USER"]);
         cfg.model = self.cli.model.map(str::to_owned);
         cfg.cwd = Some(self.workspace());
         cfg.host_approvals = host_approvals;

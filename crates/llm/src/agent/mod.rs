@@ -132,7 +132,8 @@ pub fn validate_llm_config(provider: &Provider, model: &str) -> Result<(), Confi
     }
     let base = provider.endpoint().base_url();
     if !(base.starts_with("http://") || base.starts_with("https://")) {
-        return Err(invalid(format!("base URL {base:?} is not http(s)")));
+        let shown = provider.endpoint().display_url();
+        return Err(invalid(format!("base URL {shown:?} is not http(s)")));
     }
     Ok(())
 }
@@ -203,7 +204,7 @@ impl Driver for LlmDriver {
             ("model".to_owned(), config.model.clone()),
             (
                 "base_url".to_owned(),
-                self.provider.endpoint().base_url().to_owned(),
+                self.provider.endpoint().display_url(),
             ),
         ]);
         sink.emit(RunEvent::Invocation(invocation)).await?;
