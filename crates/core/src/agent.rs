@@ -296,7 +296,7 @@ impl AgentBuilder {
     /// differs on every start (e.g. its start time). Lease owners become
     /// `{instance}@{epoch}/{run id}` and keep the run's prompt, so after a
     /// crash the next start calls
-    /// [`ThreadStore::recover_instance`](crate::ThreadStore::recover_instance)
+    /// [`ThreadStore::recover_instance`]
     /// with the same instance and a new epoch: the dead process's threads
     /// are usable at once (instead of after the 5-minute lease TTL) and
     /// each interrupted run is recorded with its prompt. Neither may hold
