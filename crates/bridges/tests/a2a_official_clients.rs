@@ -4,6 +4,14 @@
 //! round trip. The clients' scripts (tests/bridges/a2a/client.{mjs,py})
 //! print the same JSON report, checked here by the same assertions.
 //!
+//! Auth is on, as in `agent-adaptor serve`: the server sits behind a
+//! bearer-token [`Guard`](agent_adaptor_bridges::guard::Guard) (the card
+//! public) and its card declares the `bearer` scheme. The JS client sends
+//! the token through the SDK's `createAuthenticatingFetchWithRetry` hook,
+//! the Python client through the SDK's `AuthInterceptor` (which reads the
+//! card's scheme); each report lists every HTTP status the client saw.
+//! Without the token each client is refused with 401 and nothing runs.
+//!
 //! Needs `scripts/install-bridge-clients`; without it these tests fail
 //! with that hint.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -12,11 +20,13 @@
 mod a2a_agents;
 #[path = "support/a2a_peers.rs"]
 mod a2a_peers;
+#[path = "support/auth.rs"]
+mod auth;
 
 use std::sync::Arc;
 
-use a2a_agents::{Scenarios, builder, serve};
-use serde_json::Value;
+use a2a_agents::{Scenarios, builder, serve_guarded};
+use serde_json::{Value, json};
 
 #[derive(Clone, Copy, Debug)]
 enum Peer {
@@ -24,16 +34,35 @@ enum Peer {
     Python,
 }
 
-/// Serve the scenarios, run `peer` on `scenario`, return its report and
-/// the scenarios (for call counts).
+/// Serve the scenarios behind the token guard (the card declaring the
+/// bearer scheme), run `peer` on `scenario` with the token, return its
+/// report and the scenarios (for call counts). Every response the client
+/// got was a 200: auth never got in the way.
 async fn drive(peer: Peer, scenario: &str) -> (Value, Arc<Scenarios>) {
+    let (report, scenarios) = drive_with(peer, scenario, true).await;
+    let statuses = report["statuses"]
+        .as_array()
+        .expect("the report lists statuses");
+    assert!(!statuses.is_empty(), "{report}");
+    assert!(statuses.iter().all(|s| s == 200), "{report}");
+    (report, scenarios)
+}
+
+/// [`drive`], with or without giving the client the token.
+async fn drive_with(peer: Peer, scenario: &str, with_token: bool) -> (Value, Arc<Scenarios>) {
     let scenarios = Scenarios::new();
-    let server = serve(builder(&scenarios)).await;
+    let token = auth::token();
+    let server = serve_guarded(
+        builder(&scenarios).card_with(auth::declare_bearer),
+        auth::guard(&token),
+    )
+    .await;
+    let given = with_token.then(|| token.expose());
     let report = match peer {
-        Peer::Js => a2a_peers::js_client(scenario, server.url()).await,
-        Peer::Python => a2a_peers::py_client(scenario, server.url()).await,
+        Peer::Js => a2a_peers::js_client(scenario, server.url(), given).await,
+        Peer::Python => a2a_peers::py_client(scenario, server.url(), given).await,
     };
-    server.shutdown().await.unwrap();
+    server.shutdown().await;
     (report, scenarios)
 }
 
@@ -63,6 +92,32 @@ async fn card(peer: Peer) {
     assert!(r["url"].as_str().unwrap().ends_with("/a2a"), "{r}");
     assert_eq!(r["skills"], serde_json::json!(["run"]));
     assert_eq!(r["clientVersion"], "1.0", "the client negotiated A2A 1.0");
+    assert_eq!(
+        r["security"],
+        json!({"schemes": {"bearer": "Bearer"}, "requirements": [["bearer"]]}),
+        "the client read the declared bearer scheme"
+    );
+}
+
+/// Without the token: the public card is read (200), then a send and a
+/// streaming send are each refused with 401, and no agent ran.
+async fn refused(peer: Peer) {
+    let (r, scenarios) = drive_with(peer, "refused", false).await;
+    for call in ["send", "stream"] {
+        let said = format!("{} {}", r[call]["code"], r[call]["message"]).to_lowercase();
+        assert!(said.contains("unauthorized"), "{call} was refused: {r}");
+    }
+    let statuses: Vec<u64> = r["statuses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    assert!(statuses.len() >= 3, "{r}");
+    let (cards, calls) = statuses.split_at(statuses.len() - 2);
+    assert_eq!(calls, [401, 401], "{r}");
+    assert!(!cards.is_empty() && cards.iter().all(|s| *s == 200), "{r}");
+    assert_eq!(scenarios.calls(), 0, "nothing ran");
 }
 
 async fn send(peer: Peer) {
@@ -253,6 +308,11 @@ async fn js_client_answers_input_required() {
 }
 
 #[tokio::test]
+async fn js_client_without_the_token_is_refused() {
+    refused(Peer::Js).await;
+}
+
+#[tokio::test]
 async fn py_client_reads_the_card() {
     card(Peer::Python).await;
 }
@@ -285,4 +345,9 @@ async fn py_client_subscribes() {
 #[tokio::test]
 async fn py_client_answers_input_required() {
     input_required(Peer::Python).await;
+}
+
+#[tokio::test]
+async fn py_client_without_the_token_is_refused() {
+    refused(Peer::Python).await;
 }

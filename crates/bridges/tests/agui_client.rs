@@ -4,22 +4,36 @@
 //! resume, run error, client abort. Each test starts our server on
 //! 127.0.0.1:0, runs `node tests/bridges/agui/agui-client.mjs <url>
 //! <scenario>`, and asserts on its JSON report and on the server side.
+//!
+//! Auth is on, as in `agent-adaptor serve`: the handler sits behind a
+//! bearer-token [`Guard`](agent_adaptor_bridges::guard::Guard), and the
+//! client sends `Authorization: Bearer <token>` through `HttpAgent`'s
+//! `headers`. Without it the client is refused (401) and nothing runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/agui_node.rs"]
 mod agui_node;
 #[path = "support/agui_server.rs"]
 mod agui_server;
+#[path = "support/auth.rs"]
+mod auth;
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use agent_adaptor_bridges::agui::SseOptions;
+use agent_adaptor_bridges::guard::Token;
 use agent_adaptor_core::FailureReason;
 use agent_adaptor_core::driver::DecisionKind;
-use agui_server::{TestServer, reason, serve};
+use agui_server::{TestServer, reason, serve_guarded};
 use serde_json::{Value, json};
 
-async fn client(url: &str, scenario: &str, options: Value) -> Value {
+/// The token of every server here.
+static TOKEN: LazyLock<Token> = LazyLock::new(auth::token);
+
+/// Run the client on `scenario` with `options`, as given (no token added);
+/// its report, whatever it says.
+async fn report_of(url: &str, scenario: &str, options: &Value) -> (Value, String) {
     agui_node::require_node_package("@ag-ui/client");
     let script = agui_node::bridges_dir().join("agui/agui-client.mjs");
     let out = agui_node::run_node(
@@ -28,12 +42,19 @@ async fn client(url: &str, scenario: &str, options: Value) -> Value {
         Duration::from_secs(60),
     )
     .await;
-    let report = out.json();
+    (out.json(), out.stderr)
+}
+
+/// Run the client with the token (`HttpAgent` `headers`); its report,
+/// which must be free of problems.
+async fn client(url: &str, scenario: &str, mut options: Value) -> Value {
+    options["headers"] = json!({"Authorization": auth::bearer(&TOKEN)});
+    let (report, stderr) = report_of(url, scenario, &options).await;
     assert!(
         report["ok"] == json!(true),
         "@ag-ui/client reported problems: {}\nstderr: {}",
         serde_json::to_string_pretty(&report["problems"]).unwrap(),
-        out.stderr
+        stderr
     );
     report
 }
@@ -67,7 +88,20 @@ fn messages<'a>(report: &'a Value, role: &str) -> Vec<&'a Value> {
 }
 
 async fn start(driver: agent_adaptor_core::scripted::ScriptedDriver) -> TestServer {
-    serve(driver, SseOptions::agui()).await
+    serve_guarded(driver, SseOptions::agui(), auth::guard(&TOKEN)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_token_the_client_is_refused_and_nothing_runs() {
+    let t = start(agui_server::text_script()).await;
+    let (report, _) = report_of(&t.url, "run", &json!({"prompt": "Say hello"})).await;
+    assert_eq!(report["ok"], json!(false), "{report:#}");
+    let run = &report["runs"][0];
+    let failure = run["failure"].as_str().unwrap();
+    assert!(failure.starts_with("HTTP 401"), "{report:#}");
+    assert!(failure.contains("unauthorized"), "{report:#}");
+    assert_eq!(run["types"], json!([]), "no event reached the client");
+    assert_eq!(t.runs.count(), 0, "nothing ran");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

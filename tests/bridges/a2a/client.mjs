@@ -1,15 +1,27 @@
 // Drives an A2A 1.0 server with the official JS client (@a2a-js/sdk, pinned
 // in tests/bridges/package-lock.json) and prints one JSON report on stdout.
 //
-//   node a2a/client.mjs <scenario> <base-url>
+//   [BRIDGE_TEST_TOKEN=<token>] node a2a/client.mjs <scenario> <base-url>
 //
 // Scenarios (the server's agent answers by the prompt's first word, see
 // crates/bridges/tests/support/a2a_agents.rs): card, send, stream, get,
-// cancel, subscribe, input_required. Anything unexpected throws: the
-// process exits non-zero and the Rust test shows stderr.
+// cancel, subscribe, input_required, refused. Anything unexpected throws:
+// the process exits non-zero and the Rust test shows stderr.
+//
+// Auth: with BRIDGE_TEST_TOKEN set, every JSON-RPC request carries
+// `Authorization: Bearer <token>`, added by the SDK's own hook
+// (createAuthenticatingFetchWithRetry, as the JSON-RPC transport's
+// fetchImpl). The card is fetched without it (it is public). The report's
+// `statuses` lists the HTTP status of every response the client got.
 import { randomUUID } from "node:crypto";
 import { Role, taskStateToJSON } from "@a2a-js/sdk";
-import { ClientFactory } from "@a2a-js/sdk/client";
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  createAuthenticatingFetchWithRetry,
+} from "@a2a-js/sdk/client";
 
 const [scenario, baseUrl] = process.argv.slice(2);
 if (!scenario || !baseUrl) {
@@ -104,7 +116,37 @@ function sent(result) {
   return result;
 }
 
-const client = await new ClientFactory().createFromUrl(baseUrl);
+function security(card) {
+  const schemes = Object.fromEntries(
+    Object.entries(card.securitySchemes ?? {}).map(([name, s]) => [
+      name,
+      s.scheme?.$case === "httpAuthSecurityScheme" ? s.scheme.value.scheme : s.scheme?.$case ?? null,
+    ]),
+  );
+  const requirements = (card.securityRequirements ?? []).map((r) => Object.keys(r.schemes ?? {}).sort());
+  return { schemes, requirements };
+}
+
+const statuses = [];
+const recordingFetch = async (...args) => {
+  const response = await fetch(...args);
+  statuses.push(response.status);
+  return response;
+};
+const token = process.env.BRIDGE_TEST_TOKEN;
+const rpcFetch = token
+  ? createAuthenticatingFetchWithRetry(recordingFetch, {
+      headers: async () => ({ Authorization: `Bearer ${token}` }),
+      shouldRetryWithHeaders: async () => undefined,
+    })
+  : recordingFetch;
+const factory = new ClientFactory(
+  ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+    transports: [new JsonRpcTransportFactory({ fetchImpl: rpcFetch })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl: recordingFetch }),
+  }),
+);
+const client = await factory.createFromUrl(baseUrl);
 let report;
 
 switch (scenario) {
@@ -119,6 +161,7 @@ switch (scenario) {
       url: iface.url,
       skills: card.skills.map((s) => s.id),
       clientVersion: client.protocolVersion,
+      security: security(card),
     };
     break;
   }
@@ -200,8 +243,17 @@ switch (scenario) {
     report = { first, question: { text: asked.text, data: asked.data }, second, final: summary(final) };
     break;
   }
+  case "refused": {
+    // Without the token: a send and a streaming send, each refused.
+    const send = await failure(client.sendMessage({ message: userMessage([text("hello there")]) }));
+    const stream = await failure(
+      collect(client.sendMessageStream({ message: userMessage([text("hello there")]) })),
+    );
+    report = { send, stream };
+    break;
+  }
   default:
     throw new Error(`unknown scenario ${scenario}`);
 }
 
-process.stdout.write(JSON.stringify(report));
+process.stdout.write(JSON.stringify({ ...report, statuses }));

@@ -2,20 +2,29 @@
 pinned in requirements.txt, installed in tests/bridges/.venv) and prints one
 JSON report on stdout.
 
-    .venv/bin/python a2a/client.py <scenario> <base-url>
+    [BRIDGE_TEST_TOKEN=<token>] .venv/bin/python a2a/client.py <scenario> <base-url>
 
 The scenarios and the report format are those of client.mjs, so the Rust
 tests assert the same things of both clients. Anything unexpected raises:
 the process exits non-zero and the Rust test shows stderr.
+
+Auth: with BRIDGE_TEST_TOKEN set, the clients carry the SDK's own
+AuthInterceptor with a CredentialService that knows the token; the
+interceptor reads the card's securityRequirements/securitySchemes and, for
+an HTTP Bearer scheme, sends `Authorization: Bearer <token>`. The card is
+fetched without it (it is public). The report's `statuses` lists the HTTP
+status of every response the client got.
 """
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client.auth import AuthInterceptor, CredentialService
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -122,6 +131,27 @@ async def only_task(aiter):
     return items[0].task
 
 
+class TokenCredentials(CredentialService):
+    """The server token, for whichever scheme the card requires."""
+
+    def __init__(self, token):
+        self._token = token
+
+    async def get_credentials(self, security_scheme_name, context):
+        return self._token
+
+
+def security(card):
+    schemes = {
+        name: scheme.http_auth_security_scheme.scheme
+        if scheme.HasField("http_auth_security_scheme")
+        else scheme.WhichOneof("scheme")
+        for name, scheme in card.security_schemes.items()
+    }
+    requirements = [sorted(r.schemes.keys()) for r in card.security_requirements]
+    return {"schemes": schemes, "requirements": requirements}
+
+
 def send_request(text, return_immediately=False):
     return SendMessageRequest(
         message=user_message(text),
@@ -129,14 +159,21 @@ def send_request(text, return_immediately=False):
     )
 
 
-async def main(scenario, base_url):
-    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0)) as http:
+async def main(scenario, base_url, statuses):
+    async def record(response):
+        statuses.append(response.status_code)
+
+    token = os.environ.get("BRIDGE_TEST_TOKEN")
+    interceptors = [AuthInterceptor(TokenCredentials(token))] if token else []
+    async with httpx.AsyncClient(
+        timeout=httpx.Timeout(60.0), event_hooks={"response": [record]}
+    ) as http:
         streaming = await ClientFactory(
             ClientConfig(streaming=True, httpx_client=http)
-        ).create_from_url(base_url)
+        ).create_from_url(base_url, interceptors=interceptors)
         blocking = await ClientFactory(
             ClientConfig(streaming=False, httpx_client=http)
-        ).create_from_url(base_url)
+        ).create_from_url(base_url, interceptors=interceptors)
 
         if scenario == "card":
             card = await A2ACardResolver(http, base_url).get_agent_card()
@@ -149,6 +186,7 @@ async def main(scenario, base_url):
                 "url": iface.url,
                 "skills": [s.id for s in card.skills],
                 "clientVersion": http.headers.get("A2A-Version"),
+                "security": security(card),
             }
         if scenario == "send":
             task = await only_task(blocking.send_message(send_request("hello there")))
@@ -224,11 +262,17 @@ async def main(scenario, base_url):
                 "second": second,
                 "final": summary(final),
             }
+        if scenario == "refused":
+            # Without the token: a send and a streaming send, each refused.
+            send = await failure(only_task(blocking.send_message(send_request("hello there"))))
+            stream = await failure(collect(streaming.send_message(send_request("hello there"))))
+            return {"send": send, "stream": stream}
         raise RuntimeError(f"unknown scenario {scenario}")
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         raise SystemExit("usage: client.py <scenario> <base-url>")
-    report = asyncio.run(main(sys.argv[1], sys.argv[2]))
-    sys.stdout.write(json.dumps(report))
+    statuses = []
+    report = asyncio.run(main(sys.argv[1], sys.argv[2], statuses))
+    sys.stdout.write(json.dumps({**report, "statuses": statuses}))

@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agent_adaptor_bridges::a2a::{A2aServer, A2aServerBuilder, RunningServer};
+use agent_adaptor_bridges::guard::Guard;
+use agent_adaptor_bridges::http::HttpServer;
 use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
 use agent_adaptor_core::{Agent, RunOptions, RunStream, Runner};
 use agent_adaptor_driver::{
@@ -215,4 +217,58 @@ pub async fn serve(builder: A2aServerBuilder) -> RunningServer {
         .serve_local()
         .await
         .expect("the server starts")
+}
+
+/// A server mounted behind a [`Guard`], the way `agent-adaptor serve`
+/// mounts its A2A router (the card's URL comes from the request's Host).
+pub struct GuardedServer {
+    server: A2aServer,
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    join: tokio::task::JoinHandle<()>,
+}
+
+impl GuardedServer {
+    /// The base URL (`http://127.0.0.1:PORT`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Close the A2A server (runs cancelled, streams ended) and stop
+    /// serving; bounded.
+    pub async fn shutdown(mut self) {
+        self.server.close();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        tokio::time::timeout(std::time::Duration::from_secs(10), &mut self.join)
+            .await
+            .expect("the guarded server stops within 10 s")
+            .expect("the guarded server task");
+    }
+}
+
+impl Drop for GuardedServer {
+    fn drop(&mut self) {
+        self.server.close();
+        self.join.abort();
+    }
+}
+
+/// Serve `builder` on 127.0.0.1 behind `guard`.
+pub async fn serve_guarded(builder: A2aServerBuilder, guard: Guard) -> GuardedServer {
+    let server = builder.build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let http = HttpServer::new(listener, guard.layer(server.router()));
+    let join = tokio::spawn(http.serve(async move {
+        let _ = stopped.await;
+    }));
+    GuardedServer {
+        server,
+        url,
+        stop: Some(stop),
+        join,
+    }
 }

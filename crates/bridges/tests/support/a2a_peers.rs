@@ -106,9 +106,19 @@ impl Output {
     }
 }
 
-/// Run `program args…` in tests/bridges; kill it after `deadline`.
-pub async fn run(program: &Path, args: &[&str], deadline: Duration) -> Output {
-    let mut child = tokio::process::Command::new(program)
+/// The environment variable the client scripts take the server token from
+/// (never passed on the command line).
+pub const TOKEN_VAR: &str = "BRIDGE_TEST_TOKEN";
+
+/// Run `program args…` in tests/bridges, with [`TOKEN_VAR`] set to `token`
+/// (removed when `None`); kill it after `deadline`.
+pub async fn run(program: &Path, args: &[&str], token: Option<&str>, deadline: Duration) -> Output {
+    let mut cmd = tokio::process::Command::new(program);
+    match token {
+        Some(t) => cmd.env(TOKEN_VAR, t),
+        None => cmd.env_remove(TOKEN_VAR),
+    };
+    let mut child = cmd
         .args(args)
         .current_dir(bridges_dir())
         .stdin(Stdio::null())
@@ -143,26 +153,30 @@ pub async fn run(program: &Path, args: &[&str], deadline: Duration) -> Output {
     }
 }
 
-/// Run the JS client on `scenario` against `base_url`.
-pub async fn js_client(scenario: &str, base_url: &str) -> serde_json::Value {
+/// Run the JS client on `scenario` against `base_url`, with the
+/// bearer `token` when given.
+pub async fn js_client(scenario: &str, base_url: &str, token: Option<&str>) -> serde_json::Value {
     let node = node();
     let script = script("client.mjs");
     let out = run(
         &node,
         &[script.to_str().unwrap(), scenario, base_url],
+        token,
         Duration::from_secs(90),
     )
     .await;
     out.json()
 }
 
-/// Run the Python client on `scenario` against `base_url`.
-pub async fn py_client(scenario: &str, base_url: &str) -> serde_json::Value {
+/// Run the Python client on `scenario` against `base_url`, with the
+/// bearer `token` when given.
+pub async fn py_client(scenario: &str, base_url: &str, token: Option<&str>) -> serde_json::Value {
     let python = python();
     let script = script("client.py");
     let out = run(
         &python,
         &[script.to_str().unwrap(), scenario, base_url],
+        token,
         Duration::from_secs(90),
     )
     .await;

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_adaptor_bridges::agui::{SseHandler, SseOptions, SseServer};
+use agent_adaptor_bridges::guard::Guard;
 use agent_adaptor_core::driver::{
     DecisionKind, DecisionRequest, FailureCode, Response, RunFailure, StreamPayload,
 };
@@ -128,9 +129,34 @@ pub async fn serve(driver: ScriptedDriver, options: SseOptions) -> TestServer {
 }
 
 pub async fn serve_agent(agent: Agent, driver: ScriptedDriver, options: SseOptions) -> TestServer {
+    serve_agent_behind(agent, driver, options, None).await
+}
+
+/// [`serve`] with `guard` in front of the handler (as `agent-adaptor
+/// serve` mounts it).
+pub async fn serve_guarded(
+    driver: ScriptedDriver,
+    options: SseOptions,
+    guard: Guard,
+) -> TestServer {
+    let agent = Agent::new(driver.clone());
+    serve_agent_behind(agent, driver, options, Some(guard)).await
+}
+
+async fn serve_agent_behind(
+    agent: Agent,
+    driver: ScriptedDriver,
+    options: SseOptions,
+    guard: Option<Guard>,
+) -> TestServer {
     let runs = Recorder::new(agent);
     let handler = SseHandler::new(runs.clone(), options);
-    let server = SseServer::bind_local(handler.router(PATH)).await.unwrap();
+    let router = handler.router(PATH);
+    let router = match guard {
+        Some(guard) => guard.layer(router),
+        None => router,
+    };
+    let server = SseServer::bind_local(router).await.unwrap();
     let url = server.url(PATH);
     TestServer {
         server,
