@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
 use agent_adaptor_core::thread::store::{InterruptedRun, recovery_prefixes};
-use agent_adaptor_core::thread::{FinalizeRequest, Lease, StoreError, ThreadRecord, ThreadStore};
+use agent_adaptor_core::thread::{
+    FinalizeRequest, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
+};
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
@@ -495,7 +497,13 @@ impl ThreadStore for SqliteStore {
         let _gate = self.write_gate.lock().await;
         let mut tx = self.begin(OP).await?;
         let outcome = crate::sqlite_tx::finalize_in(&mut tx, &request, params).await;
-        settle(tx, OP, outcome).await
+        let updated = settle(tx, OP, outcome).await?;
+        // The record as stored (times at µs), moved, not read back.
+        let mut record = request.record;
+        record.status = RecordStatus::Active;
+        record.created_at = time(&record.id, record.created_at.timestamp_micros())?;
+        record.updated_at = time(&record.id, updated)?;
+        Ok(record)
     }
 
     async fn list(&self, limit: usize) -> Result<Vec<ThreadRecord>, StoreError> {

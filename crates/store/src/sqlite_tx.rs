@@ -1,12 +1,12 @@
 //! The bodies of [`SqliteStore`](crate::SqliteStore)'s multi-statement
 //! write transactions (`delete`, `finalize`).
 
-use agent_adaptor_core::thread::{FinalizeRequest, RecordStatus, StoreError, ThreadRecord};
+use agent_adaptor_core::thread::{FinalizeRequest, RecordStatus, StoreError};
 use sqlx::{Sqlite, Transaction};
 
 use crate::error::backend;
 use crate::record::status_str;
-use crate::sqlite::{RECORD_COLUMNS, decode, now_micros};
+use crate::sqlite::{RECORD_COLUMNS, now_micros};
 
 /// The body of `delete`, inside the write transaction: refuse while a run
 /// holds the key's lease, else drop the lease row and every record.
@@ -45,12 +45,14 @@ pub(crate) async fn delete_in(
     Ok(done.rows_affected())
 }
 
-/// The body of `finalize`, inside the write transaction.
+/// The body of `finalize`, inside the write transaction; the stored
+/// `updated_at` (µs). The params are not read back (no `RETURNING` of the
+/// row): a large thread would cost SQLite several more copies of them.
 pub(crate) async fn finalize_in(
     tx: &mut Transaction<'static, Sqlite>,
     request: &FinalizeRequest,
     params: String,
-) -> Result<ThreadRecord, StoreError> {
+) -> Result<i64, StoreError> {
     let err = |e: sqlx::Error| backend("sqlite finalize", &e);
     let now = now_micros();
     let lease = &request.lease;
@@ -96,9 +98,9 @@ pub(crate) async fn finalize_in(
     .map_err(err)?;
     let sql = format!(
         "INSERT INTO agent_adaptor_thread_records ({RECORD_COLUMNS}) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING {RECORD_COLUMNS}"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
     );
-    let row = sqlx::query(&sql)
+    sqlx::query(&sql)
         .bind(&record.id)
         .bind(&record.key)
         .bind(status_str(RecordStatus::Active))
@@ -109,8 +111,8 @@ pub(crate) async fn finalize_in(
         .bind(&record.previous_id)
         .bind(record.created_at.timestamp_micros())
         .bind(now)
-        .fetch_one(&mut **tx)
+        .execute(&mut **tx)
         .await
         .map_err(err)?;
-    decode(&row)
+    Ok(now)
 }

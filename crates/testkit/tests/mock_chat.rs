@@ -146,6 +146,40 @@ async fn text_streams_as_content_deltas_then_usage_then_done() {
     );
 }
 
+/// `text_chunk_chars` sets the delta size (default 8 characters); the
+/// script's JSON form carries it.
+#[tokio::test]
+async fn the_script_sets_the_size_of_text_deltas() {
+    let text = "abcdefghij".repeat(10);
+    let script: Script = serde_json::from_value(json!({
+        "rules": [{"keyword": "KEYWORD", "replies": [text.clone()]}],
+        "text_chunk_chars": 30,
+    }))
+    .unwrap();
+    assert_eq!(
+        script,
+        Script::new()
+            .on_prompt("KEYWORD", vec![Reply::Text(text.clone())])
+            .text_chunk_chars(30)
+    );
+    let server = MockServer::start(script).await.unwrap();
+    let events = post_stream(&url(&server), &request("KEYWORD", true, false))
+        .await
+        .events();
+    let sizes: Vec<usize> = events
+        .iter()
+        .filter(|e| e.data != "[DONE]")
+        .filter_map(|e| {
+            e.json()["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::len)
+        })
+        .collect();
+    // The first chunk carries the role and empty content.
+    assert_eq!(sizes, [0, 30, 30, 30, 10]);
+    assert_eq!(joined(&events, "content"), text);
+}
+
 #[tokio::test]
 async fn without_include_usage_there_is_no_usage_chunk() {
     let server = server(vec![Reply::Text(TEXT.into())]).await;

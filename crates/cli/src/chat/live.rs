@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
-    DriverError, EventSink, RunEvent, StreamPayload, Transcript, TranscriptItem,
+    DriverError, EventSink, RunEvent, SharedItem, StreamPayload, Transcript, TranscriptItem,
 };
 use agent_adaptor_llm::{
     LlmCompletionMetadata, LlmStreamEvent, ReasoningContentPart, ToolCall, ToolCallDelta,
@@ -52,7 +52,10 @@ pub struct Live<'a> {
     segments: usize,
     text_open: Option<String>,
     text_segment: String,
-    text: String,
+    /// This call's answer text so far, as its closed text segments (the
+    /// transcript items themselves: the text is held once, not also as a
+    /// running copy).
+    texts: Vec<SharedItem>,
     reasoning_open: Option<String>,
     reasoning_segment: String,
     /// Reasoning deltas arrived since the last reasoning item.
@@ -72,7 +75,7 @@ impl<'a> Live<'a> {
             segments: 0,
             text_open: None,
             text_segment: String::new(),
-            text: String::new(),
+            texts: Vec::new(),
             reasoning_open: None,
             reasoning_segment: String::new(),
             reasoning_streamed: false,
@@ -104,7 +107,9 @@ impl<'a> Live<'a> {
             self.emit(StreamPayload::text_end(id)).await?;
             let text = std::mem::take(&mut self.text_segment);
             if !text.is_empty() {
-                self.item(TranscriptItem::assistant(text)).await?;
+                let item = self.items.share(TranscriptItem::assistant(text));
+                self.texts.push(item.clone());
+                self.sink.emit(RunEvent::Item(item)).await?;
             }
         }
         Ok(())
@@ -136,7 +141,6 @@ impl<'a> Live<'a> {
             }
         };
         self.text_segment.push_str(&delta);
-        self.text.push_str(&delta);
         self.emit(StreamPayload::text_content(id, delta)).await
     }
 
@@ -313,8 +317,12 @@ impl<'a> Live<'a> {
                     .await?;
             }
         }
+        let text: String = std::mem::take(&mut self.texts)
+            .iter()
+            .map(|item| item.text.as_str())
+            .collect();
         Ok(CallOutcome::Done {
-            text: std::mem::take(&mut self.text),
+            text,
             reasoning: std::mem::take(&mut self.reasoning),
             tool_calls: calls,
             metadata,

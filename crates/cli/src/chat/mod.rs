@@ -36,7 +36,7 @@ use agent_adaptor_driver::{
     canonical_session_config_fingerprint,
 };
 use agent_adaptor_llm::{
-    LlmCallConfig, LlmCompletionMetadata, Message, Provider, ResponseFormat, ToolCall,
+    LlmCallConfig, LlmCompletionMetadata, Message, MessageRole, Provider, ResponseFormat, ToolCall,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -49,6 +49,22 @@ pub const MAX_MODEL_CALLS: usize = 8;
 /// The session-state key that holds the conversation (JSON array of
 /// messages).
 pub const HISTORY_KEY: &str = "messages";
+
+/// The session-state key of the thread's title: the first user message,
+/// at most [`TITLE_CHARS`] characters, written with every save so a
+/// listing never has to read the conversation.
+pub const TITLE_KEY: &str = "title";
+
+/// The most characters a thread title keeps.
+pub const TITLE_CHARS: usize = 60;
+
+/// The title of a conversation: its first user message, shortened.
+pub fn title_of(history: &[Message]) -> Option<String> {
+    history
+        .iter()
+        .find(|m| m.role == MessageRole::User)
+        .map(|m| m.content.chars().take(TITLE_CHARS).collect())
+}
 
 /// The session codec's name (also the thread record's `codec`).
 pub const CODEC: &str = "llm";
@@ -299,13 +315,14 @@ impl Driver for ChatDriver {
                     }
                     st.terminal = serde_json::to_string(&*metadata).ok();
                     let calls: Vec<ToolCall> = tool_calls.iter().map(|(_, c)| c.clone()).collect();
+                    // Moved, not copied: the answer is taken back out of
+                    // the history once the history is saved.
                     history.push(
-                        Message::assistant(text.clone())
+                        Message::assistant(text)
                             .with_tool_calls(calls)
                             .with_reasoning(reasoning),
                     );
                     if tool_calls.is_empty() {
-                        st.output = text;
                         finished = true;
                         break;
                     }
@@ -335,10 +352,18 @@ impl Driver for ChatDriver {
                     .await?;
                 let messages = serde_json::to_string(&history)
                     .map_err(|e| DriverError::Protocol(format!("cannot save the thread: {e}")))?;
+                let mut data = BTreeMap::from([(HISTORY_KEY.to_owned(), messages)]);
+                if let Some(title) = title_of(&history) {
+                    data.insert(TITLE_KEY.to_owned(), title);
+                }
+                // The last message is the answer (a finished run ends
+                // without tool calls).
+                st.output = history.pop().map(|m| m.content).unwrap_or_default();
+                drop(history);
                 Some(Checkpoint::valid(SessionState {
                     resume_id: resume_id.clone(),
                     display_id: resume_id.clone(),
-                    data: BTreeMap::from([(HISTORY_KEY.to_owned(), messages)]),
+                    data,
                 }))
             }
         };

@@ -13,7 +13,7 @@ use axum::routing::get;
 use serde_json::{Value, json};
 
 use super::{INDEX_HTML, THREAD_LIST_LIMIT, WEB_NAMESPACE};
-use crate::chat::{CODEC, HISTORY_KEY};
+use crate::chat::{CODEC, HISTORY_KEY, TITLE_CHARS, TITLE_KEY};
 
 /// What the API handlers share.
 #[derive(Clone)]
@@ -109,13 +109,29 @@ fn short(text: &str) -> String {
     out.join("\n")
 }
 
-/// A short title: the first user message of an llm thread.
+/// The largest conversation a listing still reads for the title of a
+/// record saved before titles were kept ([`TITLE_KEY`]).
+const LEGACY_TITLE_MAX_BYTES: usize = 64 * 1024;
+
+/// A short title: the one the chat driver keeps with the thread (the first
+/// user message). The conversation itself is not read, whatever its size,
+/// except for an older small record without a kept title.
 fn title(record: &ThreadRecord) -> Option<String> {
+    if record.codec != CODEC {
+        return None;
+    }
+    let values = &record.params.values;
+    if let Some(title) = values.get(TITLE_KEY) {
+        return Some(title.chars().take(TITLE_CHARS).collect());
+    }
+    if values.get(HISTORY_KEY)?.len() > LEGACY_TITLE_MAX_BYTES {
+        return None;
+    }
     let first = conversation(record)?
         .into_iter()
         .find(|m| m["role"] == "user")?;
     let text = first["text"].as_str()?.to_owned();
-    Some(text.chars().take(60).collect())
+    Some(text.chars().take(TITLE_CHARS).collect())
 }
 
 async fn list_threads(State(state): State<AppState>) -> Response {
@@ -197,5 +213,94 @@ async fn get_thread(State(state): State<AppState>, Path(id): Path<String>) -> Re
             "not_found",
             format!("no thread {id:?}"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use agent_adaptor_core::driver::SessionParams;
+    use agent_adaptor_core::thread::{FinalizeRequest, MemoryStore, RecordStatus};
+
+    use super::*;
+
+    /// A web thread record of the chat driver with these session values.
+    fn record(id: &str, values: BTreeMap<String, String>) -> ThreadRecord {
+        let now = chrono::Utc::now();
+        ThreadRecord {
+            id: format!("thr_{id}"),
+            key: agui_thread_key(WEB_NAMESPACE, id),
+            status: RecordStatus::Active,
+            driver_type: "llm".into(),
+            fingerprint: "fp".into(),
+            codec: CODEC.into(),
+            params: SessionParams {
+                resume_id: "r".into(),
+                display_id: "r".into(),
+                values,
+            },
+            previous_id: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    async fn listed(records: Vec<ThreadRecord>) -> Value {
+        let store = Arc::new(MemoryStore::new());
+        for record in records {
+            let target = format!("key:{}", record.key);
+            let lease = store
+                .acquire_lease(&target, "test", Duration::from_secs(60))
+                .await
+                .unwrap();
+            store
+                .finalize(FinalizeRequest {
+                    lease,
+                    record,
+                    require_key_absent: false,
+                })
+                .await
+                .unwrap();
+        }
+        let state = AppState {
+            store,
+            info: Value::Null,
+        };
+        let response = list_threads(State(state)).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    /// The listing takes the title from the kept metadata and never reads
+    /// the conversation: a history that is not even JSON (standing in for
+    /// a huge one) still lists with its title.
+    #[tokio::test]
+    async fn a_listing_takes_titles_from_metadata_not_from_the_history() {
+        let huge = BTreeMap::from([
+            (HISTORY_KEY.to_owned(), "[not json".repeat(100_000)),
+            (TITLE_KEY.to_owned(), "Summarise the big log".to_owned()),
+        ]);
+        // An older record without a kept title and a small history: its
+        // title is still read from the conversation.
+        let legacy = BTreeMap::from([(
+            HISTORY_KEY.to_owned(),
+            json!([{"role": "user", "content": "an old thread"}]).to_string(),
+        )]);
+        let list = listed(vec![record("big", huge), record("old", legacy)]).await;
+        let titles: BTreeMap<&str, &str> = list["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["id"].as_str().unwrap(), t["title"].as_str().unwrap()))
+            .collect();
+        assert_eq!(titles["big"], "Summarise the big log", "{list}");
+        assert_eq!(titles["old"], "an old thread", "{list}");
     }
 }

@@ -14,10 +14,17 @@ impl MockModel {
     /// Start it in the isolated environment of `home` and wait until it
     /// listens (its first stdout line).
     pub fn start(home: &Path) -> MockModel {
+        Self::start_with(home, &[])
+    }
+
+    /// Like [`start`](Self::start), with `extra` arguments (e.g.
+    /// `--script FILE`).
+    pub fn start_with(home: &Path, extra: &[&str]) -> MockModel {
         use std::io::BufRead;
         let port = super::free_port();
         let mut child = super::command(home)
             .args(["mock-model", "--addr", &format!("127.0.0.1:{port}")])
+            .args(extra)
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();

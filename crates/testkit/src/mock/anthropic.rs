@@ -22,7 +22,7 @@
 use serde_json::{Value, json};
 
 use super::sse::{SseEvent, chunks};
-use super::{Answer, Ctx, Envelope, TEXT_CHUNK_CHARS, TOOL_CHUNK_CHARS, Usage};
+use super::{Answer, Ctx, Envelope, TOOL_CHUNK_CHARS, Usage};
 
 /// Anthropic's buckets are disjoint: `input_tokens` excludes the cache
 /// reads, so the total input is the same as in the other protocols.
@@ -117,7 +117,7 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
             index,
             json!({"type": "thinking", "thinking": "", "signature": ""}),
         ));
-        for piece in chunks(thinking, TEXT_CHUNK_CHARS) {
+        for piece in chunks(thinking, ctx.text_chunk_chars) {
             events.push(block_delta(
                 index,
                 json!({"type": "thinking_delta", "thinking": piece}),
@@ -132,7 +132,7 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
     }
     if let Some(text) = &answer.text {
         events.push(block_start(index, json!({"type": "text", "text": ""})));
-        for piece in chunks(text, TEXT_CHUNK_CHARS) {
+        for piece in chunks(text, ctx.text_chunk_chars) {
             events.push(block_delta(
                 index,
                 json!({"type": "text_delta", "text": piece}),

@@ -24,7 +24,7 @@
 use serde_json::{Value, json};
 
 use super::sse::{SseEvent, chunks};
-use super::{Answer, Ctx, Envelope, TEXT_CHUNK_CHARS, TOOL_CHUNK_CHARS, Usage};
+use super::{Answer, Ctx, Envelope, TOOL_CHUNK_CHARS, Usage};
 
 fn usage_json(usage: Usage) -> Value {
     json!({
@@ -87,12 +87,12 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
         out.push(json!({"role": "assistant", "content": ""}), None);
     }
     if let Some(reasoning) = &answer.reasoning {
-        for piece in chunks(reasoning, TEXT_CHUNK_CHARS) {
+        for piece in chunks(reasoning, ctx.text_chunk_chars) {
             out.push(json!({"reasoning_content": piece}), None);
         }
     }
     if let Some(text) = &answer.text {
-        for piece in chunks(text, TEXT_CHUNK_CHARS) {
+        for piece in chunks(text, ctx.text_chunk_chars) {
             out.push(json!({"content": piece}), None);
         }
     }

@@ -26,7 +26,7 @@
 use serde_json::{Value, json};
 
 use super::sse::{SseEvent, chunks};
-use super::{Answer, Ctx, Envelope, TEXT_CHUNK_CHARS, Usage};
+use super::{Answer, Ctx, Envelope, Usage};
 
 fn full_usage(usage: Usage) -> Value {
     let mut value = json!({
@@ -78,15 +78,15 @@ fn function_calls(answer: &Answer) -> Vec<Value> {
 
 /// The parts of the answer grouped by streamed chunk: one reasoning or text
 /// piece a chunk, all function calls in one chunk.
-fn chunk_parts(answer: &Answer) -> Vec<Vec<Value>> {
+fn chunk_parts(ctx: &Ctx<'_>, answer: &Answer) -> Vec<Vec<Value>> {
     let mut groups = Vec::new();
     if let Some(reasoning) = &answer.reasoning {
-        for piece in chunks(reasoning, TEXT_CHUNK_CHARS) {
+        for piece in chunks(reasoning, ctx.text_chunk_chars) {
             groups.push(vec![json!({"text": piece, "thought": true})]);
         }
     }
     if let Some(text) = &answer.text {
-        for piece in chunks(text, TEXT_CHUNK_CHARS) {
+        for piece in chunks(text, ctx.text_chunk_chars) {
             groups.push(vec![json!({"text": piece})]);
         }
     }
@@ -100,7 +100,7 @@ fn chunk_parts(answer: &Answer) -> Vec<Vec<Value>> {
 /// `finishReason` (a cut-off).
 pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseEvent> {
     let response_id = ctx.id("");
-    let mut groups = chunk_parts(answer);
+    let mut groups = chunk_parts(ctx, answer);
     if groups.is_empty() {
         groups.push(vec![json!({"text": ""})]);
     }

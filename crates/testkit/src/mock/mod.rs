@@ -148,8 +148,9 @@ pub const MOCK_OUTPUT_TOKENS: u64 = 10;
 /// reasoning (0 otherwise).
 pub const MOCK_REASONING_TOKENS: u64 = 3;
 
-/// Characters per streamed text / reasoning delta.
-const TEXT_CHUNK_CHARS: usize = 8;
+/// Characters per streamed text / reasoning delta (unless the script sets
+/// [`Script::text_chunk_chars`]).
+pub const TEXT_CHUNK_CHARS: usize = 8;
 /// Characters per streamed tool-argument delta.
 const TOOL_CHUNK_CHARS: usize = 16;
 /// The largest request body the server reads.
@@ -297,6 +298,8 @@ struct Ctx<'a> {
     request: &'a Value,
     /// The id also sent in the `request-id` / `x-request-id` headers.
     request_id: &'a str,
+    /// Characters per streamed text / reasoning delta.
+    text_chunk_chars: usize,
 }
 
 impl Ctx<'_> {
@@ -718,6 +721,11 @@ async fn model_call(shared: &Shared, call: &ModelCall<'_>, body: &[u8]) -> Respo
         ids: &shared.ids,
         request: &request,
         request_id,
+        text_chunk_chars: shared
+            .script
+            .text_chunk_chars
+            .unwrap_or(TEXT_CHUNK_CHARS)
+            .max(1),
     };
     // Gemini streams as SSE only with `alt=sse`; otherwise as a JSON array.
     let gemini_array = protocol == Protocol::Gemini

@@ -30,7 +30,7 @@ use serde_json::{Map, Value, json};
 
 use super::chat::openai_error_body;
 use super::sse::{SseEvent, chunks};
-use super::{Answer, Ctx, Envelope, TEXT_CHUNK_CHARS, TOOL_CHUNK_CHARS, Usage};
+use super::{Answer, Ctx, Envelope, TOOL_CHUNK_CHARS, Usage};
 
 /// An output item with its id, ready to stream or to list.
 enum Item<'a> {
@@ -193,7 +193,7 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
                     json!({"item_id": id, "output_index": output_index, "summary_index": 0,
                            "part": {"type": "summary_text", "text": ""}}),
                 );
-                for delta in chunks(text, TEXT_CHUNK_CHARS) {
+                for delta in chunks(text, ctx.text_chunk_chars) {
                     ev.push(
                         "response.reasoning_summary_text.delta",
                         json!({"item_id": id, "output_index": output_index, "summary_index": 0, "delta": delta}),
@@ -220,7 +220,7 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
                     json!({"item_id": id, "output_index": output_index, "content_index": 0,
                            "part": {"type": "output_text", "text": "", "annotations": []}}),
                 );
-                for delta in chunks(text, TEXT_CHUNK_CHARS) {
+                for delta in chunks(text, ctx.text_chunk_chars) {
                     ev.push(
                         "response.output_text.delta",
                         json!({"item_id": id, "output_index": output_index, "content_index": 0,

@@ -50,7 +50,9 @@
 //! | `no_finish_reason` | the answer text |
 //! | `attempts` | a list of replies, one per request (see [`Reply::Attempts`]) |
 //!
-//! Both `rules` and `fallback` may be omitted (no rules; fallback `"OK"`).
+//! Both `rules` and `fallback` may be omitted (no rules; fallback `"OK"`);
+//! `"text_chunk_chars": N` streams text and reasoning in deltas of N
+//! characters (default 8).
 //! [`Script`] and [`Reply`] also serialize to this shape, so a test can write
 //! a script file for the binary with `serde_json::to_string(&script)`.
 
@@ -351,6 +353,11 @@ pub struct Script {
     /// The reply for requests that match no rule.
     #[serde(default = "default_fallback")]
     pub fallback: Reply,
+    /// Characters per streamed text / reasoning delta; `None` is
+    /// [`TEXT_CHUNK_CHARS`](super::TEXT_CHUNK_CHARS) (8). Large answers in
+    /// tests stream in bigger pieces to keep the event count small.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_chunk_chars: Option<usize>,
 }
 
 fn default_fallback() -> Reply {
@@ -369,6 +376,7 @@ impl Script {
         Script {
             rules: Vec::new(),
             fallback: default_fallback(),
+            text_chunk_chars: None,
         }
     }
 
@@ -396,6 +404,13 @@ impl Script {
     /// quota/haiku probes) get this; default Text("OK").
     pub fn fallback(mut self, reply: Reply) -> Self {
         self.fallback = reply;
+        self
+    }
+
+    /// Stream text and reasoning in deltas of `chars` characters (at least
+    /// 1) instead of [`TEXT_CHUNK_CHARS`](super::TEXT_CHUNK_CHARS).
+    pub fn text_chunk_chars(mut self, chars: usize) -> Self {
+        self.text_chunk_chars = Some(chars);
         self
     }
 
