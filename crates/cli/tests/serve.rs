@@ -13,39 +13,14 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-use support::server::{Server, serve_with};
+use support::server::{Server, post_sse, serve_with, sse_data as sse_events};
 
 fn serve(home: &Path) -> Server {
     serve_with(home, &[])
 }
 
-/// The `data:` JSON objects of an SSE body.
-fn sse_events(body: &str) -> Vec<Value> {
-    body.split("\n\n")
-        .filter_map(|frame| {
-            let data: Vec<&str> = frame
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            (!data.is_empty()).then(|| serde_json::from_str(&data.join("\n")).unwrap())
-        })
-        .collect()
-}
-
 async fn agui(client: &reqwest::Client, base: &str, input: Value) -> Vec<Value> {
-    let body = client
-        .post(format!("{base}/agui"))
-        .header("content-type", "application/json")
-        .header("accept", "text/event-stream")
-        .json(&input)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    sse_events(&body)
+    sse_events(&post_sse(client, format!("{base}/agui"), &input).await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

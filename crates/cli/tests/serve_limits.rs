@@ -8,7 +8,7 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -45,15 +45,51 @@ async fn three_hundred_idle_sockets_do_not_starve_a_server_with_256_descriptors(
 }
 
 /// A stand-in `claude` that records its pid and then runs until killed.
-fn hanging_claude(dir: &Path, pidfile: &Path) {
-    let script = format!(
-        "#!/bin/sh\ncase \"$1\" in --version) echo '2.0.0 (Claude Code)'; exit 0;; esac\n\
-         echo $$ > '{}'\nexec sleep 600\n",
-        pidfile.display()
-    );
-    let path = dir.join("claude");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+struct HangingClaude {
+    bin: PathBuf,
+    pidfile: PathBuf,
+}
+
+impl HangingClaude {
+    fn new(home: &Path) -> Self {
+        let bin = home.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let pidfile = home.join("claude.pid");
+        let script = format!(
+            "#!/bin/sh\ncase \"$1\" in --version) echo '2.0.0 (Claude Code)'; exit 0;; esac\n\
+             echo $$ > '{}'\nexec sleep 600\n",
+            pidfile.display()
+        );
+        let path = bin.join("claude");
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        HangingClaude { bin, pidfile }
+    }
+
+    /// The CLI's command with the stand-in first on `PATH` and a key set.
+    fn command(&self, home: &Path) -> std::process::Command {
+        let mut cmd = support::command(home);
+        cmd.env(
+            "PATH",
+            format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display()),
+        )
+        .env("ANTHROPIC_API_KEY", "sk-test-not-a-key");
+        cmd
+    }
+
+    /// The pid of the running stand-in, once it started (bounded wait).
+    async fn pid(&self) -> i32 {
+        for _ in 0..200 {
+            if let Some(p) = std::fs::read_to_string(&self.pidfile)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+            {
+                return p;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the stand-in CLI did not start");
+    }
 }
 
 fn alive(pid: i32) -> bool {
@@ -69,16 +105,8 @@ fn alive(pid: i32) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_with_a_half_sent_header_and_an_a2a_subscription_exits_within_the_grace_period() {
     let home = tempfile::tempdir().unwrap();
-    let bin = home.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let pidfile = home.path().join("claude.pid");
-    hanging_claude(&bin, &pidfile);
-    let mut cmd = support::command(home.path());
-    cmd.env(
-        "PATH",
-        format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()),
-    )
-    .env("ANTHROPIC_API_KEY", "sk-test-not-a-key");
+    let cli = HangingClaude::new(home.path());
+    let cmd = cli.command(home.path());
     let mut server = serve_cmd(cmd, &["--driver", "claude", "--shutdown-grace", "2"]);
     let client = server.client();
     let rpc = |method: &str, params: Value| {
@@ -106,18 +134,7 @@ async fn sigterm_with_a_half_sent_header_and_an_a2a_subscription_exits_within_th
         .unwrap();
     assert_eq!(subscription.status(), 200);
     // The CLI is running.
-    let mut pid = None;
-    for _ in 0..200 {
-        if let Some(p) = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|s| s.trim().parse::<i32>().ok())
-        {
-            pid = Some(p);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let pid = pid.expect("the stand-in CLI started");
+    let pid = cli.pid().await;
     assert!(alive(pid));
     // A request whose header never ends.
     let addr = server.base.trim_start_matches("http://").to_owned();
@@ -162,16 +179,8 @@ async fn sigterm_with_a_half_sent_header_and_an_a2a_subscription_exits_within_th
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_sigkill_a_restart_frees_the_thread_at_once_and_shows_the_interrupted_run() {
     let home = tempfile::tempdir().unwrap();
-    let bin = home.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let pidfile = home.path().join("claude.pid");
-    hanging_claude(&bin, &pidfile);
-    let mut cmd = support::command(home.path());
-    cmd.env(
-        "PATH",
-        format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()),
-    )
-    .env("ANTHROPIC_API_KEY", "sk-test-not-a-key");
+    let cli = HangingClaude::new(home.path());
+    let cmd = cli.command(home.path());
     let identity = ["--instance-id", "crash-test"];
     let mut first = serve_cmd(cmd, &["--driver", "claude", identity[0], identity[1]]);
     let prompt = "please survive a crash";
@@ -189,18 +198,8 @@ async fn after_sigkill_a_restart_frees_the_thread_at_once_and_shows_the_interrup
             .await
             .map(|r| r.status())
     });
-    let mut pid = None;
-    for _ in 0..200 {
-        if let Some(p) = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|s| s.trim().parse::<i32>().ok())
-        {
-            pid = Some(p);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let pid = pid.expect("the run's CLI started (so its lease is held)");
+    // The run's CLI started, so its lease is held.
+    let pid = cli.pid().await;
     first.child.kill().unwrap();
     first.child.wait().unwrap();
     let _ = std::process::Command::new("kill")

@@ -8,9 +8,9 @@ mod support;
 
 use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_drivers::streamjson::CLAUDE;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::mock::MockModel;
-use support::server::serve_cmd;
+use support::server::{post_sse, serve_cmd};
 use support::stand_in::StandIn;
 
 const SECRETS: [(&str, &str); 3] = [
@@ -18,20 +18,6 @@ const SECRETS: [(&str, &str); 3] = [
     ("GITHUB_TOKEN", "ghp_very_secret"),
     ("AGENT_ADAPTOR_TOKEN", "server-token-0123456789"),
 ];
-
-async fn post_sse(client: &reqwest::Client, url: String, body: Value) -> String {
-    client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "text/event-stream")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cli_started_by_serve_gets_only_the_allowlist() {
@@ -45,7 +31,7 @@ async fn a_cli_started_by_serve_gets_only_the_allowlist() {
     let body = post_sse(
         &client,
         format!("{}/sse", server.base),
-        json!({"prompt": "hi", "sessionKey": "env-1"}),
+        &json!({"prompt": "hi", "sessionKey": "env-1"}),
     )
     .await;
     assert!(body.contains("run_finished"), "{body}");
@@ -105,7 +91,7 @@ async fn a_credentialed_base_url_is_redacted_in_info_card_and_events() {
         &post_sse(
             &client,
             format!("{}/sse", server.base),
-            json!({"prompt": "hello", "sessionKey": "url-1"}),
+            &json!({"prompt": "hello", "sessionKey": "url-1"}),
         )
         .await,
     );
@@ -113,7 +99,7 @@ async fn a_credentialed_base_url_is_redacted_in_info_card_and_events() {
         &post_sse(
             &client,
             format!("{}/agui", server.base),
-            json!({"threadId": "u", "runId": "r1",
+            &json!({"threadId": "u", "runId": "r1",
                    "messages": [{"id": "m", "role": "user", "content": "hello"}]}),
         )
         .await,

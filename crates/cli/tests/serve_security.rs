@@ -8,7 +8,7 @@ mod support;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::server::{Server, serve_with};
+use support::server::{Server, serve_with, sse_data};
 
 /// A browser-like session: the cookie the page gets for the token.
 async fn session(server: &Server) -> String {
@@ -54,17 +54,19 @@ async fn agui_as(server: &Server, cookie: &str, input: Value) -> (StatusCode, Va
     (status, Value::Null, sse_data(&text))
 }
 
-fn sse_data(body: &str) -> Vec<Value> {
-    body.split("\n\n")
-        .filter_map(|frame| {
-            let data: Vec<&str> = frame
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim_start)
-                .collect();
-            (!data.is_empty()).then(|| serde_json::from_str(&data.join("\n")).unwrap())
-        })
-        .collect()
+/// Replay run `r-1` of thread `t-1` from its start as the holder of `cookie`.
+async fn replay_as(server: &Server, cookie: &str, messages: &Value) -> StatusCode {
+    server
+        .anonymous()
+        .post(format!("{}/agui", server.base))
+        .header("cookie", cookie)
+        .header("last-event-id", "0")
+        .header("content-type", "application/json")
+        .json(&json!({"threadId": "t-1", "runId": "r-1", "messages": messages}))
+        .send()
+        .await
+        .unwrap()
+        .status()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -235,17 +237,10 @@ async fn only_the_client_that_started_a_run_answers_its_approval_and_replays_it(
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     // Nor replay Alice's stream from the start.
-    let replay = server
-        .anonymous()
-        .post(format!("{}/agui", server.base))
-        .header("cookie", &mallory)
-        .header("last-event-id", "0")
-        .header("content-type", "application/json")
-        .json(&json!({"threadId": "t-1", "runId": "r-1", "messages": messages}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(replay.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        replay_as(&server, &mallory, &messages).await,
+        StatusCode::FORBIDDEN
+    );
 
     // Alice sees her interrupt, replays her stream, and approves.
     let (status, body, _) = agui_as(
@@ -256,17 +251,7 @@ async fn only_the_client_that_started_a_run_answers_its_approval_and_replays_it(
     .await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(body["error"]["interruptIds"], json!([interrupt]));
-    let replay = server
-        .anonymous()
-        .post(format!("{}/agui", server.base))
-        .header("cookie", &alice)
-        .header("last-event-id", "0")
-        .header("content-type", "application/json")
-        .json(&json!({"threadId": "t-1", "runId": "r-1", "messages": messages}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(replay.status(), StatusCode::OK);
+    assert_eq!(replay_as(&server, &alice, &messages).await, StatusCode::OK);
     let (status, _, resumed) = agui_as(
         &server,
         &alice,
@@ -445,7 +430,7 @@ async fn the_token_comes_from_the_environment() {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = support::command(home.path());
     cmd.env("AGENT_ADAPTOR_TOKEN", "env-token-0123456789");
-    let server = support::server::serve_cmd(cmd, &[]);
+    let server = support::server::serve_cmd(cmd, &["--playground"]);
     assert_eq!(server.token.as_deref(), Some("env-token-0123456789"));
     assert_eq!(
         server

@@ -61,6 +61,24 @@ pub struct AgentCard {
 }
 
 impl AgentCard {
+    /// Declare that every call needs `Authorization: Bearer <token>`: the
+    /// HTTP `Bearer` scheme under `securitySchemes.bearer` and one security
+    /// requirement naming it (A2A 1.0 `HTTPAuthSecurityScheme`). Clients
+    /// such as the PyPI `a2a-sdk` send their credentials only for a scheme
+    /// the card declares.
+    pub fn declare_bearer(&mut self, description: Option<&str>) {
+        let mut scheme = serde_json::json!({"scheme": "Bearer"});
+        if let Some(d) = description {
+            scheme["description"] = serde_json::Value::String(d.to_owned());
+        }
+        self.security_schemes.insert(
+            "bearer".into(),
+            serde_json::json!({"httpAuthSecurityScheme": scheme}),
+        );
+        self.security_requirements
+            .push(serde_json::json!({"schemes": {"bearer": {"list": []}}}));
+    }
+
     /// The JSON-RPC interface speaking `Major.Minor` [`PROTOCOL_VERSION`],
     /// if the card declares one (patch versions are ignored, spec §3.6).
     pub fn jsonrpc_interface(&self) -> Option<&AgentInterface> {

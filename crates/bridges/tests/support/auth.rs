@@ -6,7 +6,6 @@
 
 use agent_adaptor_bridges::a2a::{AGENT_CARD_PATH, AgentCard};
 use agent_adaptor_bridges::guard::{Guard, Token};
-use serde_json::json;
 
 /// A fresh random server token.
 pub fn token() -> Token {
@@ -26,13 +25,7 @@ pub fn bearer(token: &Token) -> String {
     format!("Bearer {}", token.expose())
 }
 
-/// Declare the bearer scheme on an A2A card, as `serve` does:
-/// `securitySchemes.bearer` (HTTP `Bearer`) and one requirement naming it.
+/// Declare the bearer scheme on an A2A card, as `serve` does.
 pub fn declare_bearer(card: &mut AgentCard) {
-    card.security_schemes.insert(
-        "bearer".into(),
-        json!({"httpAuthSecurityScheme": {"scheme": "Bearer"}}),
-    );
-    card.security_requirements
-        .push(json!({"schemes": {"bearer": {"list": []}}}));
+    card.declare_bearer(None);
 }

@@ -122,7 +122,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         .run_options(run_options)
         .card_with(|card| {
             if authenticated {
-                declare_bearer(card);
+                card.declare_bearer(Some(
+                    "the token `agent-adaptor serve` printed (or --token / AGENT_ADAPTOR_TOKEN)",
+                ));
             }
         })
         .build();
@@ -190,19 +192,6 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     agent.close().await;
     tracing::info!("stopped");
     Ok(())
-}
-
-/// The card's security: a bearer token (A2A 1.0 `HTTPAuthSecurityScheme`).
-fn declare_bearer(card: &mut agent_adaptor_bridges::a2a::AgentCard) {
-    card.security_schemes.insert(
-        "bearer".into(),
-        json!({"httpAuthSecurityScheme": {
-            "scheme": "Bearer",
-            "description": "the token `agent-adaptor serve` printed (or --token / AGENT_ADAPTOR_TOKEN)",
-        }}),
-    );
-    card.security_requirements
-        .push(json!({"schemes": {"bearer": {"list": []}}}));
 }
 
 /// Wait for Ctrl-C (SIGINT) or SIGTERM.

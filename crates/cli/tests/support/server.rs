@@ -121,3 +121,33 @@ pub fn serve_cmd(mut cmd: std::process::Command, args: &[&str]) -> Server {
         log,
     }
 }
+
+/// The `data:` JSON objects of an SSE body.
+pub fn sse_data(body: &str) -> Vec<serde_json::Value> {
+    body.split("\n\n")
+        .filter_map(|frame| {
+            let data: Vec<&str> = frame
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            (!data.is_empty()).then(|| serde_json::from_str(&data.join("\n")).unwrap())
+        })
+        .collect()
+}
+
+/// POST `body` as JSON to `url` accepting an event stream; the whole
+/// response body.
+pub async fn post_sse(client: &reqwest::Client, url: String, body: &serde_json::Value) -> String {
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}

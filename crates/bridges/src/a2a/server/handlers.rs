@@ -474,9 +474,16 @@ fn sse(
         let item = if let Some(task) = st.first.take() {
             StreamResponse::Task(task)
         } else {
+            // Updates already published come first, even at shutdown: the
+            // server cancels tasks and waits for their final state before
+            // it closes streams, and that state must reach the subscriber.
             let received = tokio::select! {
+                biased;
                 r = st.updates.recv() => r,
-                () = st.shutdown.cancelled() => return None,
+                () = st.shutdown.cancelled() => match st.updates.try_recv() {
+                    Ok(item) => Ok(item),
+                    Err(_) => return None,
+                },
             };
             match received {
                 Ok(item) => item,
