@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sse_client::{SseRequest, check_agui, check_raw, post_sse};
 use support::server::{Server, serve_with};
-use tokio::sync::Barrier;
 
 /// Raw SSE runs at once.
 const RUNS: usize = 500;
@@ -112,9 +111,11 @@ async fn five_hundred_concurrent_raw_sse_runs_with_auth_complete_in_order() {
     let bearer = format!("Bearer {}", server.token.as_ref().unwrap());
 
     // Every raw stream waits, after its first frame, until all 500 have
-    // one: passing the barrier means 500 streams, each with its run
-    // started, were open at once (as this client sees them).
-    let barrier = Arc::new(Barrier::new(RUNS));
+    // one: passing this gate means 500 streams, each with its run started,
+    // were open at once (as this client sees them). A stream that ends
+    // without a frame (refused) opens the gate, so the test fails at once.
+    let (gate, _) = tokio::sync::watch::channel(false);
+    let gate = Arc::new(gate);
     let arrived = Arc::new(AtomicUsize::new(0));
     let mut raw = Vec::with_capacity(RUNS);
     for i in 0..RUNS {
@@ -128,13 +129,23 @@ async fn five_hundred_concurrent_raw_sse_runs_with_auth_complete_in_order() {
             body: json!({"prompt": format!("load {i}"), "sessionKey": format!("load-{i}")})
                 .to_string(),
         };
-        let (barrier, arrived) = (barrier.clone(), arrived.clone());
+        let (gate, arrived) = (gate.clone(), arrived.clone());
         raw.push(tokio::spawn(async move {
-            let hold = async move {
-                arrived.fetch_add(1, Ordering::SeqCst);
-                let _ = tokio::time::timeout(WAIT, barrier.wait()).await;
+            let mut open = gate.subscribe();
+            let hold = {
+                let (gate, arrived) = (gate.clone(), arrived.clone());
+                async move {
+                    if arrived.fetch_add(1, Ordering::SeqCst) + 1 == RUNS {
+                        gate.send_replace(true);
+                    }
+                    let _ = tokio::time::timeout(WAIT, open.wait_for(|o| *o)).await;
+                }
             };
-            tokio::time::timeout(WAIT, post_sse(&req, hold)).await
+            let stream = tokio::time::timeout(WAIT, post_sse(&req, hold)).await;
+            if !matches!(&stream, Ok(Ok(s)) if s.first_frame.is_some()) {
+                gate.send_replace(true);
+            }
+            stream
         }));
     }
     // Browser sessions in the mix: AG-UI with a cookie each (and the
