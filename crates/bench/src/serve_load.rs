@@ -48,8 +48,10 @@ pub struct Phase {
     pub failed: usize,
     /// The first failure.
     pub error: Option<String>,
-    /// Time to first frame, ms: median, 99th percentile, maximum.
+    /// Time to first frame, ms: median, 90th and 99th percentile, maximum.
     pub ttff_p50_ms: f64,
+    /// 90th percentile.
+    pub ttff_p90_ms: f64,
     /// 99th percentile.
     pub ttff_p99_ms: f64,
     /// Maximum.
@@ -58,6 +60,13 @@ pub struct Phase {
     pub total_p50_ms: f64,
     /// A whole stream: maximum.
     pub total_max_ms: f64,
+    /// Streams whose first frame took 500 ms or more.
+    pub ttff_over_500ms: usize,
+    /// Connections the kernel dropped because a listen queue was full
+    /// during the phase (`ListenOverflows` of `/proc/net/netstat`, the whole
+    /// machine's; `None` where it cannot be read). Each costs its client a
+    /// SYN retransmission, 1 s later.
+    pub listen_overflows: Option<u64>,
     /// The phase's wall time, s.
     pub wall_s: f64,
     /// Frames received.
@@ -102,6 +111,7 @@ async fn phase(server: &Server, runs: usize, round: usize, mode: &'static str) -
         body: json!({"prompt": "hello", "sessionKey": format!("load-{round}-{mode}-{i}")})
             .to_string(),
     };
+    let overflows_before = listen_overflows();
     let started = Instant::now();
     let results = if mode == "sequential" {
         let mut out = Vec::with_capacity(runs);
@@ -128,6 +138,9 @@ async fn phase(server: &Server, runs: usize, round: usize, mode: &'static str) -
         round,
         runs,
         wall_s,
+        listen_overflows: overflows_before
+            .zip(listen_overflows())
+            .map(|(a, b)| b.saturating_sub(a)),
         ..Phase::default()
     };
     let (mut ttff, mut total) = (Vec::new(), Vec::new());
@@ -144,12 +157,25 @@ async fn phase(server: &Server, runs: usize, round: usize, mode: &'static str) -
             }
         }
     }
+    phase.ttff_over_500ms = ttff.iter().filter(|t| **t >= 500.0).count();
     phase.ttff_p50_ms = percentile(&mut ttff, 50.0);
+    phase.ttff_p90_ms = percentile(&mut ttff, 90.0);
     phase.ttff_p99_ms = percentile(&mut ttff, 99.0);
     phase.ttff_max_ms = percentile(&mut ttff, 100.0);
     phase.total_p50_ms = percentile(&mut total, 50.0);
     phase.total_max_ms = percentile(&mut total, 100.0);
     phase
+}
+
+/// `TcpExt: ListenOverflows` of `/proc/net/netstat` (Linux).
+fn listen_overflows() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/net/netstat").ok()?;
+    let mut rows = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (rows.next()?, rows.next()?);
+    let i = names
+        .split_whitespace()
+        .position(|n| n == "ListenOverflows")?;
+    values.split_whitespace().nth(i)?.parse().ok()
 }
 
 fn ms(d: Duration) -> f64 {
@@ -176,10 +202,15 @@ pub fn markdown(phases: &[Phase]) -> String {
         let mut v: Vec<f64> = phases.iter().filter(|p| p.mode == mode).map(f).collect();
         percentile(&mut v, 50.0)
     };
-    let figures: [(&str, Figure); 6] = [
+    let figures: [(&str, Figure); 9] = [
         ("first frame p50 ms", |p| p.ttff_p50_ms),
+        ("first frame p90 ms", |p| p.ttff_p90_ms),
         ("first frame p99 ms", |p| p.ttff_p99_ms),
         ("first frame max ms", |p| p.ttff_max_ms),
+        ("first frames ≥ 500 ms", |p| p.ttff_over_500ms as f64),
+        ("listen queue overflows", |p| {
+            p.listen_overflows.map_or(f64::NAN, |n| n as f64)
+        }),
         ("whole stream p50 ms", |p| p.total_p50_ms),
         ("whole stream max ms", |p| p.total_max_ms),
         ("wall s (all runs)", |p| p.wall_s),
