@@ -67,6 +67,13 @@ pub struct Phase {
     /// machine's; `None` where it cannot be read). Each costs its client a
     /// SYN retransmission, 1 s later.
     pub listen_overflows: Option<u64>,
+    /// Server side (the frames' `meta.time`), ms, median: from
+    /// `run_started` to the next frame (the driver's invocation notice,
+    /// sent as it calls the model).
+    pub before_model_p50_ms: f64,
+    /// Server side, ms, median: from the last frame before `run_finished`
+    /// to `run_finished` (the run being finished and stored).
+    pub finishing_p50_ms: f64,
     /// The phase's wall time, s.
     pub wall_s: f64,
     /// Frames received.
@@ -144,12 +151,19 @@ async fn phase(server: &Server, runs: usize, round: usize, mode: &'static str) -
         ..Phase::default()
     };
     let (mut ttff, mut total) = (Vec::new(), Vec::new());
+    let (mut before_model, mut finishing) = (Vec::new(), Vec::new());
     for result in results {
         match result.and_then(|s| check_raw(&s).map(|_| s)) {
             Ok(s) => {
                 phase.frames += s.frames.len();
                 ttff.extend(s.first_frame.map(ms));
                 total.push(ms(s.total));
+                let at = |i: usize| s.frames.get(i).and_then(|f| server_time(&f.data));
+                let n = s.frames.len();
+                before_model.extend(at(0).zip(at(1)).map(|(a, b)| (b - a) * 1e3));
+                if n >= 2 {
+                    finishing.extend(at(n - 2).zip(at(n - 1)).map(|(a, b)| (b - a) * 1e3));
+                }
             }
             Err(e) => {
                 phase.failed += 1;
@@ -162,9 +176,20 @@ async fn phase(server: &Server, runs: usize, round: usize, mode: &'static str) -
     phase.ttff_p90_ms = percentile(&mut ttff, 90.0);
     phase.ttff_p99_ms = percentile(&mut ttff, 99.0);
     phase.ttff_max_ms = percentile(&mut ttff, 100.0);
+    phase.before_model_p50_ms = percentile(&mut before_model, 50.0);
+    phase.finishing_p50_ms = percentile(&mut finishing, 50.0);
     phase.total_p50_ms = percentile(&mut total, 50.0);
     phase.total_max_ms = percentile(&mut total, 100.0);
     phase
+}
+
+/// A frame's `meta.time` (RFC 3339, UTC) as seconds since midnight.
+fn server_time(data: &serde_json::Value) -> Option<f64> {
+    let time = data["meta"]["time"].as_str()?;
+    let clock = time.get(11..)?.trim_end_matches('Z');
+    let mut parts = clock.split(':');
+    let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
+    Some(h.parse::<f64>().ok()? * 3600.0 + m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
 }
 
 /// `TcpExt: ListenOverflows` of `/proc/net/netstat` (Linux).
@@ -202,7 +227,7 @@ pub fn markdown(phases: &[Phase]) -> String {
         let mut v: Vec<f64> = phases.iter().filter(|p| p.mode == mode).map(f).collect();
         percentile(&mut v, 50.0)
     };
-    let figures: [(&str, Figure); 9] = [
+    let figures: [(&str, Figure); 11] = [
         ("first frame p50 ms", |p| p.ttff_p50_ms),
         ("first frame p90 ms", |p| p.ttff_p90_ms),
         ("first frame p99 ms", |p| p.ttff_p99_ms),
@@ -213,6 +238,12 @@ pub fn markdown(phases: &[Phase]) -> String {
         }),
         ("whole stream p50 ms", |p| p.total_p50_ms),
         ("whole stream max ms", |p| p.total_max_ms),
+        ("server: run_started → model call p50 ms", |p| {
+            p.before_model_p50_ms
+        }),
+        ("server: last frame → run_finished p50 ms", |p| {
+            p.finishing_p50_ms
+        }),
         ("wall s (all runs)", |p| p.wall_s),
     ];
     let runs = phases.first().map_or(0, |p| p.runs);
