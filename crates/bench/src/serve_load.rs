@@ -346,7 +346,8 @@ pub fn default_server() -> Result<PathBuf, String> {
     }
 }
 
-/// Where the summary of a run goes by default.
+/// The default work directory: the server's home (a fresh thread store) and
+/// its log, `serve.log`.
 pub fn default_work_dir(workspace: &Path) -> PathBuf {
     workspace.join("target/bench/serve-load")
 }

@@ -318,3 +318,32 @@ impl Body {
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunked_body_cut_anywhere_gives_the_same_frames() {
+        let text = "id: 1\ndata: {\"type\":\"run_started\"}\n\n: keep-alive\n\nid: 2\ndata: {\"type\":\"run_finished\"}\n\n";
+        let (a, b) = text.split_at(17);
+        let wire = format!("{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n", a.len(), b.len());
+        for cut in 0..wire.len() {
+            let mut body = Body::new(true);
+            let mut frames = Vec::new();
+            for part in [&wire.as_bytes()[..cut], &wire.as_bytes()[cut..]] {
+                body.feed(part).unwrap();
+                while let Some(f) = body.next_frame().unwrap() {
+                    frames.push(f);
+                }
+            }
+            assert!(body.done, "cut at {cut}");
+            let got: Vec<(Option<u64>, &str)> = frames.iter().map(|f| (f.id, f.kind())).collect();
+            assert_eq!(
+                got,
+                [(Some(1), "run_started"), (Some(2), "run_finished")],
+                "cut at {cut}"
+            );
+        }
+    }
+}
