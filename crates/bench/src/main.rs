@@ -16,11 +16,14 @@
 //!     --workload FILE [--delay-ms N] [--latency]
 //! agent-adaptor-bench concurrent --kind K --fake PATH --workload FILE
 //!     --runs N --rounds N
+//! agent-adaptor-bench serve-load [--server PATH] [--runs N] [--rounds N]
+//!     [--work-dir DIR]
 //! ```
 //!
 //! `run` is the orchestrator ([`bench`](mod@bench)); `child` and `concurrent` are the
 //! measured processes it starts ([`child`], [`concurrent`]); `gen` writes one
-//! workload ([`workload`]).
+//! workload ([`workload`]). `serve-load` is on its own: `agent-adaptor serve`
+//! under many concurrent SSE runs ([`serve_load`]).
 
 mod args;
 mod bench;
@@ -28,6 +31,8 @@ mod child;
 mod concurrent;
 mod ordered;
 mod report;
+mod serve_load;
+mod sse_client;
 mod usage;
 mod workload;
 
@@ -38,7 +43,7 @@ use args::Args;
 use child::{Contender, Setup};
 use workload::{Kind, Spec, Until};
 
-const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent [flags] (see the crate docs; scripts/bench runs everything)";
+const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load [flags] (see the crate docs; scripts/bench runs everything)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -51,6 +56,7 @@ fn main() -> ExitCode {
         "gen" => cmd_gen(&args),
         "child" => cmd_child(&args),
         "concurrent" => cmd_concurrent(&args),
+        "serve-load" => cmd_serve_load(&args),
         other => Err(format!("unknown command {other:?}\n{USAGE}")),
     });
     match outcome {
@@ -194,5 +200,26 @@ fn cmd_concurrent(args: &Args) -> Result<(), String> {
         "{}",
         serde_json::to_string(&report).map_err(|e| e.to_string())?
     );
+    Ok(())
+}
+
+fn cmd_serve_load(args: &Args) -> Result<(), String> {
+    let plan = serve_load::Plan {
+        server: match args.get("--server") {
+            Some(p) => PathBuf::from(p),
+            None => serve_load::default_server()?,
+        },
+        runs: args.number("--runs", 500)?,
+        rounds: args.number("--rounds", 3)?,
+        work_dir: args
+            .get("--work-dir")
+            .map_or_else(|| serve_load::default_work_dir(&workspace()), PathBuf::from),
+    };
+    let phases = serve_load::run(&plan)?;
+    println!("{}", serve_load::markdown(&phases));
+    let failed: usize = phases.iter().map(|p| p.failed).sum();
+    if failed > 0 {
+        return Err(format!("{failed} stream(s) were not complete and ordered"));
+    }
     Ok(())
 }
