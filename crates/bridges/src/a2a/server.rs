@@ -191,9 +191,8 @@ impl A2aServer {
         {
             return Err(ServeError::Unauthenticated { addr });
         }
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|source| ServeError::Bind { addr, source })?;
+        let listener =
+            crate::http::listen(addr).map_err(|source| ServeError::Bind { addr, source })?;
         let local = listener
             .local_addr()
             .map_err(|source| ServeError::Bind { addr, source })?;

@@ -560,7 +560,7 @@ pub struct SseServer {
 impl SseServer {
     /// Serve `router` on `addr`.
     pub async fn bind(router: Router, addr: SocketAddr) -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let listener = crate::http::listen(addr)?;
         let addr = listener.local_addr()?;
         let server = crate::http::HttpServer::new(listener, router);
         let task = tokio::spawn(server.serve(std::future::pending()));

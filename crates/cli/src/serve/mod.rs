@@ -63,8 +63,7 @@ const THREAD_LIST_LIMIT: usize = 100;
 pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     log::init(args.log_format);
     // Listen first: a taken port is reported before anything starts.
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
+    let listener = agent_adaptor_bridges::http::listen(args.addr)
         .map_err(|e| CliError::failure(format!("cannot listen on {}: {e}", args.addr)))?;
     let local = listener
         .local_addr()
