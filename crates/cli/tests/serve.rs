@@ -38,14 +38,7 @@ async fn the_server_speaks_agui_raw_sse_and_a2a_and_lists_threads() {
             .unwrap()
             .contains("<title>agent-adaptor</title>")
     );
-    let info: Value = client
-        .get(format!("{base}/api/info"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let info = server.get_json("/api/info").await;
     assert_eq!(info["playground"], true);
 
     // AG-UI: the tool call ends the first AG-UI run with an interrupt.
@@ -64,14 +57,7 @@ async fn the_server_speaks_agui_raw_sse_and_a2a_and_lists_threads() {
     let interrupt = &finished["outcome"]["interrupts"][0];
     assert_eq!(interrupt["reason"], "tool_approval");
     // Not listed while the run is parked (nothing persisted yet).
-    let threads: Value = client
-        .get(format!("{base}/api/threads"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let threads = server.get_json("/api/threads").await;
     assert_eq!(threads["threads"], json!([]));
 
     // The resume approves; the same core run goes on.
@@ -99,24 +85,10 @@ async fn the_server_speaks_agui_raw_sse_and_a2a_and_lists_threads() {
     );
     assert_eq!(resumed.last().unwrap()["outcome"]["type"], "success");
 
-    let threads: Value = client
-        .get(format!("{base}/api/threads"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let threads = server.get_json("/api/threads").await;
     assert_eq!(threads["threads"][0]["id"], "t-1", "{threads}");
     assert_eq!(threads["threads"][0]["title"], "hi from a test");
-    let thread: Value = client
-        .get(format!("{base}/api/threads/t-1"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let thread = server.get_json("/api/threads/t-1").await;
     assert_eq!(thread["messages"][0]["text"], "hi from a test");
     let missing = client
         .get(format!("{base}/api/threads/nope"))
@@ -146,14 +118,7 @@ async fn the_server_speaks_agui_raw_sse_and_a2a_and_lists_threads() {
     );
 
     // A2A: the card names the JSON-RPC endpoint of this server.
-    let card: Value = client
-        .get(format!("{base}/.well-known/agent-card.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = server.get_json("/.well-known/agent-card.json").await;
     assert_eq!(card["name"], "agent-adaptor");
     assert_eq!(card["supportedInterfaces"][0]["url"], format!("{base}/a2a"));
     assert_eq!(
@@ -283,14 +248,7 @@ async fn two_instances_share_threads_through_postgres() {
         text.starts_with("This thread continues"),
         "B continued A's conversation: {text}"
     );
-    let listed: Value = client
-        .get(format!("{}/api/threads", b.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed = b.get_json("/api/threads").await;
     assert!(
         listed["threads"]
             .as_array()

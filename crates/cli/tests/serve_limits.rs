@@ -213,14 +213,7 @@ async fn after_sigkill_a_restart_frees_the_thread_at_once_and_shows_the_interrup
         &["--playground", identity[0], identity[1]],
     );
     let client = second.client();
-    let thread: Value = client
-        .get(format!("{}/api/threads/t-crash", second.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let thread = second.get_json("/api/threads/t-crash").await;
     let interrupted = thread["interrupted"].as_array().expect("interrupted runs");
     assert_eq!(interrupted.len(), 1, "{thread}");
     assert_eq!(interrupted[0]["prompt"], prompt);

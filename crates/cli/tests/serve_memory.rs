@@ -178,15 +178,7 @@ async fn a_50_mb_answer_keeps_serve_under_its_peak_bound_and_lists_by_title() {
 
     // The listing names the thread by its kept title (the conversation is
     // far too large for a listing to read).
-    let client = server.client();
-    let list: Value = client
-        .get(format!("{}/api/threads", server.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = server.get_json("/api/threads").await;
     let listed = list["threads"]
         .as_array()
         .unwrap()
@@ -196,14 +188,7 @@ async fn a_50_mb_answer_keeps_serve_under_its_peak_bound_and_lists_by_title() {
     assert_eq!(listed["title"], "BIG: one long answer please");
 
     // The saved conversation holds the whole answer.
-    let thread: Value = client
-        .get(format!("{}/api/threads/big", server.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let thread = server.get_json("/api/threads/big").await;
     let messages = thread["messages"].as_array().unwrap();
     let last = messages.last().unwrap();
     assert_eq!(last["role"], "assistant");

@@ -54,6 +54,18 @@ impl Server {
             .unwrap()
     }
 
+    /// `GET path` with the token; the JSON body (any status).
+    pub async fn get_json(&self, path: &str) -> serde_json::Value {
+        self.client()
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// The operator log so far, as one string.
     pub fn log_text(&self) -> String {
         self.log.lock().unwrap().join("\n")
