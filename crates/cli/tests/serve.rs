@@ -133,7 +133,9 @@ async fn the_server_speaks_agui_raw_sse_and_a2a_and_lists_threads() {
     // The operator log says who answered the approval.
     let log = server.log_text();
     assert!(
-        log.contains("interrupt answered") && log.contains("answered_by=token"),
+        log.contains("approval asked")
+            && log.contains("interrupt answered")
+            && log.contains("answered_by=token"),
         "{log}"
     );
 }

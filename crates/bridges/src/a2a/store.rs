@@ -248,6 +248,12 @@ impl TaskSlot {
         if inner.task.status.state.is_terminal() {
             return;
         }
+        tracing::info!(
+            task = %self.id,
+            approval = %request.id,
+            owner = %self.owner,
+            "a2a: approval asked"
+        );
         inner.pending = Some(request);
         self.status_locked(&mut inner, TaskState::InputRequired, Some(message));
     }

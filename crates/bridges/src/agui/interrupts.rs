@@ -74,6 +74,12 @@ impl InterruptRegistry {
             return;
         }
         let id = run.interrupt().id.clone();
+        tracing::info!(
+            interrupt = %id,
+            thread = run.thread_id(),
+            owner = %owner,
+            "agui: approval asked"
+        );
         let wait = run
             .expires_at()
             .map(|t| (t - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO))

@@ -353,6 +353,11 @@ async fn send(
             let decision = execute::decision(req.kind, &message)?;
             execute::apply(req, &decision)
         })?;
+        tracing::info!(
+            task = %slot.id,
+            answered_by = %call.principal,
+            "a2a: approval answered"
+        );
         (slot, sub)
     };
 
