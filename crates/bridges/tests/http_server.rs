@@ -9,7 +9,7 @@ mod http_raw;
 use std::time::Duration;
 
 use agent_adaptor_bridges::http::ServerLimits;
-use http_raw::{WAIT, closed_by_server, get_on, router, start};
+use http_raw::{WAIT, closed_by_server, get_on, router, router_signalling, start};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
@@ -118,8 +118,9 @@ async fn shutdown_drops_a_half_sent_head_and_returns_after_the_grace_period() {
 #[tokio::test]
 async fn shutdown_lets_an_in_flight_request_finish_within_the_grace_period() {
     // The request outlasts both timeouts, not the grace period.
+    let (slow, started) = router_signalling(Duration::from_secs(1));
     let mut server = start(
-        router(Duration::from_secs(1)),
+        slow,
         limits()
             .header_read_timeout(SHORT)
             .idle_timeout(SHORT)
@@ -129,7 +130,9 @@ async fn shutdown_lets_an_in_flight_request_finish_within_the_grace_period() {
     let mut s = TcpStream::connect(server.addr).await.unwrap();
     let answer = tokio::spawn(async move { get_on(&mut s, "/slow").await });
     // Shut down once the request is in flight.
-    tokio::time::sleep(SHORT).await;
+    tokio::time::timeout(WAIT, started.notified())
+        .await
+        .expect("the request reached its handler");
     server.stop();
     assert_eq!(answer.await.unwrap(), (200, "slow".into()));
     tokio::time::timeout(WAIT, &mut server.task)

@@ -18,13 +18,26 @@ pub const WAIT: Duration = Duration::from_secs(20);
 
 /// `GET /` answers `ok`; `GET /slow` answers `slow` after `slow`.
 pub fn router(slow: Duration) -> Router {
-    Router::new().route("/", get(|| async { "ok" })).route(
+    router_signalling(slow).0
+}
+
+/// [`router`], and a [`Notify`](tokio::sync::Notify) that gets a permit
+/// each time a `GET /slow` starts (so a test knows a request is in flight).
+pub fn router_signalling(slow: Duration) -> (Router, std::sync::Arc<tokio::sync::Notify>) {
+    let started = std::sync::Arc::new(tokio::sync::Notify::new());
+    let signal = started.clone();
+    let router = Router::new().route("/", get(|| async { "ok" })).route(
         "/slow",
-        get(move || async move {
-            tokio::time::sleep(slow).await;
-            "slow"
+        get(move || {
+            let signal = signal.clone();
+            async move {
+                signal.notify_one();
+                tokio::time::sleep(slow).await;
+                "slow"
+            }
         }),
-    )
+    );
+    (router, started)
 }
 
 /// A server in the background, stopped by `stop`.
