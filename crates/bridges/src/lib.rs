@@ -13,6 +13,7 @@ pub mod guard;
 pub mod http;
 mod principal;
 mod public_error;
+mod secret;
 mod shutdown;
 
 pub use principal::Principal;

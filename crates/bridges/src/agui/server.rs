@@ -451,15 +451,8 @@ fn check_auth(headers: &HeaderMap, token: Option<&str>) -> Result<(), RequestErr
     let Some(token) = token else {
         return Ok(());
     };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    // Constant time in the token's content.
-    let (a, b) = (given.as_bytes(), token.as_bytes());
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    if a.len() == b.len() && diff == 0 {
+    let given = crate::secret::bearer(headers).unwrap_or("");
+    if crate::secret::constant_time_eq(given.as_bytes(), token.as_bytes()) {
         Ok(())
     } else {
         Err(RequestError::Unauthorized)

@@ -216,13 +216,9 @@ fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
 /// The principal `req`'s credentials prove, or why they prove none.
 fn authenticate(token: &Token, req: &Request) -> Result<Principal, &'static str> {
     let headers = req.headers();
-    if let Some(auth) = headers.get(header::AUTHORIZATION) {
-        let given = auth
-            .to_str()
-            .ok()
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        return if token.matches(given.trim()) {
+    if headers.contains_key(header::AUTHORIZATION) {
+        let given = crate::secret::bearer(headers).unwrap_or("");
+        return if token.matches(given) {
             Ok(Principal::new(TOKEN_PRINCIPAL))
         } else {
             Err("wrong bearer token")
@@ -320,13 +316,8 @@ async fn guard(State(guard): State<Guard>, mut req: Request, next: Next) -> Resp
 
 /// POST to the session path: the bearer token buys a session cookie.
 fn exchange(token: &Token, req: &Request) -> Response {
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if !token.matches(given.trim()) {
+    let given = crate::secret::bearer(req.headers()).unwrap_or("");
+    if !token.matches(given) {
         tracing::warn!("session exchange refused: wrong or missing token");
         return refuse(
             StatusCode::UNAUTHORIZED,

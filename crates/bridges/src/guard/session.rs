@@ -58,9 +58,7 @@ impl Token {
 
     /// Whether `given` is the token, in time independent of its content.
     pub fn matches(&self, given: &str) -> bool {
-        let (a, b) = (given.as_bytes(), self.0.as_bytes());
-        let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-        a.len() == b.len() && diff == 0
+        crate::secret::constant_time_eq(given.as_bytes(), self.0.as_bytes())
     }
 
     fn mac(&self) -> Hmac<Sha256> {

@@ -1,6 +1,6 @@
 //! The auth hook that guards the JSON-RPC endpoint.
 
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 
 /// Decides, from the request headers, whether a JSON-RPC request may
 /// proceed. Runs before the body is read; a refusal starts nothing.
@@ -88,15 +88,10 @@ pub fn bearer_token(token: impl Into<String>) -> BearerToken {
 
 impl Authorize for BearerToken {
     fn authorize(&self, headers: &HeaderMap) -> Result<(), AuthRejection> {
-        let presented = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                let (scheme, rest) = v.split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-            });
-        match presented {
-            Some(t) if constant_time_eq(t.as_bytes(), self.token.as_bytes()) => Ok(()),
+        match crate::secret::bearer(headers) {
+            Some(t) if crate::secret::constant_time_eq(t.as_bytes(), self.token.as_bytes()) => {
+                Ok(())
+            }
             Some(_) => Err(AuthRejection::unauthorized("the bearer token is not valid")),
             None => Err(AuthRejection::unauthorized(
                 "this A2A endpoint needs an Authorization: Bearer token",
@@ -105,19 +100,10 @@ impl Authorize for BearerToken {
     }
 }
 
-/// Compare without an early exit on the first differing byte.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for (i, x) in a.iter().enumerate() {
-        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));
-    }
-    diff == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
+    use axum::http::{HeaderValue, header};
 
     #[test]
     fn bearer_tokens_must_match_exactly() {
