@@ -38,6 +38,7 @@ pub mod approve;
 pub mod args;
 pub mod chat;
 pub mod error;
+pub mod host_record;
 pub mod inspect;
 pub mod json_out;
 pub mod mock_model;
@@ -46,6 +47,7 @@ pub mod render;
 pub mod run;
 pub mod select;
 pub mod serve;
+pub mod signals;
 pub mod store;
 pub mod threads;
 
@@ -112,7 +114,9 @@ pub fn main_entry() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("agent-adaptor: error: {}", e.one_line());
+            // A hung-up terminal fails the write; the exit code still tells.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "agent-adaptor: error: {}", e.one_line());
             ExitCode::from(e.code)
         }
     }

@@ -15,9 +15,11 @@ use serde_json::Value;
 use crate::approve;
 use crate::args::{ApproveMode, RunArgs};
 use crate::error::CliError;
+use crate::host_record::{HostRecord, recover_dead_runs};
 use crate::json_out;
 use crate::render::Renderer;
 use crate::select::{Selected, env_policy, select_with_env};
+use crate::signals::{Signals, Stop};
 use crate::store::StoreSpec;
 
 /// How long a driver may take to stop after Ctrl-C before core drops it
@@ -91,8 +93,16 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     }
 
     let mut builder = Agent::builder_shared(selected.driver.clone()).cancel_grace(CANCEL_GRACE);
+    // Held until the command ends: while it lives, nobody takes this
+    // process's thread leases for a dead one's.
+    let mut _host = None;
     if let Some(store) = &store {
-        builder = builder.thread_store(store.store.clone());
+        recover_dead_runs(store).await;
+        let host = HostRecord::claim(store);
+        builder = builder
+            .thread_store(store.store.clone())
+            .lease_owner(host.instance(), host.epoch());
+        _host = Some(host);
     }
     let agent = builder
         .build()
@@ -132,11 +142,12 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
 struct Outcome {
     result: Result<RunResult, Error>,
     run_id: String,
-    interrupted: bool,
+    /// The first signal that cancelled the run, if one did.
+    interrupted: Option<Stop>,
 }
 
 /// Drain the stream: render or print each event, answer approvals, cancel
-/// on Ctrl-C.
+/// on Ctrl-C, SIGTERM or SIGHUP.
 async fn drive(
     mut stream: RunStream,
     renderer: &mut Renderer,
@@ -146,7 +157,7 @@ async fn drive(
 ) -> Outcome {
     let run_id = stream.run_id().to_owned();
     let handle = stream.handle();
-    let mut interrupted = false;
+    let mut interrupted: Option<Stop> = None;
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
     let mut signals = Signals::new();
     loop {
@@ -162,7 +173,7 @@ async fn drive(
                 }
                 if let Event::ApprovalRequest(req) = &event
                     && mode == ApproveMode::Ask
-                    && !interrupted
+                    && interrupted.is_none()
                 {
                     renderer.suspend();
                     eprint!("{}", approve::prompt_text(req, styled));
@@ -174,9 +185,9 @@ async fn drive(
                                 renderer.dim_note(&format!("approval not delivered: {e}"));
                             }
                         }
-                        () = signals.recv() => {
-                            eprintln!();
-                            interrupted = true;
+                        stop = signals.recv() => {
+                            let _ = writeln!(std::io::stderr());
+                            interrupted = Some(stop);
                             handle.cancel();
                             renderer.dim_note("cancelling…");
                         }
@@ -184,11 +195,11 @@ async fn drive(
                 }
             }
             _ = ticker.tick(), if !json => renderer.tick(),
-            () = signals.recv() => {
+            stop = signals.recv() => {
                 if !json {
-                    renderer.dim_note(if interrupted { "still cancelling…" } else { "cancelling…" });
+                    renderer.dim_note(if interrupted.is_some() { "still cancelling…" } else { "cancelling…" });
                 }
-                interrupted = true;
+                interrupted = interrupted.or(Some(stop));
                 handle.cancel();
             }
         }
@@ -198,43 +209,6 @@ async fn drive(
         result,
         run_id,
         interrupted,
-    }
-}
-
-/// Ctrl-C (SIGINT) and SIGTERM, as one repeatable event.
-struct Signals {
-    int: Option<tokio::signal::unix::Signal>,
-    term: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn new() -> Self {
-        use tokio::signal::unix::{SignalKind, signal};
-        Signals {
-            int: signal(SignalKind::interrupt()).ok(),
-            term: signal(SignalKind::terminate()).ok(),
-        }
-    }
-
-    /// The next SIGINT or SIGTERM (never, when neither could be hooked).
-    async fn recv(&mut self) {
-        let Signals { int, term } = self;
-        let int = async {
-            match int.as_mut() {
-                Some(s) => s.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        let term = async {
-            match term.as_mut() {
-                Some(s) => s.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = int => {}
-            _ = term => {}
-        }
     }
 }
 
@@ -283,10 +257,11 @@ fn report(
 }
 
 /// One line for a failed run.
-fn describe(e: &Error, interrupted: bool) -> CliError {
+fn describe(e: &Error, interrupted: Option<Stop>) -> CliError {
     match e.as_run_error() {
-        Some(re) if re.reason == FailureReason::Cancelled || interrupted => {
-            CliError::cancelled("run cancelled (Ctrl-C)")
+        Some(re) if re.reason == FailureReason::Cancelled || interrupted.is_some() => {
+            let stop = interrupted.unwrap_or(Stop::Interrupt);
+            CliError::signalled(format!("run cancelled ({})", stop.name()), stop)
         }
         Some(re) => CliError::failure(format!("run failed ({}): {}", re.reason, re.message)),
         None => CliError::failure(format!("run refused: {e}")),
