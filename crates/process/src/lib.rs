@@ -83,7 +83,7 @@
 //! reusing a process id while it still names a process group; if the group
 //! is already empty, an unrelated group could in theory have taken the id in
 //! the meantime (the same trade-off every process-group library makes).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 #[cfg(unix)]
 mod budget;
@@ -100,15 +100,25 @@ mod finished;
 #[cfg(unix)]
 mod group;
 #[cfg(unix)]
+mod ledger;
+#[cfg(unix)]
 mod lines;
 #[cfg(unix)]
+mod mark;
+#[cfg(unix)]
+mod pdeathsig;
+#[cfg(unix)]
 mod process;
+#[cfg(unix)]
+mod procfs;
 #[cfg(unix)]
 mod shutdown;
 #[cfg(unix)]
 mod spawn;
 #[cfg(unix)]
 mod stdin;
+#[cfg(unix)]
+mod sweep;
 
 #[cfg(unix)]
 pub use budget::{DEFAULT_CAPTURE_MEMORY_BUDGET, MemoryBudget, capture_memory_budget};
@@ -124,9 +134,13 @@ pub use finished::{ExitInfo, Finished, Timeline};
 #[cfg(unix)]
 pub use lines::Line;
 #[cfg(unix)]
+pub use mark::PROCESS_MARK_ENV;
+#[cfg(unix)]
 pub use process::{Captured, Process};
 #[cfg(unix)]
 pub use stdin::{PartialWrite, StdinController};
+#[cfg(unix)]
+pub use sweep::{SweepReport, sweep, sweep_dir};
 
 #[cfg(unix)]
 #[doc(no_inline)]
