@@ -16,7 +16,12 @@
 //! mistaken for another process's after PID reuse.
 //!
 //! The state directory is `$AGENT_ADAPTOR_STATE_DIR`, else
-//! `$XDG_STATE_HOME/agent-adaptor`, else `~/.local/state/agent-adaptor`.
+//! `$XDG_STATE_HOME/agent-adaptor`, else `~/.local/state/agent-adaptor`
+//! (the process ledger's `processes/` is beside `runs/`).
+//!
+//! [`sweep_dead_hosts`] is the process side: what a dead host's CLIs left
+//! running (escaped daemons, tools of a group whose leader died with the
+//! host) is stopped from the process ledger.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Write};
@@ -115,6 +120,34 @@ impl Drop for HostRecord {
             let _ = std::fs::remove_file(path);
         }
     }
+}
+
+/// Stop what dead hosts left running ([`agent_adaptor_process::sweep`]),
+/// logging what was stopped; a line for people when anything was.
+pub fn sweep_dead_hosts() -> Option<String> {
+    let report = agent_adaptor_process::sweep();
+    for error in &report.errors {
+        tracing::warn!(%error, "process sweep: cannot read or delete a record");
+    }
+    if report.stopped_nothing() {
+        tracing::debug!(
+            records = report.swept,
+            "process sweep: nothing left by dead hosts"
+        );
+        return None;
+    }
+    tracing::warn!(
+        records = report.swept,
+        killed = ?report.killed,
+        groups_killed = ?report.groups_killed,
+        groups_left = ?report.groups_left,
+        "stopped processes that a dead agent-adaptor left running"
+    );
+    Some(format!(
+        "stopped {} process(es) and {} process group(s) that a dead agent-adaptor left running",
+        report.killed.len(),
+        report.groups_killed.len()
+    ))
 }
 
 /// The records' directory.

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::approve;
 use crate::args::{ApproveMode, RunArgs};
 use crate::error::CliError;
-use crate::host_record::{HostRecord, recover_dead_runs};
+use crate::host_record::{HostRecord, recover_dead_runs, sweep_dead_hosts};
 use crate::json_out;
 use crate::render::Renderer;
 use crate::select::{Selected, env_policy, select_with_env};
@@ -58,6 +58,8 @@ pub fn approve_mode(flag: Option<ApproveMode>) -> ApproveMode {
 
 /// Run `agent-adaptor run`.
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
+    // First: what a killed `agent-adaptor` left running is stopped.
+    let swept = sweep_dead_hosts();
     let prompt = args.prompt.join(" ");
     if prompt.trim().is_empty() {
         return Err(CliError::usage("the prompt is empty"));
@@ -86,6 +88,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let styled = !args.json && std::io::stderr().is_terminal();
     let mut renderer = Renderer::new(styled);
     if !args.json {
+        if let Some(line) = &swept {
+            renderer.dim_note(&format!("▸ {line}"));
+        }
         renderer.dim_note(&format!("▸ {}", selected.label));
         if let Some(store) = &store {
             renderer.dim_note(&format!("▸ threads: {}", store.description));

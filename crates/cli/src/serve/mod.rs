@@ -63,6 +63,9 @@ const THREAD_LIST_LIMIT: usize = 100;
 /// Run `agent-adaptor serve` until Ctrl-C, SIGTERM or SIGHUP.
 pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     log::init(args.log_format);
+    // What a killed earlier `serve` (or `run`) left running is stopped
+    // before anything starts; the operator log says what.
+    crate::host_record::sweep_dead_hosts();
     // Listen first: a taken port is reported before anything starts.
     let listener = agent_adaptor_bridges::http::listen(args.addr)
         .map_err(|e| CliError::failure(format!("cannot listen on {}: {e}", args.addr)))?;
