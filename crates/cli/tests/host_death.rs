@@ -42,7 +42,7 @@ impl World {
     fn new() -> World {
         World {
             home: tempfile::tempdir().unwrap(),
-            cli: TreeStandIn::new(PIECES),
+            cli: tree::stand_in(PIECES),
         }
     }
 

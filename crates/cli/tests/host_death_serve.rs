@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::server::{Server, serve_cmd};
-use support::tree::{self, PASS_ENV, TreeStandIn, new_tag, runs, tagged, wait_gone};
+use support::tree::{self, PASS_ENV, new_tag, runs, tagged, wait_gone};
 
 /// Concurrent runs.
 const RUNS: usize = 20;
@@ -22,7 +22,7 @@ const RUNS: usize = 20;
 async fn a_killed_serve_leaves_nothing_of_its_runs_once_the_next_serve_started() {
     let home = tempfile::tempdir().unwrap();
     // 400 lines 50 ms apart: the runs stream for 20 s unless stopped.
-    let cli = TreeStandIn::new(400);
+    let cli = tree::stand_in(400);
     let pids = tree::pids_dir(home.path(), 0);
     let tag = new_tag();
     let serve = || {
