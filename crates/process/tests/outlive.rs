@@ -312,6 +312,17 @@ fn lone_sleep(mark: Option<&str>) -> (std::process::Child, Proc) {
     (child, p)
 }
 
+fn pid_ns() -> String {
+    let link = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    link.to_str().unwrap().to_owned()
+}
+
+/// A marker no other test uses (tests run concurrently, and a sweep kills
+/// whatever carries a dead host's marker).
+fn fresh_mark() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
 fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .unwrap()
@@ -338,8 +349,13 @@ fn record(dir: &Path, host: Proc, boot: &str, mark: &str, leader: Proc) -> PathB
         &path,
         format!(
             "agent-adaptor-process record 1\nhost_pid={}\nhost_start={}\nboot_id={boot}\n\
-             mark={mark}\nspawned_at_ms=1\nleader_pid={}\nleader_sid=1\nleader_start={}\n",
-            host.pid, host.start, leader.pid, leader.start
+             pid_ns={}\nmark={mark}\nspawned_at_ms=1\nleader_pid={}\nleader_sid=1\n\
+             leader_start={}\n",
+            host.pid,
+            host.start,
+            pid_ns(),
+            leader.pid,
+            leader.start
         ),
     )
     .unwrap();
@@ -356,9 +372,6 @@ fn stop(mut child: std::process::Child) {
     child.wait().unwrap();
 }
 
-const MARK_A: &str = "0123456789abcdef0123456789abcdef";
-const MARK_B: &str = "fedcba9876543210fedcba9876543210";
-
 /// PID reuse: a dead host's record names a group whose leader's pid now
 /// belongs to an unrelated process (another start time): left alone. The
 /// same record with the right start time kills the group.
@@ -371,8 +384,8 @@ fn a_recorded_group_whose_leader_pid_was_reused_is_left_alone() {
         start: u.start.saturating_sub(1),
         ..u
     };
-    let a = record(dir.path(), me(true), &boot_id(), MARK_A, reused);
-    let b = record(dir.path(), me(true), &boot_id(), MARK_B, o);
+    let a = record(dir.path(), me(true), &boot_id(), &fresh_mark(), reused);
+    let b = record(dir.path(), me(true), &boot_id(), &fresh_mark(), o);
     let report = sweep_dir(dir.path());
     assert_eq!(report.swept, 2, "{report:?}");
     assert_eq!(report.groups_left, [u.pid as u32], "{report:?}");
@@ -388,13 +401,14 @@ fn a_recorded_group_whose_leader_pid_was_reused_is_left_alone() {
 
 /// A live host's records are never touched: not its group, not its marked
 /// processes, not the file. A record of another boot is deleted without
-/// signalling anything.
+/// signalling anything; one of another pid namespace is left alone.
 #[test]
 fn records_of_a_live_host_or_another_boot_are_not_acted_on() {
     let dir = tempfile::tempdir().unwrap();
+    let mark = fresh_mark();
     let (mut leader, l) = lone_sleep(None);
-    let (mut marked, _) = lone_sleep(Some(MARK_A));
-    let live = record(dir.path(), me(false), &boot_id(), MARK_A, l);
+    let (mut marked, _) = lone_sleep(Some(&mark));
+    let live = record(dir.path(), me(false), &boot_id(), &mark, l);
     let report = sweep_dir(dir.path());
     assert_eq!((report.live, report.swept), (1, 0), "{report:?}");
     assert!(report.stopped_nothing(), "{report:?}");
@@ -406,13 +420,22 @@ fn records_of_a_live_host_or_another_boot_are_not_acted_on() {
         dir.path(),
         me(true),
         "00000000-0000-0000-0000-000000000000",
-        MARK_A,
+        &mark,
         l,
     );
     let report = sweep_dir(dir.path());
     assert_eq!(report.other_boot, 1, "{report:?}");
     assert!(report.stopped_nothing(), "{report:?}");
     assert!(!other.exists(), "deleted");
+    assert!(still_running(&mut leader) && still_running(&mut marked));
+
+    // A dead host of another pid namespace: its pids mean nothing here.
+    let foreign = record(dir.path(), me(true), &boot_id(), &mark, l);
+    let text = std::fs::read_to_string(&foreign).unwrap();
+    std::fs::write(&foreign, text.replace(&pid_ns(), "pid:[1]")).unwrap();
+    let report = sweep_dir(dir.path());
+    assert_eq!(report.other_namespace, 1, "{report:?}");
+    assert!(report.stopped_nothing() && foreign.exists(), "{report:?}");
     assert!(still_running(&mut leader) && still_running(&mut marked));
     stop(leader);
     stop(marked);
@@ -423,9 +446,10 @@ fn records_of_a_live_host_or_another_boot_are_not_acted_on() {
 #[test]
 fn a_dead_hosts_marked_processes_are_stopped_and_damaged_files_deleted() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut marked, m) = lone_sleep(Some(MARK_B));
+    let mark = fresh_mark();
+    let (mut marked, m) = lone_sleep(Some(&mark));
     let gone = Proc { pid: i32::MAX, ..m };
-    record(dir.path(), me(true), &boot_id(), MARK_B, gone);
+    record(dir.path(), me(true), &boot_id(), &mark, gone);
     let damaged = dir.path().join("x.rec");
     std::fs::write(&damaged, "not a record").unwrap();
     let newer = dir.path().join("y.rec");
