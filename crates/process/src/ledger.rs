@@ -5,7 +5,8 @@
 //! A record lives in `<state>/processes/<marker>.rec`, where `<state>` is
 //! `$AGENT_ADAPTOR_STATE_DIR`, else `$XDG_STATE_HOME/agent-adaptor`, else
 //! `$HOME/.local/state/agent-adaptor`. It is written (temp file + rename)
-//! before the spawn with the host's pid, start time and boot id, the
+//! before the spawn with the host's pid, start time, boot id and pid
+//! namespace, the
 //! child's marker and the spawn time; after the spawn the leader's pid
 //! (= its process group), session and start time are added. It is removed
 //! when the [`Process`](crate::Process) is finished, shut down or dropped,
@@ -38,6 +39,9 @@ pub(crate) struct Host {
     pub(crate) pid: i32,
     pub(crate) start: u64,
     pub(crate) boot_id: String,
+    /// The pid namespace the pids are in (records of another are not ours
+    /// to judge: their pids name other processes here).
+    pub(crate) pid_ns: String,
 }
 
 impl Host {
@@ -50,6 +54,7 @@ impl Host {
                 pid,
                 start: procfs::stat(pid)?.start,
                 boot_id: procfs::boot_id()?,
+                pid_ns: procfs::pid_namespace()?,
             })
         })
         .as_ref()
@@ -91,10 +96,11 @@ pub(crate) enum Parsed {
 impl Record {
     pub(crate) fn format(&self) -> String {
         let mut text = format!(
-            "{HEADER} {VERSION}\nhost_pid={}\nhost_start={}\nboot_id={}\nmark={}\nspawned_at_ms={}\n",
+            "{HEADER} {VERSION}\nhost_pid={}\nhost_start={}\nboot_id={}\npid_ns={}\nmark={}\nspawned_at_ms={}\n",
             self.host.pid,
             self.host.start,
             self.host.boot_id,
+            self.host.pid_ns,
             self.mark.value(),
             self.spawned_at_ms
         );
@@ -126,6 +132,12 @@ impl Record {
                 .and_then(|v| v.parse::<i32>().ok())
                 .filter(|p| *p > 0)
         };
+        let text_field = |k: &str| {
+            fields
+                .get(k)
+                .filter(|v| !v.is_empty())
+                .map(|v| (*v).to_owned())
+        };
         let record = (|| {
             let leader = match (
                 pid("leader_pid"),
@@ -144,7 +156,8 @@ impl Record {
                 host: Host {
                     pid: pid("host_pid")?,
                     start: num("host_start")?,
-                    boot_id: fields.get("boot_id").filter(|b| !b.is_empty())?.to_string(),
+                    boot_id: text_field("boot_id")?,
+                    pid_ns: text_field("pid_ns")?,
                 },
                 mark: Mark::parse(fields.get("mark")?)?,
                 spawned_at_ms: num("spawned_at_ms")?,
@@ -308,6 +321,7 @@ mod tests {
                 pid: 10,
                 start: 20,
                 boot_id: "b-1".into(),
+                pid_ns: "pid:[1]".into(),
             },
             mark: Mark::new(),
             spawned_at_ms: 30,

@@ -76,6 +76,13 @@ pub(crate) fn boot_id() -> Option<String> {
     (!id.is_empty()).then(|| id.to_owned())
 }
 
+/// This process's pid namespace (`pid:[4026531836]`): pids and `/proc`
+/// mean something only inside one.
+pub(crate) fn pid_namespace() -> Option<String> {
+    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    link.to_str().map(str::to_owned)
+}
+
 /// True when the environment `pid` was started with holds exactly `entry`
 /// (`NAME=value`) as one of its entries. Only processes of our own user can
 /// be read; others (and vanished ones) are `false`.
@@ -111,6 +118,7 @@ mod tests {
         assert!(!s.is_dead());
         assert!(s.start > 0);
         assert!(boot_id().is_some());
+        assert!(pid_namespace().unwrap().starts_with("pid:"));
         assert!(all_pids().contains(&me));
         let mut buf = Vec::new();
         let (name, value) = std::env::vars().next().unwrap();

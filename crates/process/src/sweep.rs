@@ -28,6 +28,9 @@ pub struct SweepReport {
     pub live: usize,
     /// Records from an earlier boot: deleted, nothing signalled.
     pub other_boot: usize,
+    /// Records of a host in another pid namespace (another container
+    /// sharing the directory): its pids mean nothing here, left alone.
+    pub other_namespace: usize,
     /// Damaged files, deleted; and records of another format version, left
     /// alone.
     pub unreadable: usize,
@@ -67,8 +70,9 @@ pub fn sweep() -> SweepReport {
 /// group if — and only if — its leader's pid still has the recorded start
 /// time; a group whose leader's pid now names an unrelated process is left
 /// alone ([`SweepReport::groups_left`]). A record from another boot is
-/// deleted without signalling anything (its pids mean nothing now).
-/// Records of a live host are never touched. Never signals this process.
+/// deleted without signalling anything (its pids mean nothing now); one
+/// from another pid namespace is left alone. Records of a live host are
+/// never touched. Never signals this process.
 ///
 /// Linux only (it reads `/proc`); elsewhere there are no records.
 pub fn sweep_dir(dir: &Path) -> SweepReport {
@@ -82,6 +86,7 @@ pub fn sweep_dir(dir: &Path) -> SweepReport {
         }
     };
     let boot = procfs::boot_id();
+    let pid_ns = procfs::pid_namespace();
     for entry in entries.filter_map(Result::ok) {
         let path = entry.path();
         if path.extension().is_none_or(|e| e != ledger::EXT) {
@@ -110,6 +115,10 @@ pub fn sweep_dir(dir: &Path) -> SweepReport {
         if boot.as_deref() != Some(record.host.boot_id.as_str()) {
             report.other_boot += 1;
             remove(&path, &mut report);
+            continue;
+        }
+        if pid_ns.as_deref() != Some(record.host.pid_ns.as_str()) {
+            report.other_namespace += 1;
             continue;
         }
         if host_alive(&record.host) {
