@@ -16,7 +16,12 @@
 //! What each part owns:
 //!
 //! * [`args`] — the command line (clap); [`error`] — one-line failures and
-//!   exit codes (0 success, 1 failure, 2 usage, 130 cancelled).
+//!   exit codes (0 success, 1 failure, 2 usage, 128 + the signal when
+//!   cancelled: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); [`signals`] — the
+//!   three signals that stop `run` and `serve` alike.
+//! * [`host_record`] — after a host was killed: the process ledger swept
+//!   at start, and the threads a dead `run` held freed, its runs recorded
+//!   as interrupted.
 //! * [`select`] — which driver runs: `--driver` exactly (never a silent
 //!   fallback), else the first usable agent CLI, else an LLM API whose key
 //!   is set, else the [`playground`].
