@@ -58,6 +58,13 @@ pub struct Rep {
 
 /// Runs the plan.
 pub fn run(plan: &Plan) -> Result<Vec<Rep>, String> {
+    // The runs start in the work directory: relative paths would move.
+    let absolute = |p: &Path| std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()));
+    let plan = &Plan {
+        server: absolute(&plan.server)?,
+        fake: absolute(&plan.fake)?,
+        ..plan.clone()
+    };
     let _ = std::fs::remove_dir_all(&plan.work_dir);
     std::fs::create_dir_all(&plan.work_dir).map_err(|e| e.to_string())?;
     // 400 lines 50 ms apart: 20 s of stream, far longer than a repetition.
