@@ -8,7 +8,8 @@
 //! records) at a directory of its own.
 //!
 //! * SIGKILL at 50 random moments (seeded; the seed is printed, and
-//!   `HOST_DEATH_SEED` replays it): the stand-in dies with its host (parent
+//!   `HOST_DEATH_SEED` replays it), half of the start and half of the
+//!   stream: the stand-in dies with its host (parent
 //!   death signal) within a bounded wait, and once the next `run` has
 //!   started (its sweep), nothing of the killed run is left.
 //! * SIGHUP mid-stream: `run` cancels like Ctrl-C, exits 129, and nothing
@@ -113,8 +114,19 @@ fn sigkill_at_random_moments_leaves_nothing_once_the_next_run_started() {
         let pids = tree::pids_dir(world.home.path(), n);
         let tag = new_tag();
         let mut host = world.start(&pids, &tag, &[]);
-        // From before the CLI starts to well into its stream.
-        let moment = Duration::from_millis(rng.random_range(0..1500));
+        // Even kills: a moment of the start, the CLI not yet running or
+        // just spawned. Odd kills: a moment of the stream (~2 s), from the
+        // CLI's first line on, however slow the start was.
+        let moment = if n % 2 == 0 {
+            Duration::from_millis(rng.random_range(0..400))
+        } else {
+            assert!(
+                tree::wait_for(Duration::from_secs(30), || the_run(&pids)
+                    .is_some_and(|r| r.leader.is_some())),
+                "seed {seed}, run {n}: the stand-in started"
+            );
+            Duration::from_millis(rng.random_range(0..1500))
+        };
         std::thread::sleep(moment);
         host.kill().unwrap();
         host.wait().unwrap();
