@@ -493,3 +493,18 @@ fn the_next_hosts_first_spawn_sweeps_what_a_killed_host_left() {
         "the next host's shutdown",
     );
 }
+
+/// A state directory that cannot be created costs the ledger, never the
+/// spawn: the host runs its child without a record, and shutdown still
+/// stops the whole tree.
+#[test]
+fn an_unusable_state_directory_is_no_spawn_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let mut host = Host::start("shutdown", &file);
+    assert_eq!(host.records, 0);
+    read_until(&mut host.out, "after ");
+    assert!(host.child.wait().unwrap().success());
+    assert_dead(&host.tree, Duration::from_secs(5), "the host's shutdown");
+}
