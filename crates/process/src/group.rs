@@ -29,7 +29,7 @@ pub(crate) struct Group {
     pgid: Option<Pid>,
     escaped: Arc<Mutex<BTreeSet<i32>>>,
     /// The child's marker and start time (clock ticks since boot).
-    marked: Option<Arc<(Mark, u64)>>,
+    marked: Option<Arc<[(Mark, u64)]>>,
 }
 
 impl Group {
@@ -47,7 +47,7 @@ impl Group {
     /// Also signal the processes carrying `mark` that started at or after
     /// `since` (the child's start time).
     pub(crate) fn with_mark(mut self, mark: Mark, since: u64) -> Self {
-        self.marked = Some(Arc::new((mark, since)));
+        self.marked = Some(Arc::new([(mark, since)]));
         self
     }
 
@@ -97,7 +97,7 @@ impl Group {
             }
         }
         if let Some(marked) = &self.marked {
-            mark::signal(&marked.0, marked.1, sig);
+            mark::signal(marked, sig);
         }
     }
 }

@@ -83,34 +83,42 @@ fn fallback_random() -> [u8; 16] {
     out
 }
 
-/// The processes (not zombies) started at or after `since` (clock ticks
-/// since boot) whose environment carries `mark`; never this process.
-pub(crate) fn find(mark: &Mark, since: u64) -> Vec<procfs::Stat> {
-    let entry = mark.entry();
+/// The processes (not zombies) that carry one of `marks`, each started at
+/// or after that marker's child (`since`, clock ticks since boot); never
+/// this process.
+pub(crate) fn find(marks: &[(Mark, u64)]) -> Vec<procfs::Stat> {
+    let entries: Vec<(Vec<u8>, u64)> = marks.iter().map(|(m, since)| (m.entry(), *since)).collect();
+    let Some(earliest) = marks.iter().map(|(_, since)| *since).min() else {
+        return Vec::new();
+    };
     let me = std::process::id() as i32;
     let mut buf = Vec::new();
     procfs::all_pids()
         .into_iter()
         .filter(|pid| *pid != me && *pid > 1)
         .filter_map(procfs::stat)
-        .filter(|s| s.start >= since && !s.is_dead())
-        .filter(|s| procfs::environ_contains(s.pid, &entry, &mut buf))
+        .filter(|s| s.start >= earliest && !s.is_dead())
+        .filter(|s| {
+            entries.iter().any(|(entry, since)| {
+                s.start >= *since && procfs::environ_contains(s.pid, entry, &mut buf)
+            })
+        })
         .collect()
 }
 
-/// Send `sig` to every process carrying `mark` that started at or after
-/// `since`; for `SIGKILL`, look again until nothing new turns up (bounded).
-/// Returns the pids signalled.
+/// Send `sig` to every process [`find`] finds for `marks`; for `SIGKILL`,
+/// look again until nothing new turns up (bounded). Returns the pids
+/// signalled.
 ///
 /// A pid is signalled right after its environment was read; it could only
 /// name another process if this one exited and the pid was reused in
 /// between — the same window every pid-based `kill` has.
-pub(crate) fn signal(mark: &Mark, since: u64, sig: Signal) -> BTreeSet<i32> {
+pub(crate) fn signal(marks: &[(Mark, u64)], sig: Signal) -> BTreeSet<i32> {
     let rounds = if sig == Signal::SIGKILL { ROUNDS } else { 1 };
     let mut signalled = BTreeSet::new();
     for _ in 0..rounds {
         let mut fresh = false;
-        for s in find(mark, since) {
+        for s in find(marks) {
             match kill(Pid::from_raw(s.pid), sig) {
                 Ok(()) => fresh |= signalled.insert(s.pid),
                 Err(err) if err != nix::errno::Errno::ESRCH => {
@@ -157,9 +165,14 @@ mod tests {
                 .unwrap()
         };
         let (mut ours, mut theirs) = (spawn(&mark), spawn(&other));
-        let found: Vec<i32> = find(&mark, since).iter().map(|s| s.pid).collect();
+        let found: Vec<i32> = find(&[(mark.clone(), since)])
+            .iter()
+            .map(|s| s.pid)
+            .collect();
         assert_eq!(found, vec![ours.id() as i32]);
-        let killed = signal(&mark, since, Signal::SIGKILL);
+        let late = procfs::stat(ours.id() as i32).unwrap().start + 1;
+        assert!(find(&[(mark.clone(), late)]).is_empty(), "started before");
+        let killed = signal(&[(mark, since)], Signal::SIGKILL);
         assert_eq!(killed, BTreeSet::from([ours.id() as i32]));
         assert!(ours.wait().unwrap().code().is_none(), "killed by a signal");
         assert!(

@@ -87,6 +87,7 @@ pub fn sweep_dir(dir: &Path) -> SweepReport {
     };
     let boot = procfs::boot_id();
     let pid_ns = procfs::pid_namespace();
+    let mut dead = Vec::new();
     for entry in entries.filter_map(Result::ok) {
         let path = entry.path();
         if path.extension().is_none_or(|e| e != ledger::EXT) {
@@ -125,7 +126,21 @@ pub fn sweep_dir(dir: &Path) -> SweepReport {
             report.live += 1;
             continue;
         }
-        stop(&record, &mut report);
+        stop_group(&record, &mut report);
+        dead.push((path, record));
+    }
+    // One look through /proc for the markers of every dead host.
+    let marks: Vec<_> = dead
+        .iter()
+        .map(|(_, r)| (r.mark.clone(), r.leader.map_or(r.host.start, |l| l.start)))
+        .collect();
+    report.killed.extend(
+        mark::signal(&marks, Signal::SIGKILL)
+            .into_iter()
+            .map(i32::unsigned_abs),
+    );
+    // Only now: a record must outlast what it names.
+    for (path, _) in dead {
         report.swept += 1;
         remove(&path, &mut report);
     }
@@ -157,29 +172,23 @@ fn host_alive(host: &Host) -> bool {
     procfs::stat(host.pid).is_some_and(|s| s.start == host.start && !s.is_dead())
 }
 
-/// `SIGKILL` what one dead host's record names.
-fn stop(record: &Record, report: &mut SweepReport) {
-    if let Some(leader) = record.leader {
-        let own_group = nix::unistd::getpgrp().as_raw();
-        match procfs::stat(leader.pid) {
-            Some(s) if s.start == leader.start => {
-                let ours = leader.pid <= 1 || leader.pid == own_group;
-                if !ours && killpg(Pid::from_raw(leader.pid), Signal::SIGKILL).is_ok() {
-                    report.groups_killed.push(leader.pid.unsigned_abs());
-                }
+/// `SIGKILL` the group a dead host's record names, if its leader is still
+/// the recorded process.
+fn stop_group(record: &Record, report: &mut SweepReport) {
+    let Some(leader) = record.leader else { return };
+    let own_group = nix::unistd::getpgrp().as_raw();
+    match procfs::stat(leader.pid) {
+        Some(s) if s.start == leader.start => {
+            let ours = leader.pid <= 1 || leader.pid == own_group;
+            if !ours && killpg(Pid::from_raw(leader.pid), Signal::SIGKILL).is_ok() {
+                report.groups_killed.push(leader.pid.unsigned_abs());
             }
-            Some(_) => report.groups_left.push(leader.pid.unsigned_abs()),
-            // The leader is gone (the parent-death signal): its group's
-            // other members carry the marker.
-            None => {}
         }
+        Some(_) => report.groups_left.push(leader.pid.unsigned_abs()),
+        // The leader is gone (the parent-death signal): its group's other
+        // members carry the marker.
+        None => {}
     }
-    let since = record.leader.map_or(record.host.start, |l| l.start);
-    report.killed.extend(
-        mark::signal(&record.mark, since, Signal::SIGKILL)
-            .into_iter()
-            .map(i32::unsigned_abs),
-    );
 }
 
 fn remove(path: &Path, report: &mut SweepReport) {

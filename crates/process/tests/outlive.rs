@@ -463,3 +463,48 @@ fn a_dead_hosts_marked_processes_are_stopped_and_damaged_files_deleted() {
     );
     assert!(!damaged.exists() && newer.exists());
 }
+
+/// The next host's first spawn sweeps the ledger: what a `SIGKILL`ed host
+/// left is stopped without anyone calling `sweep`.
+#[test]
+fn the_next_hosts_first_spawn_sweeps_what_a_killed_host_left() {
+    let state = tempfile::tempdir().unwrap();
+    let mut killed = Host::start("hang", state.path());
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    let [_, tool, daemon] = killed.tree;
+    let left_running = tool.alive() && daemon.alive();
+    let mut next = Host::start("shutdown", state.path());
+    assert_dead(
+        &[tool, daemon],
+        Duration::from_secs(5),
+        "the next host's start",
+    );
+    assert!(
+        left_running,
+        "the sweep, not the host's death, stopped them"
+    );
+    assert_eq!(next.records, 1, "only the next host's own record is left");
+    read_until(&mut next.out, "after ");
+    assert!(next.child.wait().unwrap().success());
+    assert_dead(
+        &next.tree,
+        Duration::from_secs(5),
+        "the next host's shutdown",
+    );
+}
+
+/// A state directory that cannot be created costs the ledger, never the
+/// spawn: the host runs its child without a record, and shutdown still
+/// stops the whole tree.
+#[test]
+fn an_unusable_state_directory_is_no_spawn_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let mut host = Host::start("shutdown", &file);
+    assert_eq!(host.records, 0);
+    read_until(&mut host.out, "after ");
+    assert!(host.child.wait().unwrap().success());
+    assert_dead(&host.tree, Duration::from_secs(5), "the host's shutdown");
+}
