@@ -278,6 +278,8 @@ struct Ending {
     exit_code: Option<i32>,
     signal: Option<String>,
     timed_out: bool,
+    /// Stopped only because it lingered after its output was over.
+    stopped_after_output: bool,
 }
 
 fn fail(
@@ -324,6 +326,7 @@ async fn conclude(
                     exit_code: resp.exit_code,
                     signal: resp.signal.clone(),
                     timed_out: resp.timed_out,
+                    stopped_after_output: resp.stopped_after_output,
                 });
                 let checkpoint = judge_checkpoint(driver, &resp, stop.is_none(), st).await;
                 result = Some(build_result(resp, checkpoint, st));
@@ -447,9 +450,13 @@ async fn conclude(
         exit_code: code,
         signal,
         timed_out,
+        stopped_after_output,
         ..
     } = ending;
-    if code.is_some_and(|c| c != 0) || signal.is_some() || timed_out {
+    // A process stopped after its output was over (it answered, then did
+    // not exit) is no failure: its code and signal are those of the stop.
+    let bad_exit = code.is_some_and(|c| c != 0) || signal.is_some();
+    if (bad_exit && !stopped_after_output) || timed_out {
         let msg = format!(
             "provider process failed (exit code {code:?}, signal {signal:?}, timed out {timed_out})"
         );

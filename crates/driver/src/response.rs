@@ -60,6 +60,11 @@ pub struct Response {
     pub signal: Option<String>,
     /// True when the provider was stopped by a timeout.
     pub timed_out: bool,
+    /// True when the provider process had finished its output (its
+    /// protocol's terminal line, or end of stdout) but did not exit on its
+    /// own within a grace period, so it was stopped (`signal` then says
+    /// how). That alone is no failure: the turn's outcome is the protocol's.
+    pub stopped_after_output: bool,
     /// The provider name (e.g. `"anthropic"`).
     pub provider: String,
     /// The model the provider reported.

@@ -98,7 +98,14 @@ impl Process {
         let spawned = spawn(cmd)?;
         let now = Instant::now();
         let group = crate::group::Group::new(spawned.pid);
-        let mut life = Lifecycle::new(group, cmd.close_grace, cmd.term_grace, cmd.timeout, now);
+        let mut life = Lifecycle::new(
+            group,
+            cmd.close_grace,
+            cmd.term_grace,
+            cmd.exit_grace,
+            cmd.timeout,
+            now,
+        );
         let (mut stdin, mut feed) = (None, None);
         match (&cmd.stdin, spawned.stdin) {
             (StdinMode::Pipe, Some(pipe)) => stdin = Some(SharedStdin::new(pipe)),
@@ -232,6 +239,23 @@ impl Process {
             Ok((stdout, stderr)) => Ok(Captured { stdout, stderr }),
             Err(err) => Err(self.fail(FailureKind::Capture, err)),
         }
+    }
+
+    /// The conversation is over: the protocol's terminal line was seen, so
+    /// the child is expected to exit on its own now. Starts the exit clock
+    /// (see [`Command::exit_grace`]): if the child still runs when the grace
+    /// expires, its stdin is closed and its group gets `SIGTERM`, then
+    /// `SIGKILL` after `term_grace`, and the result reports
+    /// [`ExitInfo::stopped_after_output`](crate::ExitInfo::stopped_after_output).
+    /// The clock also starts by itself when stdout reaches end-of-file.
+    ///
+    /// Output is still read and captured meanwhile; like the rest of the
+    /// clock it runs while the caller awaits
+    /// [`next_line`](Process::next_line) or [`finish`](Process::finish).
+    /// Idempotent; does nothing once the child exited or is being stopped.
+    /// Not for a resident process between turns (it is meant to stay).
+    pub fn expect_exit(&mut self) {
+        self.life.output_over(Instant::now());
     }
 
     /// How the child ended, if it has (reaping it); `None` while it runs.
@@ -450,6 +474,8 @@ impl Process {
 
     fn stdout_eof(&mut self) {
         self.stdout = None;
+        // Nothing more can be said: the child has its grace to exit.
+        self.life.output_over(Instant::now());
         if self.failure.is_none() {
             let end = self.out_cap.len();
             if let Err(err) = self.lines.finish(end, &mut self.out_cap) {
