@@ -20,6 +20,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::child_env::{EnvPolicy, EnvVars};
+use crate::exit::{CliName, ExitFacts};
 use crate::pump::Out;
 
 /// Longest stdout line kept in a notice (the whole line is in the raw capture).
@@ -158,10 +159,8 @@ impl Emitter {
 /// How the CLI process ended, as the parser needs to know it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exit {
-    /// The exit code, when the process exited.
-    pub code: Option<i32>,
-    /// True when a signal ended it.
-    pub signaled: bool,
+    /// The process's end (code, signal, and whether that was clean).
+    pub process: ExitFacts,
     /// The end of its stderr (at most [`STDERR_TAIL_BYTES`], lossy UTF-8),
     /// kept in the failure of a run that ended without its terminal line.
     pub stderr_tail: Option<String>,
@@ -172,8 +171,7 @@ impl Exit {
     /// the protocol never `terminated` (only that failure reports it).
     pub fn of(finished: &Finished, terminated: bool) -> Self {
         Exit {
-            code: finished.exit.code,
-            signaled: finished.exit.signal.is_some(),
+            process: ExitFacts::of(&finished.exit),
             stderr_tail: if terminated {
                 None
             } else {
@@ -182,9 +180,10 @@ impl Exit {
         }
     }
 
-    /// A clean exit: code 0, no signal.
+    /// A clean end: code 0 and no signal, or stopped only because the CLI
+    /// did not exit after its output was over ([`ExitFacts::ended_cleanly`]).
     pub fn clean(&self) -> bool {
-        self.code == Some(0) && !self.signaled
+        self.process.ended_cleanly
     }
 }
 
@@ -193,6 +192,7 @@ impl Exit {
 /// end of stderr).
 pub fn missing_terminal(driver: &str, terminal: &str, exit: &Exit) -> RunFailure {
     let code = exit
+        .process
         .code
         .map_or_else(|| "no exit code".to_owned(), |c| format!("exit code {c}"));
     let mut f = RunFailure::new(
@@ -201,10 +201,10 @@ pub fn missing_terminal(driver: &str, terminal: &str, exit: &Exit) -> RunFailure
     );
     f.metadata
         .insert("reason".into(), "missing_terminal".into());
-    if let Some(c) = exit.code {
+    if let Some(c) = exit.process.code {
         f.metadata.insert("exit_code".into(), c.to_string());
     }
-    if exit.signaled {
+    if exit.process.signaled {
         f.metadata.insert("signaled".into(), "true".into());
     }
     if let Some(tail) = &exit.stderr_tail {
@@ -371,6 +371,9 @@ pub trait OneShotParser: crate::pump::LineProtocol {
 pub struct Runner<'a> {
     /// Shown in the spawn notice (e.g. "Gemini CLI").
     pub display_name: &'a str,
+    /// The name of the protocol's terminal line (e.g. `"result"`), for the
+    /// notice when the CLI had to be stopped after it.
+    pub terminal: &'a str,
     /// `Response::provider`.
     pub provider: &'a str,
     /// The model when the CLI names none.
@@ -387,7 +390,11 @@ pub async fn run_one_shot(
     parser: &mut dyn OneShotParser,
 ) -> Result<agent_adaptor_driver::Response, agent_adaptor_driver::DriverError> {
     let cmd = one_shot_command(spec);
-    let finished = crate::pump::run(who.display_name, &cmd, ctx, sink, parser, None, &[]).await?;
+    let cli = CliName {
+        name: who.display_name,
+        terminal: who.terminal,
+    };
+    let finished = crate::pump::run(cli, &cmd, ctx, sink, parser, None, &[]).await?;
     let exit = Exit::of(&finished, parser.terminated());
     let (tail, parsed) = parser.finish(&exit);
     for out in tail {

@@ -23,6 +23,7 @@ use agent_adaptor_driver::{
 use agent_adaptor_drivers::codex::appserver::{AppServerParser, RESUME_REJECTED};
 use agent_adaptor_drivers::codex::record::{Parsed, Totals};
 use agent_adaptor_drivers::codex::{self, APP_SERVER_CAPABILITY, Transport};
+use agent_adaptor_drivers::exit::ExitFacts;
 use agent_adaptor_drivers::pump::{ControlFrame, LineProtocol, Out};
 use agent_adaptor_testkit::fixtures::{self, Capture, Direction};
 use agent_adaptor_testkit::replay::{OPTS_ENV, fake_cli_binary};
@@ -140,7 +141,7 @@ fn checked(
     parser: &mut AppServerParser,
     exit: i32,
 ) -> (Vec<StreamPayload>, Parsed) {
-    let (tail, parsed) = parser.finish(Some(exit), false);
+    let (tail, parsed) = parser.finish(ExitFacts::exited(exit));
     outs.extend(tail);
     let mut rules = LifecycleChecker::new(APP_SERVER_CAPABILITY);
     let mut payloads = Vec::new();
@@ -273,7 +274,7 @@ fn without_payloads_the_layers_are_the_same() {
     let mut batch = AppServerParser::new(false, false, None);
     let outs = replay(&lines, &mut batch, DecisionResult::Approved);
     assert!(outs.iter().all(|o| !matches!(o, Out::Stream(_))));
-    let (_, b) = batch.finish(Some(0), false);
+    let (_, b) = batch.finish(ExitFacts::exited(0));
     assert_eq!(a, b);
 }
 
@@ -549,7 +550,7 @@ fn the_parser_survives_mutated_captures() {
                         outs.push(o);
                     }
                 }
-                let (tail, _) = p.finish(Some(0), false);
+                let (tail, _) = p.finish(ExitFacts::exited(0));
                 outs.extend(tail);
                 let mut rules = LifecycleChecker::new(APP_SERVER_CAPABILITY);
                 for o in &outs {

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::record::{Parsed, Recorder, ToolOutcome, Totals};
 use super::wire::{ExecEvent, ExecUsage, Item, ItemDetails};
+use crate::exit::ExitFacts;
 use crate::pump::{LineProtocol, Out};
 
 pub use super::record::USAGE_KEYS;
@@ -173,8 +174,8 @@ impl ExecParser {
     }
 
     /// End of stdout: end the run if the CLI never did, form every layer.
-    pub fn finish(&mut self, exit_code: Option<i32>, signaled: bool) -> (Vec<Out>, ExecParsed) {
-        self.rec.finish(exit_code, signaled, "turn.completed")
+    pub fn finish(&mut self, exit: ExitFacts) -> (Vec<Out>, ExecParsed) {
+        self.rec.finish(exit, "turn.completed")
     }
 }
 

@@ -14,6 +14,7 @@ use agent_adaptor_driver::{
 };
 use serde_json::{Value, json};
 
+use crate::exit::ExitFacts;
 use crate::pump::Out;
 
 /// Data keys under which a checkpoint carries the thread's cumulative usage,
@@ -594,14 +595,8 @@ impl Recorder {
     /// End of stdout: end the run if the CLI never did, form every layer.
     /// `terminal_name` names the terminal event in the missing-terminal
     /// message.
-    pub(crate) fn finish(
-        &mut self,
-        exit_code: Option<i32>,
-        signaled: bool,
-        terminal_name: &str,
-    ) -> (Vec<Out>, Parsed) {
-        let exited_cleanly = exit_code == Some(0) && !signaled;
-        self.finish_with(exit_code, exited_cleanly, terminal_name)
+    pub(crate) fn finish(&mut self, exit: ExitFacts, terminal_name: &str) -> (Vec<Out>, Parsed) {
+        self.finish_with(exit.code, exit.ended_cleanly, terminal_name)
     }
 
     /// The end of a turn served by a resident process, which keeps running:

@@ -47,14 +47,7 @@ pub enum ControlFrame {
     },
 }
 
-/// How the run ended, as far as the process is concerned.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ExitFacts {
-    /// The exit code, when the process exited.
-    pub code: Option<i32>,
-    /// True when a signal ended it.
-    pub signaled: bool,
-}
+pub use crate::exit::ExitFacts;
 
 /// Every response layer the parse formed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -653,7 +646,7 @@ impl Parser {
                     ..Default::default()
                 });
                 // A resident process did not exit: its turn ended at `result`.
-                let exited_cleanly = exit.is_none_or(|e| e.code == Some(0) && !e.signaled);
+                let exited_cleanly = exit.is_none_or(|e| e.ended_cleanly);
                 let clean = failure.is_none() && r.subtype == "success" && exited_cleanly;
                 let checkpoint = r
                     .session_id

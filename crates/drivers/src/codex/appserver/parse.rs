@@ -41,6 +41,7 @@ use super::protocol::{
     DeltaNotification, ErrorNotification, Incoming, ItemNotification, ThreadItem,
     TokenUsageNotification, TurnNotification, decision_request,
 };
+use crate::exit::ExitFacts;
 use crate::pump::{ControlFrame, LineProtocol, Out};
 
 /// The failure code of a resume the server rejected (an unknown thread id).
@@ -443,8 +444,8 @@ impl AppServerParser {
 
     /// End of stdout: end the run if the server never completed the turn,
     /// form every layer.
-    pub fn finish(&mut self, exit_code: Option<i32>, signaled: bool) -> (Vec<Out>, Parsed) {
-        self.rec.finish(exit_code, signaled, "turn/completed")
+    pub fn finish(&mut self, exit: ExitFacts) -> (Vec<Out>, Parsed) {
+        self.rec.finish(exit, "turn/completed")
     }
 
     /// The end of a turn on a resident app-server, which keeps running: the
