@@ -98,6 +98,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::failure(e.to_string()))?;
     let mut options = RunOptions::new();
+    if let Some(limit) = args.timeout {
+        options = options.timeout(limit);
+    }
     if let Some(model) = &args.driver.model {
         options = options.model(model.clone());
     }

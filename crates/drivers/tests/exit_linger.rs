@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agent_adaptor_core::{Agent, Event, RunResult, Runner};
+use agent_adaptor_core::{Agent, Event, FailureReason, RunResult, Runner};
 use agent_adaptor_driver::Driver;
 use agent_adaptor_drivers::child_env::EnvVars;
 use agent_adaptor_drivers::{claude, codex, cursor, gemini};
@@ -116,12 +116,12 @@ fn group(pgid: i32) -> Vec<i32> {
 /// Nothing the stand-in recorded, and nothing of its process group, is
 /// alive (a short bounded wait: the group is swept before the run returns,
 /// but a killed process may take a moment to leave /proc).
-async fn assert_nothing_left(stand_in: &StandIn) {
+/// `looped`: the stand-in got as far as its endless loop (it recorded a
+/// child's pid besides its own).
+async fn assert_nothing_left(stand_in: &StandIn, looped: bool) {
     let pids = stand_in.pids();
-    assert!(
-        pids.len() >= 2,
-        "the stand-in ran and started its loop: {pids:?}"
-    );
+    let least = if looped { 2 } else { 1 };
+    assert!(pids.len() >= least, "the stand-in ran: {pids:?}");
     let leader = pids[0];
     let until = Instant::now() + Duration::from_secs(5);
     loop {
@@ -207,7 +207,7 @@ async fn claude_case(tail: Tail) {
     assert!(result.raw().terminal.is_some());
     assert!(result.checkpoint().is_some(), "a valid checkpoint");
     assert_stopped_notice(&events, "Claude Code", "result");
-    assert_nothing_left(&s).await;
+    assert_nothing_left(&s, true).await;
 }
 
 #[tokio::test]
@@ -238,7 +238,7 @@ async fn gemini_case(tail: Tail) {
     assert!(!result.text.is_empty());
     assert!(result.checkpoint().is_some(), "a valid checkpoint");
     assert_stopped_notice(&events, "Gemini CLI", "result");
-    assert_nothing_left(&s).await;
+    assert_nothing_left(&s, true).await;
 }
 
 #[tokio::test]
@@ -269,7 +269,7 @@ async fn cursor_agent_answering_and_never_exiting_is_stopped_and_succeeds() {
     assert!(!result.text.is_empty());
     assert!(result.checkpoint().is_some(), "a valid checkpoint");
     assert_stopped_notice(&events, "Cursor Agent", "result");
-    assert_nothing_left(&s).await;
+    assert_nothing_left(&s, true).await;
 }
 
 fn codex_on(
@@ -295,7 +295,7 @@ async fn codex_exec_case(tail: Tail) {
     assert!(!result.text.is_empty());
     assert!(result.checkpoint().is_some(), "a valid checkpoint");
     assert_stopped_notice(&events, "Codex", "turn.completed");
-    assert_nothing_left(&s).await;
+    assert_nothing_left(&s, true).await;
 }
 
 #[tokio::test]
@@ -320,7 +320,7 @@ async fn codex_app_server_case(tail: Tail) {
     assert_eq!(result.text, "Tool said hi.");
     assert!(result.checkpoint().is_some(), "a valid checkpoint");
     assert_stopped_notice(&events, "Codex app-server", "turn/completed");
-    assert_nothing_left(&s).await;
+    assert_nothing_left(&s, true).await;
 }
 
 #[tokio::test]
@@ -331,4 +331,98 @@ async fn codex_app_server_answering_and_never_exiting_is_stopped_and_succeeds() 
 #[tokio::test]
 async fn codex_app_server_closing_its_output_and_staying_is_stopped_and_succeeds() {
     codex_app_server_case(Tail::Closed).await;
+}
+
+// ---------------------------------------------------------------------------
+// The run-level deadline (`Agent::builder(..).timeout(..)`): a CLI that
+// stops mid-turn and never prints its terminal line ends at the deadline
+// with a typed `deadline_exceeded`, and nothing of it is left.
+
+/// Run `prompt` on `driver` with a run timeout of 1 s; the typed failure.
+async fn run_past_deadline(driver: impl Driver, prompt: &str) -> FailureReason {
+    let agent = Agent::builder(driver)
+        .timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let outcome = tokio::time::timeout(BOUND, agent.run(prompt))
+        .await
+        .expect("the deadline ended the run");
+    let err = match outcome {
+        Ok(r) => panic!("a run past its deadline succeeded: {:?}", r.text),
+        Err(e) => e,
+    };
+    err.as_run_error()
+        .unwrap_or_else(|| panic!("not a RunError: {err}"))
+        .reason
+        .clone()
+}
+
+/// The stand-in prints the capture's first line, then hangs (stdout open).
+const STALLS: &str = "--truncate-after 1 --hang";
+
+#[tokio::test]
+async fn the_run_deadline_ends_every_cli_driver_mid_turn() {
+    let s = StandIn::new();
+    let mut cfg = claude::config();
+    cfg.command = s.command();
+    let opts = format!(
+        "--fixture {} {STALLS}",
+        fixtures::path("claude/print-basic.jsonl").display()
+    );
+    s.bind(&mut cfg.env, opts, Tail::Open);
+    let reason = run_past_deadline(claude::driver(cfg), "hi").await;
+    assert_eq!(reason, FailureReason::DeadlineExceeded, "claude");
+    assert_nothing_left(&s, false).await;
+
+    for (name, fixture) in [
+        ("gemini", fixtures::path("gemini/stream-basic.jsonl")),
+        (
+            "cursor",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cursor/success.jsonl"),
+        ),
+    ] {
+        let s = StandIn::new();
+        let fixture = fixture.display().to_string();
+        let opts =
+            serde_json::to_string(&["--fixture", &fixture, "--truncate-after", "1", "--hang"])
+                .unwrap();
+        let reason = if name == "gemini" {
+            let mut cfg = gemini::Config {
+                command: s.command(),
+                model: Some("gemini-2.5-flash".into()),
+                ..Default::default()
+            };
+            s.bind(&mut cfg.env, opts, Tail::Open);
+            run_past_deadline(gemini::driver(cfg), "hi").await
+        } else {
+            let mut cfg = cursor::Config {
+                command: s.command(),
+                ..Default::default()
+            };
+            s.bind(&mut cfg.env, opts, Tail::Open);
+            run_past_deadline(cursor::driver(cfg), "hi").await
+        };
+        assert_eq!(reason, FailureReason::DeadlineExceeded, "{name}");
+        assert_nothing_left(&s, false).await;
+    }
+
+    for (transport, fixture) in [
+        (codex::Transport::Exec, "codex/exec-basic.jsonl"),
+        (
+            codex::Transport::AppServer,
+            "codex/app-server-approval.transcript",
+        ),
+    ] {
+        let s = StandIn::new();
+        let mut cfg = codex::Config {
+            command: s.command(),
+            transport,
+            ..Default::default()
+        };
+        let opts = format!("--fixture {} {STALLS}", fixtures::path(fixture).display());
+        s.bind(&mut cfg.env, opts, Tail::Open);
+        let reason = run_past_deadline(codex::driver(cfg), "hi").await;
+        assert_eq!(reason, FailureReason::DeadlineExceeded, "{transport:?}");
+        assert_nothing_left(&s, false).await;
+    }
 }
