@@ -281,10 +281,13 @@ impl Process {
     ///
     /// If stdin is a [`StdinMode::Pipe`] whose controller was never taken, it
     /// is closed first (nobody could write to it). Otherwise stdin is left as
-    /// is: `finish` waits for the child to exit on its own, bounded only by
-    /// the [`timeout`](Command::timeout); use [`shutdown`](Process::shutdown)
-    /// to stop it. After the child exits, pipes still held open (by a
-    /// grandchild) get `close_grace`, then the group is killed.
+    /// is: `finish` waits for the child to exit on its own, bounded by the
+    /// [`timeout`](Command::timeout) and — once its output is over (stdout
+    /// at end-of-file, or [`expect_exit`](Process::expect_exit)) — by the
+    /// [`exit_grace`](Command::exit_grace), after which it is stopped; use
+    /// [`shutdown`](Process::shutdown) to stop it at once. After the child
+    /// exits, pipes still held open (by a grandchild) get `close_grace`,
+    /// then the group is killed.
     ///
     /// Each chunk waits for the sink to accept it (backpressure); the
     /// timeout and shutdown clock keeps running meanwhile, so a slow consumer
