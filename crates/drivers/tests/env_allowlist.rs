@@ -15,6 +15,7 @@ use agent_adaptor_core::{Agent, Runner};
 use agent_adaptor_driver::Driver;
 use agent_adaptor_drivers::child_env::{EnvPolicy, EnvVars};
 use agent_adaptor_drivers::{claude, codebuddy, codex, cursor, gemini, streamjson};
+use agent_adaptor_process::PROCESS_MARK_ENV;
 
 /// A host variable that is set under `cargo test` and `cargo nextest` and
 /// that no allowlist names.
@@ -137,7 +138,8 @@ async fn the_default_passes_only_allowlisted_host_variables() {
         let policy = EnvPolicy::default();
         let outside: Vec<&String> = env
             .keys()
-            .filter(|k| *k != "AA_BOUND" && !policy.allows(allowlist, k))
+            .filter(|k| *k != "AA_BOUND" && *k != PROCESS_MARK_ENV)
+            .filter(|k| !policy.allows(allowlist, k))
             .collect();
         assert!(outside.is_empty(), "{name}: not allowlisted: {outside:?}");
         assert!(!env.contains_key(HOST_ONLY), "{name}");
@@ -171,7 +173,7 @@ async fn named_variables_pass_and_inherit_all_passes_everything() {
             .keys()
             .map(String::as_str)
             .filter(|k| !k.starts_with("CLAUDE_") && !k.starts_with("CODEBUDDY_"))
-            .filter(|k| *k != "DISABLE_AUTOUPDATER")
+            .filter(|k| *k != "DISABLE_AUTOUPDATER" && *k != PROCESS_MARK_ENV)
             .collect();
         let mut expected = vec!["AA_BOUND"];
         if std::env::var_os("PATH").is_some() {

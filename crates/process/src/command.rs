@@ -73,8 +73,12 @@ pub(crate) enum EnvOp {
 ///   removes one variable.
 ///
 /// So `env_clear().inherit_env(["PATH", "HOME"]).env("API_KEY", k)` gives the
-/// child exactly `PATH`, `HOME` (when set) and `API_KEY`. Environment values
-/// never appear in `Debug` output or in errors.
+/// child exactly `PATH`, `HOME` (when set) and `API_KEY` — plus, after the
+/// recipe, [`PROCESS_MARK_ENV`](crate::PROCESS_MARK_ENV) with a value unique
+/// to the child, which marks it and its descendants so that none outlives
+/// the [`Process`](crate::Process) (not part of
+/// [`effective_env`](Command::effective_env)). Environment values never
+/// appear in `Debug` output or in errors.
 ///
 /// # Limits
 ///

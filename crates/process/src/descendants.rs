@@ -97,23 +97,10 @@ fn read_into(path: &std::path::Path, text: &mut String) -> std::io::Result<()> {
 /// parent links followed down from `root`.
 fn full_scan(root: i32) -> BTreeSet<i32> {
     let mut groups = BTreeSet::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return groups;
-    };
-    let table: Vec<(i32, i32, i32)> = dir
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // The command name may contain spaces and parentheses: fields
-            // start after the last ')'.
-            let rest = stat.get(stat.rfind(')')? + 2..)?;
-            let mut fields = rest.split(' ');
-            let _state = fields.next()?;
-            let ppid = fields.next()?.parse().ok()?;
-            let pgid = fields.next()?.parse().ok()?;
-            Some((pid, ppid, pgid))
-        })
+    let table: Vec<(i32, i32, i32)> = crate::procfs::all_pids()
+        .into_iter()
+        .filter_map(crate::procfs::stat)
+        .map(|s| (s.pid, s.ppid, s.pgid))
         .collect();
     let mut frontier = vec![root];
     let mut seen = BTreeSet::from([root]);

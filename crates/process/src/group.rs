@@ -8,6 +8,10 @@
 //! cost is proportional to the child's own tree). Descendants are remembered
 //! across signals: once the child has died its orphans are re-parented and
 //! can no longer be found from it.
+//!
+//! `SIGTERM` and `SIGKILL` also go to every process carrying the child's
+//! marker (see `mark`) — double-forked daemons re-parented to init included —
+//! but not the periodic scan: finding them reads all of `/proc`.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -16,6 +20,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use crate::descendants::{Method, descendant_groups};
+use crate::mark::{self, Mark};
 
 /// The child's process group (the child is its leader: `pgid == pid`), plus
 /// the groups its descendants escaped into.
@@ -23,6 +28,8 @@ use crate::descendants::{Method, descendant_groups};
 pub(crate) struct Group {
     pgid: Option<Pid>,
     escaped: Arc<Mutex<BTreeSet<i32>>>,
+    /// The child's marker and start time (clock ticks since boot).
+    marked: Option<Arc<[(Mark, u64)]>>,
 }
 
 impl Group {
@@ -33,7 +40,15 @@ impl Group {
                 .filter(|p| *p > 1)
                 .map(Pid::from_raw),
             escaped: Arc::default(),
+            marked: None,
         }
+    }
+
+    /// Also signal the processes carrying `mark` that started at or after
+    /// `since` (the child's start time).
+    pub(crate) fn with_mark(mut self, mark: Mark, since: u64) -> Self {
+        self.marked = Some(Arc::new([(mark, since)]));
+        self
     }
 
     /// Record the groups of the child's current descendants that are not
@@ -80,6 +95,9 @@ impl Group {
             {
                 tracing::debug!(pgid = pgid.as_raw(), signal = sig.as_str(), %err, "killpg failed");
             }
+        }
+        if let Some(marked) = &self.marked {
+            mark::signal(marked, sig);
         }
     }
 }

@@ -68,6 +68,15 @@
 //! * **Nothing survives.** `finish`/`shutdown` reap the child, bound pipes
 //!   held open by grandchildren, and sweep the group with `SIGKILL`;
 //!   dropping a live [`Process`] kills the group synchronously.
+//! * **Nothing outlives the host.** Every child carries
+//!   [`PROCESS_MARK_ENV`]`=<random>` in its environment (inherited by its
+//!   descendants); the end of a process (finish, shutdown, drop) also
+//!   `SIGKILL`s every process carrying it that started after the child —
+//!   double-forked `setsid` daemons re-parented to init included. On Linux
+//!   every child gets `PR_SET_PDEATHSIG = SIGKILL`, so it dies with a host
+//!   killed by `SIGKILL`; what it started is named in a ledger record
+//!   (`<state>/processes/`) that the next host's first spawn, or a
+//!   [`sweep`], uses to stop it.
 //! * **Turns.** A child that serves several requests in turn (a driver's
 //!   resident process) stays a [`Process`] between them:
 //!   [`take_capture`](Process::take_capture) hands over the raw bytes of one
@@ -82,11 +91,27 @@
 //! reads of the spill file have no Windows equivalent here (that would need
 //! job objects). On other platforms the crate compiles to nothing.
 //!
+//! What holds where:
+//!
+//! * **Linux**: all of the above. The parent-death signal is tied to the
+//!   *thread* that spawned the child, not the process: tokio's worker
+//!   threads (and a current-thread runtime's thread) live as long as the
+//!   runtime, so spawn from async code; a child spawned from a
+//!   `spawn_blocking` thread, a worker that went through `block_in_place`
+//!   or a short-lived thread is killed when that thread ends. The marker
+//!   finds only processes of the same user that kept their environment
+//!   (`env -i` drops it).
+//! * **macOS** (and other unix): process groups, the shutdown sequence and
+//!   the final group `SIGKILL` hold; there is no `/proc`, so descendants in
+//!   other groups and marked processes are not found, there is no
+//!   parent-death signal and no ledger ([`sweep`] finds nothing): a host
+//!   killed by `SIGKILL` leaves its children running.
+//!
 //! A group signal sent after the leader was reaped relies on the kernel not
 //! reusing a process id while it still names a process group; if the group
 //! is already empty, an unrelated group could in theory have taken the id in
 //! the meantime (the same trade-off every process-group library makes).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 #[cfg(unix)]
 mod budget;
@@ -103,15 +128,25 @@ mod finished;
 #[cfg(unix)]
 mod group;
 #[cfg(unix)]
+mod ledger;
+#[cfg(unix)]
 mod lines;
 #[cfg(unix)]
+mod mark;
+#[cfg(unix)]
+mod pdeathsig;
+#[cfg(unix)]
 mod process;
+#[cfg(unix)]
+mod procfs;
 #[cfg(unix)]
 mod shutdown;
 #[cfg(unix)]
 mod spawn;
 #[cfg(unix)]
 mod stdin;
+#[cfg(unix)]
+mod sweep;
 
 #[cfg(unix)]
 pub use budget::{DEFAULT_CAPTURE_MEMORY_BUDGET, MemoryBudget, capture_memory_budget};
@@ -127,9 +162,13 @@ pub use finished::{ExitInfo, Finished, Timeline};
 #[cfg(unix)]
 pub use lines::Line;
 #[cfg(unix)]
+pub use mark::PROCESS_MARK_ENV;
+#[cfg(unix)]
 pub use process::{Captured, Process};
 #[cfg(unix)]
 pub use stdin::{PartialWrite, StdinController};
+#[cfg(unix)]
+pub use sweep::{SweepReport, sweep, sweep_dir};
 
 #[cfg(unix)]
 #[doc(no_inline)]

@@ -16,6 +16,7 @@ use crate::capture::Capture;
 use crate::command::{Command, StdinMode};
 use crate::error::ProcessError;
 use crate::finished::Finished;
+use crate::ledger::Tracked;
 use crate::lines::{Line, LineSplitter};
 use crate::shutdown::{Lifecycle, Step};
 use crate::spawn::spawn;
@@ -62,6 +63,9 @@ pub struct Process {
     /// When the running child's descendants are next looked for (see
     /// `Group::scan`); polled in every turn, also while no output comes.
     next_scan: Pin<Box<Sleep>>,
+    /// The marker and ledger record; the record goes when this is dropped,
+    /// after the final sweep.
+    _tracked: Tracked,
 }
 
 /// How often a running child's descendants are looked for, so that tools
@@ -95,9 +99,13 @@ impl Process {
     /// A missing program is [`ProcessError::NotFound`], a non-executable one
     /// [`ProcessError::PermissionDenied`]; no error carries environment values.
     pub fn spawn(cmd: &Command) -> Result<Process, ProcessError> {
-        let spawned = spawn(cmd)?;
+        let mut tracked = Tracked::before_spawn();
+        let spawned = spawn(cmd, tracked.mark())?;
         let now = Instant::now();
-        let group = crate::group::Group::new(spawned.pid);
+        let mut group = crate::group::Group::new(spawned.pid);
+        if let Some(start) = tracked.spawned(spawned.pid) {
+            group = group.with_mark(tracked.mark().clone(), start);
+        }
         let mut life = Lifecycle::new(
             group,
             cmd.close_grace,
@@ -138,6 +146,7 @@ impl Process {
             failure: None,
             done: false,
             next_scan: Box::pin(tokio::time::sleep_until((now + SCAN_EVERY).into())),
+            _tracked: tracked,
         })
     }
 

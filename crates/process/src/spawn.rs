@@ -8,6 +8,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
 use crate::command::{Command, StdinMode};
 use crate::error::ProcessError;
+use crate::mark::{Mark, PROCESS_MARK_ENV};
 
 /// A freshly spawned child and its pipes.
 pub(crate) struct Spawned {
@@ -18,8 +19,9 @@ pub(crate) struct Spawned {
     pub(crate) stderr: ChildStderr,
 }
 
-/// Spawn `cmd` as the leader of a new process group.
-pub(crate) fn spawn(cmd: &Command) -> Result<Spawned, ProcessError> {
+/// Spawn `cmd` as the leader of a new process group, marked with `mark`
+/// and armed with the parent-death signal.
+pub(crate) fn spawn(cmd: &Command, mark: &Mark) -> Result<Spawned, ProcessError> {
     let program = cmd.program_name();
     if let Some(cwd) = &cmd.cwd
         && !cwd.is_dir()
@@ -40,6 +42,9 @@ pub(crate) fn spawn(cmd: &Command) -> Result<Spawned, ProcessError> {
         c.env_clear();
         c.envs(env);
     }
+    // After the recipe, so no recipe removes it; inherited by descendants.
+    c.env(PROCESS_MARK_ENV, mark.value());
+    crate::pdeathsig::arm(&mut c);
     c.stdin(match cmd.stdin {
         StdinMode::Null => Stdio::null(),
         StdinMode::Bytes(_) | StdinMode::Pipe => Stdio::piped(),

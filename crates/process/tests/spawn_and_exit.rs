@@ -93,6 +93,13 @@ async fn environment_inherits_by_default_and_follows_the_recipe() {
     let out = output_of(&cmd).await;
     let mut vars: Vec<&str> = out.lines().collect();
     vars.sort_unstable();
+    // The marker is added after the recipe, always (one per child).
+    let at = vars
+        .iter()
+        .position(|v| v.starts_with("AGENT_ADAPTOR_PROCESS_MARK="))
+        .expect("the marker");
+    let value = &vars.remove(at)["AGENT_ADAPTOR_PROCESS_MARK=".len()..];
+    assert!(value.len() == 32 && value.bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(
         vars,
         vec!["AA_ONE=1".to_owned(), format!("PATH={parent_path}")]

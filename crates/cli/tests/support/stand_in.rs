@@ -67,8 +67,10 @@ impl StandIn {
         format!("{}:{SYSTEM_PATH}", self.dir.path().join("bin").display())
     }
 
-    /// The environment the stand-in was last started with (name → value);
-    /// panics when it never ran.
+    /// The environment the stand-in was last started with (name → value),
+    /// without the process helper's own marker (`AGENT_ADAPTOR_PROCESS_MARK`,
+    /// on every child, not part of any environment recipe); panics when it
+    /// never ran.
     pub fn recorded_env(&self) -> BTreeMap<String, String> {
         let bytes = std::fs::read(&self.record).expect("the stand-in CLI ran");
         bytes
@@ -78,6 +80,7 @@ impl StandIn {
                 kv.split_once('=')
                     .map(|(k, v)| (k.to_owned(), v.to_owned()))
             })
+            .filter(|(k, _)| k != "AGENT_ADAPTOR_PROCESS_MARK")
             .collect()
     }
 
