@@ -17,15 +17,25 @@
 //! | `error` | a stream-error notice (its message explains the failure), or a warning when Codex retries |
 //! | `warning`, `configWarning`, `deprecationNotice` | warning notices |
 //! | a server approval request / `serverRequest/resolved` | `hitl.requested` / `hitl.resolved` |
-//! | `turn/completed` | the only terminal: `completed` → `run.finished`, else `run.error` |
+//! | `turn/completed` of this run's turn | the only terminal: `completed` → `run.finished`, else `run.error` |
 //! | anything else, and unknown item types | a custom payload `codex.<method>` / `codex.item.<type>` with the raw JSON |
 //!
 //! Status, rate-limit and output-delta notifications (`thread/status/changed`,
 //! `account/rateLimits/updated`, `item/commandExecution/outputDelta`,
 //! `item/fileChange/outputDelta`, `item/reasoning/summaryPartAdded`) carry
-//! nothing the payloads or layers use; they stay in the raw capture. So do
-//! notifications about other threads, which become custom payloads and never
-//! touch this turn's state.
+//! nothing the payloads or layers use; they stay in the raw capture.
+//! Notifications about other threads, and (once `turn/start` was answered)
+//! about other turns, become custom payloads and never touch this turn's
+//! state.
+//!
+//! The thread is the one the `thread/start` (`thread/resume`) result named,
+//! the turn the one the `turn/start` result named — the transport tells the
+//! parser both ([`thread_opened`](AppServerParser::thread_opened),
+//! [`turn_accepted`](AppServerParser::turn_accepted)); `thread/started` and
+//! `turn/started` never choose them. A `turn/completed` is believed only for
+//! that thread and that turn, after `turn/start` was answered; any other is a
+//! protocol-violation notice ([`crate::terminal_guard`]) and the run goes on
+//! (without a matching one, it fails as a missing terminal that names it).
 
 use std::collections::HashMap;
 
@@ -74,6 +84,8 @@ pub struct AppServerParser {
     /// Set when a host rejection was answered with `cancel`, which ends the
     /// turn as `interrupted`.
     cancelled_by: Option<HumanDecisionFailure>,
+    /// `turn/start` was answered: its turn is the one a terminal must name.
+    turn_acked: bool,
 }
 
 impl AppServerParser {
@@ -89,6 +101,7 @@ impl AppServerParser {
             turn_sum: Totals::default(),
             approvals: HashMap::new(),
             cancelled_by: None,
+            turn_acked: false,
         }
     }
 
@@ -118,10 +131,13 @@ impl AppServerParser {
         out
     }
 
-    /// `turn/start` was accepted with `turn_id`.
+    /// `turn/start` was answered with `turn_id`: from now on a
+    /// `turn/completed` of this thread and this turn ends the run (and no
+    /// other does).
     pub fn turn_accepted(&mut self, turn_id: &str) {
-        if self.rec.turn_id().is_none() {
+        if !turn_id.is_empty() {
             self.rec.set_turn(turn_id);
+            self.turn_acked = true;
         }
     }
 
@@ -192,15 +208,46 @@ impl AppServerParser {
         serde_json::from_value(params.clone()).ok()
     }
 
-    /// A notification about another thread than this run's.
-    fn foreign(&self, params: &Value) -> bool {
-        let theirs = params.get("threadId").and_then(Value::as_str).or_else(|| {
-            params
-                .get("thread")
-                .and_then(|t| t.get("id"))
-                .and_then(Value::as_str)
-        });
-        matches!((theirs, self.rec.thread_id()), (Some(a), Some(b)) if a != b)
+    /// A notification about another thread than this run's, or (once
+    /// `turn/start` was answered) about another turn. The usage of another
+    /// turn is read on purpose (the baseline of this turn's usage).
+    fn foreign(&self, method: &str, params: &Value) -> bool {
+        let other_thread = matches!(
+            (thread_of(params), self.rec.thread_id()), (Some(a), Some(b)) if a != b
+        );
+        let other_turn = self.turn_acked
+            && method != "thread/tokenUsage/updated"
+            && matches!(
+                (turn_of(params), self.rec.turn_id()),
+                (Some(a), Some(b)) if a != b
+            );
+        other_thread || other_turn
+    }
+
+    /// Why a `turn/completed` is not this run's terminal, if it is not: it
+    /// must name the thread the handshake opened and the turn `turn/start`
+    /// was answered with.
+    fn not_ours(&self, params: &Value, n: &TurnNotification) -> Option<String> {
+        let turn = &n.turn.id;
+        let Some(ours) = self.rec.thread_id() else {
+            return Some(format!(
+                "a turn/completed (turn {turn:?}) before this run's thread was opened"
+            ));
+        };
+        if let Some(theirs) = thread_of(params).filter(|t| *t != ours) {
+            return Some(format!(
+                "a turn/completed for thread {theirs:?}, not this run's thread {ours:?}"
+            ));
+        }
+        match self.rec.turn_id().filter(|_| self.turn_acked) {
+            None => Some(format!(
+                "a turn/completed (turn {turn:?}) before turn/start was answered"
+            )),
+            Some(mine) if mine != turn => Some(format!(
+                "a turn/completed for turn {turn:?}, not this run's turn {mine:?}"
+            )),
+            Some(_) => None,
+        }
     }
 
     /// A notification about another turn than this run's.
@@ -209,23 +256,35 @@ impl AppServerParser {
     }
 
     fn notification(&mut self, method: &str, params: &Value, raw: &[u8], out: &mut Vec<Out>) {
-        if self.foreign(params) {
+        if method == "turn/completed" {
+            return match Self::params::<TurnNotification>(params) {
+                Some(n) => match self.not_ours(params, &n) {
+                    Some(why) => self.rec.ignore_terminal(out, &why, raw),
+                    None => self.turn_completed(n, raw, out),
+                },
+                None => self.malformed(method, raw, out),
+            };
+        }
+        if self.foreign(method, params) {
             self.rec.custom(out, format!("codex.{method}"), raw);
             return;
         }
         match method {
-            "thread/started" => {
-                if let Some(id) = params
-                    .get("thread")
-                    .and_then(|t| t.get("id"))
-                    .and_then(Value::as_str)
-                {
-                    self.rec.thread(out, id);
-                }
+            // The thread is the one the handshake's result named (the
+            // transport reports it); the announcement adds nothing.
+            "thread/started" if self.rec.thread_id().is_some() => {}
+            // Before this run's thread was opened no turn is ours.
+            "turn/started" if self.rec.thread_id().is_none() => {
+                self.rec.custom(out, format!("codex.{method}"), raw);
             }
             "turn/started" => {
-                if let Some(n) = Self::params::<TurnNotification>(params) {
-                    self.turn_accepted(&n.turn.id);
+                // Before `turn/start` was answered the announced turn is
+                // provisional (what `turn/interrupt` names); the answer
+                // decides.
+                if let Some(n) = Self::params::<TurnNotification>(params)
+                    && self.rec.turn_id().is_none()
+                {
+                    self.rec.set_turn(&n.turn.id);
                 }
                 self.rec.step_started(out);
             }
@@ -257,13 +316,6 @@ impl AppServerParser {
             }
             "thread/tokenUsage/updated" => match Self::params::<TokenUsageNotification>(params) {
                 Some(u) => self.usage(&u),
-                None => self.malformed(method, raw, out),
-            },
-            "turn/completed" => match Self::params::<TurnNotification>(params) {
-                Some(n) if self.rec.turn_id().is_some_and(|t| t != n.turn.id) => {
-                    self.rec.custom(out, format!("codex.{method}"), raw);
-                }
-                Some(n) => self.turn_completed(n, raw, out),
                 None => self.malformed(method, raw, out),
             },
             "error" => match Self::params::<ErrorNotification>(params) {
@@ -464,6 +516,26 @@ impl AppServerParser {
         }
         out
     }
+}
+
+/// The thread a notification names (`threadId`, else `thread.id`).
+fn thread_of(params: &Value) -> Option<&str> {
+    params.get("threadId").and_then(Value::as_str).or_else(|| {
+        params
+            .get("thread")
+            .and_then(|t| t.get("id"))
+            .and_then(Value::as_str)
+    })
+}
+
+/// The turn a notification names (`turnId`, else `turn.id`).
+fn turn_of(params: &Value) -> Option<&str> {
+    params.get("turnId").and_then(Value::as_str).or_else(|| {
+        params
+            .get("turn")
+            .and_then(|t| t.get("id"))
+            .and_then(Value::as_str)
+    })
 }
 
 fn item_id(item: &ThreadItem) -> Option<&str> {
