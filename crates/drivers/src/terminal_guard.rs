@@ -76,6 +76,26 @@ impl IgnoredTerminals {
     }
 }
 
+/// Why a session-scoped terminal line is not this run's, if it is not: it
+/// must follow the run's own init line (`init` is what that line announced:
+/// `None` before it, `Some(None)` for one without a session id) and, when
+/// both name a session, name the same one (`theirs`). `init_line` and
+/// `terminal` name the lines in the message.
+pub fn session_mismatch(
+    init_line: &str,
+    terminal: &str,
+    init: Option<Option<&str>>,
+    theirs: Option<&str>,
+) -> Option<String> {
+    match (init, theirs.filter(|t| !t.is_empty())) {
+        (None, _) => Some(format!("a {terminal} line before {init_line}")),
+        (Some(Some(ours)), Some(theirs)) if !ours.is_empty() && ours != theirs => Some(format!(
+            "a {terminal} line for session {theirs:?}, not this run's session {ours:?}"
+        )),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +125,24 @@ mod tests {
             f.message
         );
         assert_eq!(f.metadata["ignored_terminals"], "2");
+    }
+
+    #[test]
+    fn a_session_terminal_must_follow_the_init_and_name_its_session() {
+        let m = |init, theirs| session_mismatch("init", "result", init, theirs);
+        assert_eq!(m(None, Some("a")).unwrap(), "a result line before init");
+        assert_eq!(
+            m(Some(Some("a")), Some("b")).unwrap(),
+            "a result line for session \"b\", not this run's session \"a\""
+        );
+        for (init, theirs) in [
+            (Some(Some("a")), Some("a")),
+            (Some(Some("a")), None),
+            (Some(None), Some("b")),
+            (Some(Some("")), Some("b")),
+            (Some(Some("a")), Some("")),
+        ] {
+            assert_eq!(m(init, theirs), None, "{init:?} {theirs:?}");
+        }
     }
 }
