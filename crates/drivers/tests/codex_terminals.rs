@@ -1,8 +1,9 @@
 //! The Codex app-server believes a `turn/completed` only for the thread its
-//! `thread/start` opened and the turn its `turn/start` was answered with:
-//! anything else is a protocol-violation notice, and a run that then ends
-//! without its own terminal fails as a missing terminal that says what was
-//! ignored — never `ok: true` with empty text.
+//! `thread/start` opened and the turn its `turn/start` was answered with
+//! (`codex exec`: a terminal only after its `thread.started`): anything else
+//! is a protocol-violation notice, and a run that then ends without its own
+//! terminal fails as a missing terminal that says what was ignored — never
+//! `ok: true` with empty text.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use agent_adaptor_core::{Agent, Event, Runner, notice_kind};
 use agent_adaptor_driver::RunEvent;
 use agent_adaptor_drivers::codex::appserver::AppServerParser;
+use agent_adaptor_drivers::codex::exec::ExecParser;
 use agent_adaptor_drivers::codex::{self, Transport};
 use agent_adaptor_drivers::pump::{LineProtocol, Out};
 use agent_adaptor_drivers::terminal_guard::PROTOCOL_VIOLATION;
@@ -85,6 +87,43 @@ fn without_its_own_terminal_the_run_fails_naming_what_was_ignored() {
         f.message
     );
     assert!(parsed.terminal.is_none() && parsed.checkpoint.is_none());
+}
+
+#[test]
+fn exec_believes_a_terminal_only_after_its_thread_started() {
+    let capture = agent_adaptor_testkit::fixtures::load_path(
+        &agent_adaptor_testkit::fixtures::path("codex/exec-basic.jsonl"),
+    )
+    .unwrap();
+    let lines = capture.stdout_lines();
+    let run = |lines: &[&str]| {
+        let mut p = ExecParser::new(true, None);
+        let mut violations = 0;
+        for l in lines {
+            violations += p
+                .line(l.as_bytes())
+                .iter()
+                .filter(|o| is_violation(o))
+                .count();
+        }
+        (violations, p.finish(Some(0), false).1.failure)
+    };
+    assert_eq!(run(&lines), (0, None), "the capture itself succeeds");
+    let headless: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| !l.contains("\"thread.started\""))
+        .collect();
+    let (violations, failure) = run(&headless);
+    assert_eq!(violations, 1);
+    let f = failure.unwrap();
+    assert_eq!(f.metadata["reason"], "missing_terminal");
+    assert!(
+        f.message
+            .contains("ignored a turn.completed before thread.started"),
+        "{}",
+        f.message
+    );
 }
 
 // ---------------------------------------------------------------------------
