@@ -28,14 +28,13 @@
 //! about other turns, become custom payloads and never touch this turn's
 //! state.
 //!
-//! The thread is the one the `thread/start` (`thread/resume`) result named,
-//! the turn the one the `turn/start` result named — the transport tells the
-//! parser both ([`thread_opened`](AppServerParser::thread_opened),
-//! [`turn_accepted`](AppServerParser::turn_accepted)); `thread/started` and
-//! `turn/started` never choose them. A `turn/completed` is believed only for
-//! that thread and that turn, after `turn/start` was answered; any other is a
+//! The transport tells the parser the thread the handshake opened and the
+//! turn `turn/start` was answered with
+//! ([`thread_opened`](AppServerParser::thread_opened),
+//! [`turn_accepted`](AppServerParser::turn_accepted)); `scope.rs` decides
+//! whose a notification is. A `turn/completed` that is not this run's is a
 //! protocol-violation notice ([`crate::terminal_guard`]) and the run goes on
-//! (without a matching one, it fails as a missing terminal that names it).
+//! (without its own, it fails as a missing terminal that names it).
 
 use std::collections::HashMap;
 
@@ -51,6 +50,7 @@ use super::protocol::{
     DeltaNotification, ErrorNotification, Incoming, ItemNotification, ThreadItem,
     TokenUsageNotification, TurnNotification, decision_request,
 };
+use super::scope::Ours;
 use crate::pump::{ControlFrame, LineProtocol, Out};
 
 /// The failure code of a resume the server rejected (an unknown thread id).
@@ -208,45 +208,12 @@ impl AppServerParser {
         serde_json::from_value(params.clone()).ok()
     }
 
-    /// A notification about another thread than this run's, or (once
-    /// `turn/start` was answered) about another turn. The usage of another
-    /// turn is read on purpose (the baseline of this turn's usage).
-    fn foreign(&self, method: &str, params: &Value) -> bool {
-        let other_thread = matches!(
-            (thread_of(params), self.rec.thread_id()), (Some(a), Some(b)) if a != b
-        );
-        let other_turn = self.turn_acked
-            && method != "thread/tokenUsage/updated"
-            && matches!(
-                (turn_of(params), self.rec.turn_id()),
-                (Some(a), Some(b)) if a != b
-            );
-        other_thread || other_turn
-    }
-
-    /// Why a `turn/completed` is not this run's terminal, if it is not: it
-    /// must name the thread the handshake opened and the turn `turn/start`
-    /// was answered with.
-    fn not_ours(&self, params: &Value, n: &TurnNotification) -> Option<String> {
-        let turn = &n.turn.id;
-        let Some(ours) = self.rec.thread_id() else {
-            return Some(format!(
-                "a turn/completed (turn {turn:?}) before this run's thread was opened"
-            ));
-        };
-        if let Some(theirs) = thread_of(params).filter(|t| *t != ours) {
-            return Some(format!(
-                "a turn/completed for thread {theirs:?}, not this run's thread {ours:?}"
-            ));
-        }
-        match self.rec.turn_id().filter(|_| self.turn_acked) {
-            None => Some(format!(
-                "a turn/completed (turn {turn:?}) before turn/start was answered"
-            )),
-            Some(mine) if mine != turn => Some(format!(
-                "a turn/completed for turn {turn:?}, not this run's turn {mine:?}"
-            )),
-            Some(_) => None,
+    /// What the run knows of its thread and turn.
+    fn ours(&self) -> Ours<'_> {
+        Ours {
+            thread: self.rec.thread_id(),
+            turn: self.rec.turn_id(),
+            acked: self.turn_acked,
         }
     }
 
@@ -258,14 +225,14 @@ impl AppServerParser {
     fn notification(&mut self, method: &str, params: &Value, raw: &[u8], out: &mut Vec<Out>) {
         if method == "turn/completed" {
             return match Self::params::<TurnNotification>(params) {
-                Some(n) => match self.not_ours(params, &n) {
+                Some(n) => match self.ours().not_our_terminal(params, &n.turn.id) {
                     Some(why) => self.rec.ignore_terminal(out, &why, raw),
                     None => self.turn_completed(n, raw, out),
                 },
                 None => self.malformed(method, raw, out),
             };
         }
-        if self.foreign(method, params) {
+        if self.ours().foreign(method, params) {
             self.rec.custom(out, format!("codex.{method}"), raw);
             return;
         }
@@ -516,26 +483,6 @@ impl AppServerParser {
         }
         out
     }
-}
-
-/// The thread a notification names (`threadId`, else `thread.id`).
-fn thread_of(params: &Value) -> Option<&str> {
-    params.get("threadId").and_then(Value::as_str).or_else(|| {
-        params
-            .get("thread")
-            .and_then(|t| t.get("id"))
-            .and_then(Value::as_str)
-    })
-}
-
-/// The turn a notification names (`turnId`, else `turn.id`).
-fn turn_of(params: &Value) -> Option<&str> {
-    params.get("turnId").and_then(Value::as_str).or_else(|| {
-        params
-            .get("turn")
-            .and_then(|t| t.get("id"))
-            .and_then(Value::as_str)
-    })
 }
 
 fn item_id(item: &ThreadItem) -> Option<&str> {
