@@ -151,6 +151,76 @@ async fn a_claude_stand_in_with_a_result_for_another_session_is_a_typed_failure(
     assert_eq!(violations, 1);
 }
 
+const CONTROL: &str = "claude/control-can-use-tool-allow.transcript";
+
+fn is_init_answer(l: &str) -> bool {
+    l.contains("\"control_response\"") && l.contains("\"req_1_init\"")
+}
+
+#[test]
+fn the_control_transport_believes_a_result_only_after_initialize_was_answered() {
+    let run = |lines: &[String]| {
+        let mut p = Parser::new(&CLAUDE, true, false);
+        p.expect_initialize_answer();
+        let mut violations = 0;
+        for l in lines {
+            for o in p.line(l.as_bytes()) {
+                violations += usize::from(matches!(&o, Out::Event(ev) if is_violation(ev)));
+            }
+        }
+        let exit = ExitFacts {
+            code: Some(0),
+            signaled: false,
+        };
+        (violations, p.finish(exit).1.failure)
+    };
+    let base = lines(CONTROL);
+    assert!(base.iter().any(|l| is_init_answer(l)));
+    assert_eq!(run(&base), (0, None), "the capture itself succeeds");
+    let unanswered: Vec<String> = base.into_iter().filter(|l| !is_init_answer(l)).collect();
+    let (violations, f) = run(&unanswered);
+    assert_eq!(violations, 1);
+    missing_naming(
+        CONTROL,
+        f,
+        "ignored a result line before initialize was answered",
+    );
+}
+
+#[tokio::test]
+async fn a_control_stand_in_that_never_answers_initialize_is_a_typed_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = agent_adaptor_testkit::fixtures::path(CONTROL);
+    let text = std::fs::read_to_string(capture).unwrap();
+    let kept: Vec<&str> = text.lines().filter(|l| !is_init_answer(l)).collect();
+    let path = dir.path().join("unanswered.transcript");
+    std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+    let mut cfg = claude::config();
+    cfg.command = fake_cli_binary().unwrap();
+    cfg.host_approvals = true;
+    // An ignored result leaves stdin open (the turn is not over): the
+    // stand-in exits after its last line rather than waiting for EOF.
+    cfg.env.insert(
+        OPTS_ENV.into(),
+        format!("--fixture {} --exit-after-replay", path.display()),
+    );
+    let agent = Agent::new(claude::driver(cfg));
+    let mut stream = agent.stream("RUNTOOL TOUCH please");
+    while let Some(ev) = stream.next().await {
+        if let Event::ApprovalRequest(req) = &ev {
+            req.approve().unwrap();
+        }
+    }
+    let err = stream.result().await.unwrap_err();
+    let run = err.as_run_error().unwrap();
+    assert!(
+        run.message
+            .contains("ignored a result line before initialize was answered"),
+        "{}",
+        run.message
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Gemini CLI and Cursor Agent (the pump's parsers)
 

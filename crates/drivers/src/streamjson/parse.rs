@@ -4,7 +4,9 @@
 //!
 //! The session of a run is the one its own `system/init` announced (after a
 //! resume or a fork too: the init of this process is the authority). A
-//! `result` line is believed only after that init and only for that session;
+//! `result` line is believed only after that init and only for that session
+//! — and, in the control transport, only after the CLI answered the host's
+//! `initialize` ([`expect_initialize_answer`](Parser::expect_initialize_answer));
 //! any other is a protocol-violation notice ([`crate::terminal_guard`]) and
 //! the run goes on.
 
@@ -117,6 +119,8 @@ pub struct Parser {
     lifecycle_ids: SeenIds,
     /// The first `system/init` was seen, with this session id (if any).
     init: Option<Option<String>>,
+    /// The host sent `initialize` and no control response came yet.
+    awaiting_initialize: bool,
     ignored: IgnoredTerminals,
 }
 
@@ -157,8 +161,17 @@ impl Parser {
             anonymous: 0,
             lifecycle_ids: SeenIds::new(),
             init: None,
+            awaiting_initialize: false,
             ignored: IgnoredTerminals::new(),
         }
+    }
+
+    /// The host sent `initialize` (control transport) and this parser sees
+    /// its answer: no `result` is believed before a `control_response` —
+    /// the CLI answers `initialize` before it reads the prompt, and the
+    /// host sends no other request before the prompt.
+    pub fn expect_initialize_answer(&mut self) {
+        self.awaiting_initialize = true;
     }
 
     /// The session id announced so far (never a resume identifier by itself).
@@ -213,7 +226,10 @@ impl Parser {
                 request_id: c.request_id,
                 request: c.request,
             })),
-            Line::ControlResponse(c) => out.push(Out::Control(ControlFrame::Response(c.response))),
+            Line::ControlResponse(c) => {
+                self.awaiting_initialize = false;
+                out.push(Out::Control(ControlFrame::Response(c.response)));
+            }
             Line::ControlCancelRequest(c) => out.push(Out::Control(ControlFrame::Cancel {
                 request_id: c.request_id,
             })),
@@ -604,6 +620,9 @@ impl Parser {
     /// Why a `result` line is not this run's terminal, if it is not: it
     /// must follow this run's `system/init` and name its session.
     fn not_ours(&self, r: &ResultLine) -> Option<String> {
+        if self.awaiting_initialize {
+            return Some("a result line before initialize was answered".into());
+        }
         let init = self.init.as_ref().map(Option::as_deref);
         session_mismatch("system/init", "result", init, r.session_id.as_deref())
     }
