@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
     Driver, FailureCode, LifecycleChecker, Request, Response, RunEvent, Transcript, TranscriptItem,
+    TranscriptKind,
 };
 
 use crate::hermetic::guarded;
@@ -216,6 +217,33 @@ fn transcript(items: &Transcript, scope: &str, report: &mut Report) {
     for id in ["TRN-01", "TRN-02", "TRN-03", "TRN-04"] {
         report.judge(id, scope, findings.remove(id).unwrap_or_default());
     }
+    own_session(items, scope, report);
+}
+
+/// TRN-05: a terminal for another session is not the run's. The session is
+/// the one the first init item announced; every result item that names a
+/// session must name it.
+fn own_session(items: &Transcript, scope: &str, report: &mut Report) {
+    let named = |kind: TranscriptKind| {
+        items
+            .iter()
+            .filter_map(Result::ok)
+            .filter(move |i| i.kind == kind)
+            .filter_map(|i| i.session_id.clone().filter(|s| !s.is_empty()))
+    };
+    let Some(ours) = named(TranscriptKind::Init).next() else {
+        return report.skip("TRN-05", scope, "no init item names a session");
+    };
+    let results: Vec<String> = named(TranscriptKind::Result).collect();
+    if results.is_empty() {
+        return report.skip("TRN-05", scope, "no result item names a session");
+    }
+    let f = results
+        .into_iter()
+        .filter(|s| *s != ours)
+        .map(|s| format!("a result item for session {s:?}, the init announced {ours:?}"))
+        .collect();
+    report.judge("TRN-05", scope, f);
 }
 
 fn response(driver: &dyn Driver, resp: &Response, scope: &str, report: &mut Report) {

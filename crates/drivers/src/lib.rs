@@ -35,3 +35,4 @@ pub mod streamjson;
 #[cfg(any(feature = "cursor", feature = "gemini"))]
 mod structured;
 mod tagged;
+pub mod terminal_guard;

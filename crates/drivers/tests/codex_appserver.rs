@@ -304,12 +304,20 @@ fn turn_started() -> String {
     )
 }
 
+/// Play the transport's part of the handshake: `thread/start` answered with
+/// [`THREAD`], `turn/start` with [`TURN`].
+fn opened(parser: &mut AppServerParser) -> Vec<Out> {
+    let outs = parser.thread_opened(THREAD);
+    parser.turn_accepted(TURN);
+    outs
+}
+
 fn run_lines(
     parser: &mut AppServerParser,
     lines: &[String],
     exit: i32,
 ) -> (Vec<StreamPayload>, Parsed) {
-    let mut outs = parser.thread_opened(THREAD);
+    let mut outs = opened(parser);
     for l in lines {
         outs.extend(parser.line(l.as_bytes()));
     }
@@ -390,7 +398,7 @@ fn failed_and_interrupted_turns_are_failures_with_the_providers_message() {
 fn a_host_rejection_answered_with_cancel_is_a_decision_failure() {
     let request = json!({"id": 0, "method": "item/commandExecution/requestApproval", "params": {"itemId": "call_1", "threadId": THREAD, "turnId": TURN, "startedAtMs": 1, "command": "touch x", "availableDecisions": ["accept", "cancel"]}}).to_string();
     let mut p = AppServerParser::new(true, false, None);
-    let mut outs = p.thread_opened(THREAD);
+    let mut outs = opened(&mut p);
     outs.extend(p.line(turn_started().as_bytes()));
     outs.extend(p.line(request.as_bytes()));
     p.approval_answered(&json!(0), DecisionResult::Rejected, &json!("cancel"));

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::exit::ExitFacts;
 use crate::pump::Out;
+use crate::terminal_guard::IgnoredTerminals;
 
 /// Data keys under which a checkpoint carries the thread's cumulative usage,
 /// so the next (resumed) turn can report its own usage by difference.
@@ -165,6 +166,8 @@ pub(crate) struct Recorder {
     /// The thread's cumulative usage after the turn, for the checkpoint.
     cumulative: Option<Totals>,
     usage: Option<Usage>,
+    /// Terminal lines the parser did not believe (named in a missing-terminal failure).
+    ignored: IgnoredTerminals,
 }
 
 impl Recorder {
@@ -197,6 +200,7 @@ impl Recorder {
             stream_error: None,
             cumulative: None,
             usage: None,
+            ignored: IgnoredTerminals::new(),
         }
     }
 
@@ -284,6 +288,12 @@ impl Recorder {
         let preview = String::from_utf8_lossy(&raw[..raw.len().min(2048)]).into_owned();
         ev.data = Some(json!({ "line": preview }));
         out.push(Out::Event(RunEvent::Lifecycle(ev)));
+    }
+
+    /// A terminal line the parser does not believe (`why` says whose it
+    /// is): a protocol-violation notice; the run goes on.
+    pub(crate) fn ignore_terminal(&mut self, out: &mut Vec<Out>, why: &str, raw: &[u8]) {
+        out.push(Out::Event(self.ignored.ignore("codex", why, raw)));
     }
 
     /// A provider warning (non-fatal): an operational notice.
@@ -625,6 +635,7 @@ impl Recorder {
             let mut f = RunFailure::new(FailureCode::AgentError, why);
             f.metadata
                 .insert("reason".into(), "missing_terminal".into());
+            self.ignored.annotate(&mut f);
             self.fail(&mut out, None, f);
         }
         let clean = self.failure.is_none() && exited_cleanly;

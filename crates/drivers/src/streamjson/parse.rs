@@ -1,6 +1,14 @@
 //! The stream-json state machine: stdout lines → live payloads, transcript
 //! items and notices, and at the end every layer of the response — all from
 //! one parse (driver contract §6, §7).
+//!
+//! The session of a run is the one its own `system/init` announced (after a
+//! resume or a fork too: the init of this process is the authority). A
+//! `result` line is believed only after that init and only for that session
+//! — and, in the control transport, only after the CLI answered the host's
+//! `initialize` ([`expect_initialize_answer`](Parser::expect_initialize_answer));
+//! any other is a protocol-violation notice ([`crate::terminal_guard`]) and
+//! the run goes on.
 
 use foldhash::fast::RandomState;
 use std::collections::{BTreeMap, HashSet};
@@ -16,6 +24,7 @@ use super::Family;
 use super::wire::{
     AssistantLine, Block, Delta, Line, ResultLine, SseEvent, SystemLine, UserContent, UserLine,
 };
+use crate::terminal_guard::{IgnoredTerminals, session_mismatch};
 
 /// What one line means, in emission order.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,6 +110,11 @@ pub struct Parser {
     aborted: Option<RunFailure>,
     anonymous: u64,
     lifecycle_ids: SeenIds,
+    /// The first `system/init` was seen, with this session id (if any).
+    init: Option<Option<String>>,
+    /// The host sent `initialize` and no control response came yet.
+    awaiting_initialize: bool,
+    ignored: IgnoredTerminals,
 }
 
 impl Parser {
@@ -139,7 +153,18 @@ impl Parser {
             aborted: None,
             anonymous: 0,
             lifecycle_ids: SeenIds::new(),
+            init: None,
+            awaiting_initialize: false,
+            ignored: IgnoredTerminals::new(),
         }
+    }
+
+    /// The host sent `initialize` (control transport) and this parser sees
+    /// its answer: no `result` is believed before a `control_response` —
+    /// the CLI answers `initialize` before it reads the prompt, and the
+    /// host sends no other request before the prompt.
+    pub fn expect_initialize_answer(&mut self) {
+        self.awaiting_initialize = true;
     }
 
     /// The session id announced so far (never a resume identifier by itself).
@@ -194,7 +219,10 @@ impl Parser {
                 request_id: c.request_id,
                 request: c.request,
             })),
-            Line::ControlResponse(c) => out.push(Out::Control(ControlFrame::Response(c.response))),
+            Line::ControlResponse(c) => {
+                self.awaiting_initialize = false;
+                out.push(Out::Control(ControlFrame::Response(c.response)));
+            }
             Line::ControlCancelRequest(c) => out.push(Out::Control(ControlFrame::Cancel {
                 request_id: c.request_id,
             })),
@@ -269,6 +297,9 @@ impl Parser {
         }
         match s.subtype.as_str() {
             "init" => {
+                if self.init.is_none() {
+                    self.init = Some(s.session_id.clone());
+                }
                 if let Some(m) = &s.model {
                     self.model = Some(m.clone());
                 }
@@ -538,6 +569,11 @@ impl Parser {
         if self.terminated {
             return self.notice(out, "a second result line", raw);
         }
+        if let Some(why) = self.not_ours(&r) {
+            let notice = self.ignored.ignore(self.family.driver_type, &why, raw);
+            out.push(Out::Event(notice));
+            return;
+        }
         self.ensure_started(out);
         if r.session_id.is_some() {
             self.session_id.clone_from(&r.session_id);
@@ -572,6 +608,16 @@ impl Parser {
         }
         self.terminated = true;
         self.result = Some((r, String::from_utf8_lossy(raw).into_owned()));
+    }
+
+    /// Why a `result` line is not this run's terminal, if it is not: it
+    /// must follow this run's `system/init` and name its session.
+    fn not_ours(&self, r: &ResultLine) -> Option<String> {
+        if self.awaiting_initialize {
+            return Some("a result line before initialize was answered".into());
+        }
+        let init = self.init.as_ref().map(Option::as_deref);
+        session_mismatch("system/init", "result", init, r.session_id.as_deref())
     }
 
     /// End the turn with `failure` before any `result` line (the transport
@@ -625,6 +671,7 @@ impl Parser {
             );
             f.metadata
                 .insert("reason".into(), "missing_terminal".into());
+            self.ignored.annotate(&mut f);
             let mut item = TranscriptItem::new(TranscriptKind::Failure, f.message.clone());
             item.metadata
                 .insert("code".into(), f.code.as_str().to_owned());

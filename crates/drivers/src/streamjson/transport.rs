@@ -87,6 +87,10 @@ async fn run_once(
     sink.emit(RunEvent::Spawn(spawn)).await?;
 
     let mut session = Session::new(family, cfg, req.streaming, req.new_transcript());
+    if frames && resume_id(&req).is_none() {
+        // `read` sends `initialize` and leaves its answer to the parser.
+        session.parser.expect_initialize_answer();
+    }
     let mut stdin = proc.take_stdin();
     if let Err(e) = read(
         &mut session,
