@@ -25,6 +25,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one prompt and render the run live (or as JSON lines).
+    ///
+    /// Exit codes: 0 success, 1 the run failed, 2 bad usage, 74 the output
+    /// could not be written (closed pipe, full disk; the run is
+    /// cancelled), 130 cancelled (Ctrl-C).
     Run(RunArgs),
     /// Serve a web chat, AG-UI and raw SSE endpoints, and an A2A server.
     Serve(ServeArgs),

@@ -16,7 +16,8 @@
 //! What each part owns:
 //!
 //! * [`args`] — the command line (clap); [`error`] — one-line failures and
-//!   exit codes (0 success, 1 failure, 2 usage, 130 cancelled).
+//!   exit codes (0 success, 1 failure, 2 usage, 74 output closed or failing,
+//!   130 cancelled).
 //! * [`select`] — which driver runs: `--driver` exactly (never a silent
 //!   fallback), else the first usable agent CLI, else an LLM API whose key
 //!   is set, else the [`playground`].

@@ -68,11 +68,13 @@ fn outcome(trace: &Trace, expect: Expect, scope: &str, report: &mut Report) {
             let why = match &trace.returned {
                 Some(Err(e)) => format!("driver error: {e}"),
                 Some(Ok(r)) => format!(
-                    "failure {:?}, exit {:?}, signal {:?}, timed out {}",
-                    r.failure.as_ref().map(|x| &x.message),
-                    r.exit_code,
-                    r.signal,
-                    r.timed_out
+                    "{}, {}{}",
+                    r.failure.as_ref().map_or_else(
+                        || "no failure".to_owned(),
+                        |x| format!("failure: {}", x.message)
+                    ),
+                    agent_adaptor_driver::describe_exit(r.exit_code, r.signal.as_deref()),
+                    if r.timed_out { ", timed out" } else { "" }
                 ),
                 None => "no response".to_owned(),
             };
@@ -378,8 +380,9 @@ pub(crate) fn live(
     let mut f = Vec::new();
     if resp.exit_code.is_some_and(|c| c != 0) || resp.signal.is_some() || resp.timed_out {
         f.push(format!(
-            "exit {:?}, signal {:?}, timed out {}",
-            resp.exit_code, resp.signal, resp.timed_out
+            "{}{}",
+            agent_adaptor_driver::describe_exit(resp.exit_code, resp.signal.as_deref()),
+            if resp.timed_out { ", timed out" } else { "" }
         ));
     }
     if let Some(fail) = &resp.failure {

@@ -7,13 +7,12 @@
 //! Protocol semantics stay in each driver's parser; nothing here looks
 //! inside a provider's JSON.
 
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
 use agent_adaptor_driver::{
-    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RawBytes, RunEvent, RunFailure,
-    StreamPayload, Transcript, TranscriptItem, TranscriptKind,
+    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, StreamPayload,
+    Transcript, TranscriptItem, TranscriptKind, describe_exit,
 };
 use agent_adaptor_process::{Command, Finished, StdinMode};
 use bytes::Bytes;
@@ -25,8 +24,6 @@ use crate::pump::Out;
 
 /// Longest stdout line kept in a notice (the whole line is in the raw capture).
 const NOTICE_PREVIEW_BYTES: usize = 2048;
-/// How much of the end of stderr a failed run keeps in its failure metadata.
-pub const STDERR_TAIL_BYTES: usize = 2048;
 
 /// The bookkeeping every JSONL parser does around its protocol: `run.started`
 /// exactly once and first, live payloads only when the request streams, the
@@ -161,7 +158,7 @@ impl Emitter {
 pub struct Exit {
     /// The process's end (code, signal, and whether that was clean).
     pub process: ExitFacts,
-    /// The end of its stderr (at most [`STDERR_TAIL_BYTES`], lossy UTF-8),
+    /// The end of its stderr (redacted and bounded: [`agent_adaptor_driver::stderr_tail`]),
     /// kept in the failure of a run that ended without its terminal line.
     pub stderr_tail: Option<String>,
 }
@@ -175,7 +172,7 @@ impl Exit {
             stderr_tail: if terminated {
                 None
             } else {
-                stderr_tail(&finished.stderr, STDERR_TAIL_BYTES)
+                agent_adaptor_driver::stderr_tail(&finished.stderr)
             },
         }
     }
@@ -191,10 +188,7 @@ impl Exit {
 /// `terminal` (metadata `reason = missing_terminal`, the exit code, and the
 /// end of stderr).
 pub fn missing_terminal(driver: &str, terminal: &str, exit: &Exit) -> RunFailure {
-    let code = exit
-        .process
-        .code
-        .map_or_else(|| "no exit code".to_owned(), |c| format!("exit code {c}"));
+    let code = describe_exit(exit.process.code, exit.process.signaled.then_some("a signal"));
     let mut f = RunFailure::new(
         FailureCode::AgentError,
         format!("{driver} ended without a {terminal} line ({code})"),
@@ -211,29 +205,6 @@ pub fn missing_terminal(driver: &str, terminal: &str, exit: &Exit) -> RunFailure
         f.metadata.insert("stderr_tail".into(), tail.clone());
     }
     f
-}
-
-/// The last `max` bytes of `stderr` as text (lossy), trimmed; `None` when
-/// stderr is empty or unreadable.
-pub fn stderr_tail(stderr: &RawBytes, max: usize) -> Option<String> {
-    let mut reader = stderr.open().ok()?;
-    let mut tail: Vec<u8> = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = reader.read(&mut buf).ok()?;
-        if n == 0 {
-            break;
-        }
-        tail.extend_from_slice(&buf[..n]);
-        if tail.len() > 2 * max {
-            tail.drain(..tail.len() - max);
-        }
-    }
-    if tail.len() > max {
-        tail.drain(..tail.len() - max);
-    }
-    let text = String::from_utf8_lossy(&tail).trim().to_owned();
-    (!text.is_empty()).then_some(text)
 }
 
 /// Record the working directory in a checkpoint's state (both CLIs keep
@@ -317,15 +288,6 @@ pub fn validate_common(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stderr_tail_keeps_the_end() {
-        let raw = RawBytes::from_bytes(Bytes::from(format!("{}END\n", "x".repeat(10_000))));
-        let tail = stderr_tail(&raw, 16).unwrap_or_default();
-        assert_eq!(tail.len(), 15);
-        assert!(tail.ends_with("END"));
-        assert_eq!(stderr_tail(&RawBytes::default(), 16), None);
-    }
 
     #[test]
     fn unknown_events_are_kept_whole() {

@@ -570,7 +570,11 @@ async fn a_crash_before_the_result_is_a_typed_failure() {
                 .cloned()
         })
         .unwrap();
-    assert!(failure.text.contains("exit code 42"), "{}", failure.text);
+    assert!(
+        failure.text.contains("exited with code 42"),
+        "{}",
+        failure.text
+    );
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use agent_adaptor_driver::{
     Checkpoint, FailureCode, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure,
     SeenIds, SessionState, StreamPayload, TerminalPayload, Transcript, TranscriptItem,
-    TranscriptKind, Usage,
+    TranscriptKind, Usage, describe_exit,
 };
 use serde_json::{Value, json};
 
@@ -630,7 +630,11 @@ impl Recorder {
                 .as_deref()
                 .and_then(readable)
                 .unwrap_or_else(|| {
-                    format!("codex ended without {terminal_name} (exit code {exit_code:?})")
+                    let exit = describe_exit(
+                        exit_code,
+                        (!exited_cleanly && exit_code.is_none()).then_some("a signal"),
+                    );
+                    format!("codex ended without {terminal_name} ({exit})")
                 });
             let mut f = RunFailure::new(FailureCode::AgentError, why);
             f.metadata

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashSet};
 use agent_adaptor_driver::{
     Checkpoint, FailureCode, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure,
     SeenIds, SessionState, StreamPayload, TerminalPayload, Transcript, TranscriptItem,
-    TranscriptKind, Usage,
+    TranscriptKind, Usage, describe_exit,
 };
 use serde_json::{Value, json};
 
@@ -665,8 +665,9 @@ impl Parser {
             let mut f = RunFailure::new(
                 FailureCode::AgentError,
                 format!(
-                    "{} ended without a result line (exit code {:?})",
-                    self.family.driver_type, exit.code
+                    "{} ended without a result line ({})",
+                    self.family.driver_type,
+                    describe_exit(exit.code, exit.signaled.then_some("a signal"))
                 ),
             );
             f.metadata
