@@ -188,7 +188,10 @@ impl Exit {
 /// `terminal` (metadata `reason = missing_terminal`, the exit code, and the
 /// end of stderr).
 pub fn missing_terminal(driver: &str, terminal: &str, exit: &Exit) -> RunFailure {
-    let code = describe_exit(exit.process.code, exit.process.signaled.then_some("a signal"));
+    let code = describe_exit(
+        exit.process.code,
+        exit.process.signaled.then_some("a signal"),
+    );
     let mut f = RunFailure::new(
         FailureCode::AgentError,
         format!("{driver} ended without a {terminal} line ({code})"),

@@ -13,6 +13,7 @@ use agent_adaptor_driver::RunEvent;
 use agent_adaptor_drivers::codex::appserver::AppServerParser;
 use agent_adaptor_drivers::codex::exec::ExecParser;
 use agent_adaptor_drivers::codex::{self, Transport};
+use agent_adaptor_drivers::exit::ExitFacts;
 use agent_adaptor_drivers::pump::{LineProtocol, Out};
 use agent_adaptor_drivers::terminal_guard::PROTOCOL_VIOLATION;
 use agent_adaptor_testkit::replay::{OPTS_ENV, fake_cli_binary};
@@ -65,7 +66,7 @@ fn a_turn_completed_is_believed_only_for_this_runs_thread_and_acknowledged_turn(
         LineProtocol::terminated(&p),
         "our own terminal ends the run"
     );
-    let (_, parsed) = p.finish(Some(0), false);
+    let (_, parsed) = p.finish(ExitFacts::exited(0));
     assert!(parsed.failure.is_none(), "{:?}", parsed.failure);
     assert_eq!(parsed.output, "ours");
 }
@@ -76,7 +77,7 @@ fn without_its_own_terminal_the_run_fails_naming_what_was_ignored() {
     p.thread_opened(THREAD);
     p.turn_accepted(TURN);
     ignored(&mut p, &turn_completed("another-thread", TURN));
-    let (_, parsed) = p.finish(Some(0), false);
+    let (_, parsed) = p.finish(ExitFacts::exited(0));
     let f = parsed.failure.unwrap();
     assert_eq!(f.metadata["reason"], "missing_terminal");
     assert_eq!(f.metadata["ignored_terminals"], "1");
@@ -106,7 +107,7 @@ fn exec_believes_a_terminal_only_after_its_thread_started() {
                 .filter(|o| is_violation(o))
                 .count();
         }
-        (violations, p.finish(Some(0), false).1.failure)
+        (violations, p.finish(ExitFacts::exited(0)).1.failure)
     };
     assert_eq!(run(&lines), (0, None), "the capture itself succeeds");
     let headless: Vec<&str> = lines

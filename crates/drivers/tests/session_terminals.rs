@@ -71,10 +71,7 @@ fn stream_json(family: &'static Family, lines: &[String]) -> (usize, Option<RunF
             }
         }
     }
-    let (_, parsed) = p.finish(ExitFacts {
-        code: Some(0),
-        signaled: false,
-    });
+    let (_, parsed) = p.finish(ExitFacts::exited(0));
     (violations, parsed.failure, parsed.output)
 }
 
@@ -168,10 +165,7 @@ fn the_control_transport_believes_a_result_only_after_initialize_was_answered() 
                 violations += usize::from(matches!(&o, Out::Event(ev) if is_violation(ev)));
             }
         }
-        let exit = ExitFacts {
-            code: Some(0),
-            signaled: false,
-        };
+        let exit = ExitFacts::exited(0);
         (violations, p.finish(exit).1.failure)
     };
     let base = lines(CONTROL);
@@ -242,7 +236,7 @@ fn pump_run<P: agent_adaptor_drivers::pump::LineProtocol>(
 
 fn clean() -> Exit {
     Exit {
-        code: Some(0),
+        process: ExitFacts::exited(0),
         ..Exit::default()
     }
 }
