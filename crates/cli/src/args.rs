@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -24,6 +25,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one prompt and render the run live (or as JSON lines).
+    ///
+    /// Exit codes: 0 success, 1 the run failed, 2 bad usage, 74 the output
+    /// could not be written (closed pipe, full disk; the run is
+    /// cancelled), 130 cancelled (Ctrl-C).
     Run(RunArgs),
     /// Serve a web chat, AG-UI and raw SSE endpoints, and an A2A server.
     Serve(ServeArgs),
@@ -215,6 +220,10 @@ pub struct RunArgs {
     /// How approvals are answered (default: ask on a terminal, none otherwise).
     #[arg(long, value_enum, value_name = "MODE")]
     pub approve: Option<ApproveMode>,
+    /// End the run after this long, as failed (`deadline_exceeded`), with
+    /// the agent CLI stopped: `90s`, `5m`, `1h`, `500ms`, or plain seconds.
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub timeout: Option<Duration>,
     /// Give the agent CLI this whole environment, as before the allowlist
     /// (every variable, secrets included). Only for a CLI you trust with
     /// all of them; `--env NAME` passes one variable.
@@ -356,4 +365,50 @@ pub struct MockModelArgs {
     /// playground's script.
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+}
+
+/// A duration on the command line: a positive number with an optional unit,
+/// `ms`, `s` (the default), `m` or `h` (`30`, `30s`, `1.5m`, `500ms`).
+pub fn duration(value: &str) -> Result<Duration, String> {
+    let v = value.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let not_positive = || format!("{value:?} is not a positive duration (e.g. 30s, 5m)");
+    if number.is_empty() {
+        return Err(not_positive());
+    }
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 0.001,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("{value:?}: the unit must be ms, s, m or h")),
+    };
+    let secs = number
+        .parse::<f64>()
+        .ok()
+        .map(|n| n * scale)
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .ok_or_else(not_positive)?;
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("{value:?}: {e}"))
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_a_unit_or_plain_seconds() {
+        assert_eq!(duration("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("1.5m"), Ok(Duration::from_secs(90)));
+        for bad in ["", "0", "0s", "-1s", "abc", "5 days", "1e3", "s", "1.2.3s"] {
+            assert!(duration(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
 }

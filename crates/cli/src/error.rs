@@ -6,6 +6,10 @@ use std::fmt;
 pub const EXIT_CANCELLED: u8 = 130;
 /// Exit code of bad usage (unknown driver, unreadable file …).
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code of a run whose output could not be written (stdout closed, as
+/// by `| head`, or failing, as on a full disk); the run is cancelled
+/// (`EX_IOERR` of sysexits.h).
+pub const EXIT_OUTPUT: u8 = 74;
 /// Exit code of every other failure.
 pub const EXIT_FAILURE: u8 = 1;
 

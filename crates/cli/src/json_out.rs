@@ -7,9 +7,14 @@
 //! `notice.approval.resolved`, `approval.requested`, `run.finished` …).
 //! Raw process output (`bytes`) is given as UTF-8 text (lossy). The last
 //! line is `{"type": "result", "ok": bool, "run_id", "text", "usage",
-//! "failure": null | {"reason", "message"}, "raw": {"stdout_bytes",
+//! "failure": null | {"reason", "message", ["stderr_tail"]}, "raw": {"stdout_bytes",
 //! "stderr_bytes", "terminal"}, "provider", "model", "exit_code",
 //! "structured_output"}`.
+//!
+//! The result line comes last also when the run fails before it starts
+//! ([`not_started_line`]): `ok` is false, `run_id` null, and
+//! `failure.reason` says what stopped it ([`INVALID_ARGUMENTS`],
+//! [`STORE_UNAVAILABLE`], [`DRIVER_UNAVAILABLE`], [`INVALID_CONFIG`]).
 
 use agent_adaptor_core::{Error, Event, RunResult};
 use serde_json::{Map, Value, json};
@@ -79,6 +84,30 @@ fn result_fields(r: &RunResult, out: &mut Map<String, Value>) {
     }
 }
 
+/// `failure.reason` of a run refused for its arguments (empty prompt,
+/// unreadable schema, bad `--cwd` or `--store`).
+pub const INVALID_ARGUMENTS: &str = "invalid_arguments";
+/// `failure.reason` of a run whose thread store could not be opened.
+pub const STORE_UNAVAILABLE: &str = "store_unavailable";
+/// `failure.reason` of a run whose driver could not be chosen or built
+/// (the CLI's binary missing, no credentials, an unknown driver).
+pub const DRIVER_UNAVAILABLE: &str = "driver_unavailable";
+/// `failure.reason` of a run whose agent config was refused.
+pub const INVALID_CONFIG: &str = "invalid_config";
+
+/// The result line of a run that failed before it started.
+pub fn not_started_line(reason: &str, message: &str) -> String {
+    json!({
+        "type": "result",
+        "ok": false,
+        "run_id": null,
+        "text": "",
+        "usage": null,
+        "failure": {"reason": reason, "message": message},
+    })
+    .to_string()
+}
+
 /// The final line: the run's outcome.
 pub fn result_line(outcome: &Result<RunResult, Error>, run_id: &str) -> String {
     let mut out = Map::new();
@@ -92,21 +121,26 @@ pub fn result_line(outcome: &Result<RunResult, Error>, run_id: &str) -> String {
         Err(e) => {
             out.insert("ok".into(), json!(false));
             out.insert("run_id".into(), json!(run_id));
-            let (reason, message) = match e.as_run_error() {
+            let mut failure = Map::new();
+            match e.as_run_error() {
                 Some(re) => {
                     if let Some(partial) = &re.result {
                         result_fields(partial, &mut out);
                     }
-                    (re.reason.as_str().to_owned(), re.message.clone())
+                    failure.insert("reason".into(), json!(re.reason.as_str()));
+                    failure.insert("message".into(), json!(re.message));
+                    if let Some(tail) = re.details.as_ref().and_then(|d| d.get("stderr_tail")) {
+                        failure.insert("stderr_tail".into(), tail.clone());
+                    }
                 }
-                None => ("refused".to_owned(), e.to_string()),
-            };
+                None => {
+                    failure.insert("reason".into(), json!("refused"));
+                    failure.insert("message".into(), json!(e.to_string()));
+                }
+            }
             out.entry("text").or_insert(json!(""));
             out.entry("usage").or_insert(Value::Null);
-            out.insert(
-                "failure".into(),
-                json!({"reason": reason, "message": message}),
-            );
+            out.insert("failure".into(), Value::Object(failure));
         }
     }
     Value::Object(out).to_string()

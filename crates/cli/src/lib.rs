@@ -16,9 +16,9 @@
 //! What each part owns:
 //!
 //! * [`args`] — the command line (clap); [`error`] — one-line failures and
-//!   exit codes (0 success, 1 failure, 2 usage, 128 + the signal when
-//!   cancelled: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); [`signals`] — the
-//!   three signals that stop `run` and `serve` alike.
+//!   exit codes (0 success, 1 failure, 2 usage, 74 output closed or failing,
+//!   128 + the signal when cancelled: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP);
+//!   [`signals`] — the three signals that stop `run` and `serve` alike.
 //! * [`host_record`] — after a host was killed: the process ledger swept
 //!   at start, and the threads a dead `run` held freed, its runs recorded
 //!   as interrupted.

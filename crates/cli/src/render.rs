@@ -5,6 +5,11 @@
 //! a check mark with the duration), approvals, notes and the final usage
 //! line. With a terminal on stderr, ANSI styles and the spinner are used;
 //! otherwise plain lines.
+//!
+//! Every stdout write goes through one place ([`Renderer::out`]): the first
+//! one that fails (a closed pipe, a full disk) is kept
+//! ([`Renderer::output_error`]) and nothing more is written to stdout, so
+//! the caller can cancel the run.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -45,6 +50,8 @@ pub struct Renderer {
     /// Tool ids in start order, for the spinner.
     running: Vec<LifecycleId>,
     frame: usize,
+    /// The first stdout write that failed; stdout is not written after it.
+    output_error: Option<std::io::Error>,
 }
 
 impl Renderer {
@@ -58,7 +65,32 @@ impl Renderer {
             tools: HashMap::new(),
             running: Vec::new(),
             frame: 0,
+            output_error: None,
         }
+    }
+
+    /// Write `text` to stdout and flush, unless a stdout write failed
+    /// before; a failure is kept (see [`output_error`](Self::output_error)).
+    pub fn out(&mut self, text: &str) {
+        if self.output_error.is_some() {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            self.output_error = Some(e);
+        }
+    }
+
+    /// Record that stdout cannot be written (seen without a write, e.g. by
+    /// [`stdout_closed`]); nothing more is written to it.
+    pub fn fail_output(&mut self, e: std::io::Error) {
+        self.output_error.get_or_insert(e);
+    }
+
+    /// Why stdout could not be written (a closed pipe, a full disk), once
+    /// a write failed.
+    pub fn output_error(&self) -> Option<&std::io::Error> {
+        self.output_error.as_ref()
     }
 
     fn style(&self, style: &str, text: &str) -> String {
@@ -82,9 +114,7 @@ impl Renderer {
             self.thinking_mid_line = false;
         }
         if self.text_mid_line {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out);
-            let _ = out.flush();
+            self.out("\n");
             self.text_mid_line = false;
         }
         let _ = err.flush();
@@ -142,9 +172,7 @@ impl Renderer {
                 if self.spinner_drawn || self.thinking_mid_line {
                     self.line_start();
                 }
-                let mut out = std::io::stdout().lock();
-                let _ = write!(out, "{}", d.text);
-                let _ = out.flush();
+                self.out(&d.text);
                 self.text_mid_line = !d.text.ends_with('\n');
             }
             Event::Thinking(t) => match t.phase {
@@ -270,6 +298,34 @@ impl Renderer {
     /// End the output (a final newline after streamed text).
     pub fn finish(&mut self) {
         self.line_start();
+    }
+}
+
+/// Resolves when stdout is a pipe or socket whose reader went away (`|
+/// head` exited), seen without writing to it (the kernel reports an error
+/// condition on the descriptor); never, for a terminal, a file, or when
+/// stdout cannot be watched.
+pub async fn stdout_closed() {
+    use std::os::fd::AsFd;
+    use tokio::io::Interest;
+    use tokio::io::unix::AsyncFd;
+    // A duplicate the watcher owns, so the descriptor it registered stays
+    // open and the same for as long as it is registered (the I/O-safety
+    // condition the deprecation of `with_interest` is about).
+    let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() else {
+        return std::future::pending().await;
+    };
+    #[allow(deprecated)]
+    let watched = AsyncFd::with_interest(fd, Interest::ERROR);
+    match watched {
+        Ok(fd) => {
+            if let Ok(mut guard) = fd.ready(Interest::ERROR).await {
+                guard.retain_ready();
+                return;
+            }
+            std::future::pending().await
+        }
+        Err(_) => std::future::pending().await,
     }
 }
 

@@ -14,12 +14,12 @@ use serde_json::Value;
 
 use crate::approve;
 use crate::args::{ApproveMode, RunArgs};
-use crate::error::CliError;
+use crate::error::{CliError, EXIT_OUTPUT};
 use crate::host_record::{HostRecord, recover_dead_runs, sweep_dead_hosts};
 use crate::json_out;
 use crate::render::Renderer;
 use crate::select::{Selected, env_policy, select_with_env};
-use crate::signals::{Signals, Stop};
+use crate::signals::{self, Signals};
 use crate::store::StoreSpec;
 
 /// How long a driver may take to stop after Ctrl-C before core drops it
@@ -56,26 +56,72 @@ pub fn approve_mode(flag: Option<ApproveMode>) -> ApproveMode {
     })
 }
 
-/// Run `agent-adaptor run`.
+/// Run `agent-adaptor run`. With `--json`, the last stdout line is the
+/// result line also when the run fails before it starts.
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
+    let json = args.json;
+    match run_inner(args).await {
+        Err(Stop::NotStarted(reason, error)) => {
+            if json {
+                let line = json_out::not_started_line(reason, &error.message);
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+            }
+            Err(error)
+        }
+        Err(Stop::Run(error)) => Err(error),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// How `run` ended early.
+enum Stop {
+    /// Before the run started: the result line's `failure.reason`
+    /// ([`json_out::not_started_line`]) and the error.
+    NotStarted(&'static str, CliError),
+    /// The run started (its result line is printed already, when stdout
+    /// takes it).
+    Run(CliError),
+}
+
+/// `Stop::NotStarted` with `reason`, for `map_err`.
+fn not_started(reason: &'static str) -> impl FnOnce(CliError) -> Stop {
+    move |e| Stop::NotStarted(reason, e)
+}
+
+async fn run_inner(args: RunArgs) -> Result<(), Stop> {
     // First: what a killed `agent-adaptor` left running is stopped.
     let swept = sweep_dead_hosts();
     let prompt = args.prompt.join(" ");
     if prompt.trim().is_empty() {
-        return Err(CliError::usage("the prompt is empty"));
+        return Err(Stop::NotStarted(
+            json_out::INVALID_ARGUMENTS,
+            CliError::usage("the prompt is empty"),
+        ));
     }
-    let schema = args.schema.as_deref().map(read_schema).transpose()?;
+    let schema = args
+        .schema
+        .as_deref()
+        .map(read_schema)
+        .transpose()
+        .map_err(not_started(json_out::INVALID_ARGUMENTS))?;
     if let Some(dir) = &args.cwd
         && !dir.is_dir()
     {
-        return Err(CliError::usage(format!(
-            "--cwd {}: not a directory",
-            dir.display()
-        )));
+        return Err(Stop::NotStarted(
+            json_out::INVALID_ARGUMENTS,
+            CliError::usage(format!("--cwd {}: not a directory", dir.display())),
+        ));
     }
     let mode = approve_mode(args.approve);
     let store = if args.thread.is_some() || args.store.is_some() {
-        Some(StoreSpec::parse(args.store.as_deref())?.open().await?)
+        let spec = StoreSpec::parse(args.store.as_deref())
+            .map_err(not_started(json_out::INVALID_ARGUMENTS))?;
+        Some(
+            spec.open()
+                .await
+                .map_err(not_started(json_out::STORE_UNAVAILABLE))?,
+        )
     } else {
         None
     };
@@ -84,7 +130,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         schema.as_ref().map(|(_, v)| v),
         env_policy(&args.driver, args.inherit_env),
     )
-    .await?;
+    .await
+    .map_err(not_started(json_out::DRIVER_UNAVAILABLE))?;
     let styled = !args.json && std::io::stderr().is_terminal();
     let mut renderer = Renderer::new(styled);
     if !args.json {
@@ -109,10 +156,13 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             .lease_owner(host.instance(), host.epoch());
         _host = Some(host);
     }
-    let agent = builder
-        .build()
-        .map_err(|e| CliError::failure(e.to_string()))?;
+    let agent = builder.build().map_err(|e| {
+        Stop::NotStarted(json_out::INVALID_CONFIG, CliError::failure(e.to_string()))
+    })?;
     let mut options = RunOptions::new();
+    if let Some(limit) = args.timeout {
+        options = options.timeout(limit);
+    }
     if let Some(model) = &args.driver.model {
         options = options.model(model.clone());
     }
@@ -140,7 +190,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let stream = runner.stream_with(&prompt, options);
     let outcome = drive(stream, &mut renderer, args.json, mode, styled).await;
     agent.close().await;
-    report(outcome, &mut renderer, args.json, started, &selected)
+    report(outcome, &mut renderer, args.json, started, &selected).map_err(Stop::Run)
 }
 
 /// What the event loop ended with.
@@ -148,7 +198,7 @@ struct Outcome {
     result: Result<RunResult, Error>,
     run_id: String,
     /// The first signal that cancelled the run, if one did.
-    interrupted: Option<Stop>,
+    interrupted: Option<signals::Stop>,
 }
 
 /// Drain the stream: render or print each event, answer approvals, cancel
@@ -162,23 +212,39 @@ async fn drive(
 ) -> Outcome {
     let run_id = stream.run_id().to_owned();
     let handle = stream.handle();
-    let mut interrupted: Option<Stop> = None;
+    let mut interrupted: Option<signals::Stop> = None;
+    let mut output_closed = false;
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
     let mut signals = Signals::new();
+    let closed = crate::render::stdout_closed();
+    tokio::pin!(closed);
     loop {
         tokio::select! {
+            () = &mut closed, if !output_closed => {
+                renderer.fail_output(std::io::ErrorKind::BrokenPipe.into());
+                output_closed = true;
+                renderer.note("output closed (its reader went away): cancelling the run");
+                handle.cancel();
+            }
             event = stream.next() => {
                 let Some(event) = event else { break };
                 if json {
-                    let mut out = std::io::stdout().lock();
-                    let _ = writeln!(out, "{}", json_out::event_line(&event));
-                    let _ = out.flush();
+                    renderer.out(&format!("{}\n", json_out::event_line(&event)));
                 } else {
                     renderer.event(&event);
+                }
+                if let Some(e) = renderer.output_error()
+                    && !output_closed
+                {
+                    // Nobody reads the answer any more: stop the CLI.
+                    output_closed = true;
+                    renderer.note(&format!("output failed ({e}): cancelling the run"));
+                    handle.cancel();
                 }
                 if let Event::ApprovalRequest(req) = &event
                     && mode == ApproveMode::Ask
                     && interrupted.is_none()
+                    && !output_closed
                 {
                     renderer.suspend();
                     eprint!("{}", approve::prompt_text(req, styled));
@@ -191,6 +257,7 @@ async fn drive(
                             }
                         }
                         stop = signals.recv() => {
+                            // A hung-up terminal fails the write.
                             let _ = writeln!(std::io::stderr());
                             interrupted = Some(stop);
                             handle.cancel();
@@ -226,13 +293,8 @@ fn report(
     selected: &Selected,
 ) -> Result<(), CliError> {
     if json {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(
-            out,
-            "{}",
-            json_out::result_line(&outcome.result, &outcome.run_id)
-        );
-        let _ = out.flush();
+        let line = json_out::result_line(&outcome.result, &outcome.run_id);
+        renderer.out(&format!("{line}\n"));
     } else {
         renderer.finish();
     }
@@ -248,24 +310,33 @@ fn report(
                     && let Some(value) = &so.value
                 {
                     renderer.dim_note(&format!("structured output (valid: {}):", so.valid));
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(value).unwrap_or_default()
-                    );
+                    let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
+                    renderer.out(&format!("{pretty}\n"));
                 }
                 renderer.usage(result.usage.as_ref(), started.elapsed(), &what);
             }
-            Ok(())
+            output_failure(renderer).map_or(Ok(()), Err)
         }
-        Err(e) => Err(describe(&e, outcome.interrupted)),
+        Err(e) => {
+            Err(output_failure(renderer).unwrap_or_else(|| describe(&e, outcome.interrupted)))
+        }
     }
 }
 
+/// The failure of a run whose stdout could not be written (it was
+/// cancelled when that happened): exit [`EXIT_OUTPUT`].
+fn output_failure(renderer: &Renderer) -> Option<CliError> {
+    renderer.output_error().map(|e| CliError {
+        message: format!("output failed ({e}): the run was cancelled"),
+        code: EXIT_OUTPUT,
+    })
+}
+
 /// One line for a failed run.
-fn describe(e: &Error, interrupted: Option<Stop>) -> CliError {
+fn describe(e: &Error, interrupted: Option<signals::Stop>) -> CliError {
     match e.as_run_error() {
         Some(re) if re.reason == FailureReason::Cancelled || interrupted.is_some() => {
-            let stop = interrupted.unwrap_or(Stop::Interrupt);
+            let stop = interrupted.unwrap_or(signals::Stop::Interrupt);
             CliError::signalled(format!("run cancelled ({})", stop.name()), stop)
         }
         Some(re) => CliError::failure(format!("run failed ({}): {}", re.reason, re.message)),

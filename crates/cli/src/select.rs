@@ -142,6 +142,16 @@ pub fn which(program: &str) -> Option<PathBuf> {
         .find(|p| is_executable(p))
 }
 
+/// `program` on `PATH` as a file, executable or not: what a run with an
+/// explicit `--driver` starts, so a file that is not executable is
+/// reported as such by the spawn, not as "not found".
+fn file_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -365,7 +375,11 @@ fn explicit(name: DriverName, args: &DriverArgs, env: EnvPolicy) -> Result<Selec
     }
     let probe = probe_cli(name)
         .ok_or_else(|| CliError::failure(format!("no facts about driver {}", name.as_str())))?;
-    let Some(binary) = probe.binary.clone() else {
+    let binary = probe
+        .binary
+        .clone()
+        .or_else(|| probe.programs.iter().find_map(|p| file_on_path(p)));
+    let Some(binary) = binary else {
         return Err(CliError::failure(format!(
             "driver {}: `{}` was not found on PATH (install the CLI, or see `agent-adaptor inspect`)",
             name.as_str(),

@@ -133,6 +133,10 @@ pub const CLAUSES: &[(&str, &str)] = &[
     ("TRN-03", "tool results name the tool call"),
     ("TRN-04", "only assistant and thinking items are deltas"),
     (
+        "TRN-05",
+        "a result item names the session the run's init item announced",
+    ),
+    (
         "RSP-01",
         "a valid checkpoint has a resume id and a clean outcome",
     ),

@@ -67,11 +67,12 @@ pub enum Fault {
     CheckpointNotRoundTripping,
     TerminalNotOnStdout,
     FailsASuccessCase,
+    ForeignTerminal,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 41] = [
+    pub const ALL: [Fault; 42] = [
         Fault::EmptyDriverType,
         Fault::DriftingDescriptor,
         Fault::PanicInValidate,
@@ -113,6 +114,7 @@ impl Fault {
         Fault::CheckpointNotRoundTripping,
         Fault::TerminalNotOnStdout,
         Fault::FailsASuccessCase,
+        Fault::ForeignTerminal,
     ];
 
     /// The clause this fault breaks.
@@ -159,6 +161,7 @@ impl Fault {
             CheckpointNotRoundTripping => "RSP-04",
             TerminalNotOnStdout => "RSP-05",
             FailsASuccessCase => "CASE-01",
+            ForeignTerminal => "TRN-05",
         }
     }
 }
@@ -357,6 +360,15 @@ impl Driver for ReferenceDriver {
             TranscriptItem::tool_call("t1", "echo", Some(json!({"text": "hi"}))),
             TranscriptItem::tool_result("t1", "hi", false),
             TranscriptItem::assistant(self.config.reply.clone()),
+            {
+                let mut i = TranscriptItem::new(TranscriptKind::Result, "");
+                i.session_id = Some(if self.is(Fault::ForeignTerminal) {
+                    "another-session".to_owned()
+                } else {
+                    session.clone()
+                });
+                i
+            },
         ];
         match self.fault {
             Some(Fault::TranscriptWithoutText) => items.push(TranscriptItem::assistant("")),

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
     Driver, FailureCode, LifecycleChecker, Request, Response, RunEvent, Transcript, TranscriptItem,
+    TranscriptKind,
 };
 
 use crate::hermetic::guarded;
@@ -67,11 +68,13 @@ fn outcome(trace: &Trace, expect: Expect, scope: &str, report: &mut Report) {
             let why = match &trace.returned {
                 Some(Err(e)) => format!("driver error: {e}"),
                 Some(Ok(r)) => format!(
-                    "failure {:?}, exit {:?}, signal {:?}, timed out {}",
-                    r.failure.as_ref().map(|x| &x.message),
-                    r.exit_code,
-                    r.signal,
-                    r.timed_out
+                    "{}, {}{}",
+                    r.failure.as_ref().map_or_else(
+                        || "no failure".to_owned(),
+                        |x| format!("failure: {}", x.message)
+                    ),
+                    agent_adaptor_driver::describe_exit(r.exit_code, r.signal.as_deref()),
+                    if r.timed_out { ", timed out" } else { "" }
                 ),
                 None => "no response".to_owned(),
             };
@@ -216,6 +219,33 @@ fn transcript(items: &Transcript, scope: &str, report: &mut Report) {
     for id in ["TRN-01", "TRN-02", "TRN-03", "TRN-04"] {
         report.judge(id, scope, findings.remove(id).unwrap_or_default());
     }
+    own_session(items, scope, report);
+}
+
+/// TRN-05: a terminal for another session is not the run's. The session is
+/// the one the first init item announced; every result item that names a
+/// session must name it.
+fn own_session(items: &Transcript, scope: &str, report: &mut Report) {
+    let named = |kind: TranscriptKind| {
+        items
+            .iter()
+            .filter_map(Result::ok)
+            .filter(move |i| i.kind == kind)
+            .filter_map(|i| i.session_id.clone().filter(|s| !s.is_empty()))
+    };
+    let Some(ours) = named(TranscriptKind::Init).next() else {
+        return report.skip("TRN-05", scope, "no init item names a session");
+    };
+    let results: Vec<String> = named(TranscriptKind::Result).collect();
+    if results.is_empty() {
+        return report.skip("TRN-05", scope, "no result item names a session");
+    }
+    let f = results
+        .into_iter()
+        .filter(|s| *s != ours)
+        .map(|s| format!("a result item for session {s:?}, the init announced {ours:?}"))
+        .collect();
+    report.judge("TRN-05", scope, f);
 }
 
 fn response(driver: &dyn Driver, resp: &Response, scope: &str, report: &mut Report) {
@@ -350,8 +380,9 @@ pub(crate) fn live(
     let mut f = Vec::new();
     if resp.exit_code.is_some_and(|c| c != 0) || resp.signal.is_some() || resp.timed_out {
         f.push(format!(
-            "exit {:?}, signal {:?}, timed out {}",
-            resp.exit_code, resp.signal, resp.timed_out
+            "{}{}",
+            agent_adaptor_driver::describe_exit(resp.exit_code, resp.signal.as_deref()),
+            if resp.timed_out { ", timed out" } else { "" }
         ));
     }
     if let Some(fail) = &resp.failure {

@@ -28,11 +28,15 @@ pub(crate) fn gate(driver: &dyn Driver, resp: &Response, facts: RunFacts) -> Ver
         return Verdict::NoClaim;
     };
     let mut failed = Vec::new();
-    if resp.exit_code.is_some_and(|c| c != 0) {
-        failed.push("the provider process did not exit with code 0");
-    }
-    if resp.signal.is_some() {
-        failed.push("the provider process was ended by a signal");
+    // A process stopped only because it lingered after its output was over
+    // ended as a finished turn should: its exit code and signal are the stop's.
+    if !resp.stopped_after_output {
+        if resp.exit_code.is_some_and(|c| c != 0) {
+            failed.push("the provider process did not exit with code 0");
+        }
+        if resp.signal.is_some() {
+            failed.push("the provider process was ended by a signal");
+        }
     }
     if resp.timed_out {
         failed.push("the provider timed out");

@@ -205,7 +205,9 @@ pub enum RunCause {
     Failure(Box<RunFailure>),
     /// The provider process ended badly without a structured failure.
     #[error(
-        "provider process ended with exit code {code:?}, signal {signal:?}, timed out: {timed_out}"
+        "provider process {}{}",
+        agent_adaptor_driver::describe_exit(*.code, .signal.as_deref()),
+        if *.timed_out { " (timed out)" } else { "" }
     )]
     Exit {
         /// The exit code.

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_adaptor_driver::{
-    Driver, DriverError, Request, Response, RunContext, RunFailure, SinkError, Violation,
+    Driver, DriverError, RawBytes, Request, Response, RunContext, RunFailure, SinkError, Violation,
+    describe_exit, stderr_tail,
 };
 use futures::FutureExt;
 use serde_json::{Value, json};
@@ -278,6 +279,25 @@ struct Ending {
     exit_code: Option<i32>,
     signal: Option<String>,
     timed_out: bool,
+    /// Stopped only because it lingered after its output was over.
+    stopped_after_output: bool,
+    /// The provider's stderr: its last lines go into a failure's message.
+    stderr: RawBytes,
+}
+
+/// A failed run's message with the last lines of the provider's stderr
+/// appended (redacted, bounded: [`stderr_tail`]), and those lines as the
+/// error's `details.stderr_tail`. The one place every CLI driver's failure
+/// meets its stderr.
+fn with_stderr(message: String, stderr: &RawBytes) -> (String, Option<String>, Option<Value>) {
+    match stderr_tail(stderr) {
+        Some(tail) => {
+            let message = format!("{message}; stderr: {tail}");
+            let details = json!({ "stderr_tail": &tail });
+            (message, Some(tail), Some(details))
+        }
+        None => (message, None, None),
+    }
 }
 
 fn fail(
@@ -324,6 +344,8 @@ async fn conclude(
                     exit_code: resp.exit_code,
                     signal: resp.signal.clone(),
                     timed_out: resp.timed_out,
+                    stopped_after_output: resp.stopped_after_output,
+                    stderr: resp.raw.stderr.clone(),
                 });
                 let checkpoint = judge_checkpoint(driver, &resp, stop.is_none(), st).await;
                 result = Some(build_result(resp, checkpoint, st));
@@ -433,32 +455,44 @@ async fn conclude(
         let msg = "driver produced no response".to_owned();
         return fail(FailureReason::Infrastructure, msg, None, None, None);
     };
-    if let Some(f) = ending.failure {
-        let (reason, msg) = (FailureReason::from_code(&f.code), f.message.clone());
+    if let Some(mut f) = ending.failure {
+        let reason = FailureReason::from_code(&f.code);
+        let (msg, tail, details) = with_stderr(f.message.clone(), &ending.stderr);
+        if let Some(tail) = tail {
+            f.metadata.entry("stderr_tail".into()).or_insert(tail);
+        }
         return fail(
             reason,
             msg,
             Some(RunCause::Failure(Box::new(f))),
             Some(result),
-            None,
+            details,
         );
     }
     let Ending {
         exit_code: code,
         signal,
         timed_out,
+        stopped_after_output,
+        stderr,
         ..
     } = ending;
-    if code.is_some_and(|c| c != 0) || signal.is_some() || timed_out {
+    // A process stopped after its output was over (it answered, then did
+    // not exit) is no failure: its code and signal are those of the stop.
+    let bad_exit = code.is_some_and(|c| c != 0) || signal.is_some();
+    if (bad_exit && !stopped_after_output) || timed_out {
+        let timed_out_text = if timed_out { ", timed out" } else { "" };
         let msg = format!(
-            "provider process failed (exit code {code:?}, signal {signal:?}, timed out {timed_out})"
+            "provider process failed ({}{timed_out_text})",
+            describe_exit(code, signal.as_deref())
         );
+        let (msg, _, details) = with_stderr(msg, &stderr);
         let cause = Some(RunCause::Exit {
             code,
             signal,
             timed_out,
         });
-        return fail(FailureReason::AgentError, msg, cause, Some(result), None);
+        return fail(FailureReason::AgentError, msg, cause, Some(result), details);
     }
     Ok(result)
 }

@@ -111,6 +111,16 @@ async fn a_signal() {
 }
 
 #[tokio::test]
+async fn a_process_stopped_after_its_output_keeps_its_checkpoint() {
+    let mut resp = healthy();
+    resp.exit_code = None;
+    resp.signal = Some("SIGTERM".into());
+    resp.stopped_after_output = true;
+    let (cp, reasons) = judge(resumable(framed(vec![]), resp)).await;
+    assert_eq!(cp, Some(Checkpoint::valid(state("s-1"))), "{reasons:?}");
+}
+
+#[tokio::test]
 async fn a_business_failure() {
     let mut resp = healthy();
     resp.failure = Some(RunFailure::new(FailureCode::AgentError, "bad"));

@@ -312,6 +312,17 @@ async fn run_error_frame_without_response_failure_still_fails_the_run() {
 }
 
 #[tokio::test]
+async fn a_process_stopped_after_its_output_is_a_success() {
+    let mut resp = response("the answer", vec![]);
+    resp.exit_code = None;
+    resp.signal = Some("SIGTERM".into());
+    resp.stopped_after_output = true;
+    let (events, outcome) = drain(Agent::new(scripted(framed(vec![]), resp)).stream("q")).await;
+    assert_envelope(&events);
+    assert_eq!(outcome.unwrap().text, "the answer");
+}
+
+#[tokio::test]
 async fn non_zero_exit_without_failure_is_an_agent_error() {
     let mut resp = response("", vec![]);
     resp.exit_code = Some(3);

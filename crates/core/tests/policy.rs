@@ -417,6 +417,14 @@ impl Fake {
 
     /// Fresh record files for the next run; the fake's options.
     fn next(&self) -> (PathBuf, PathBuf, String) {
+        self.next_for(false)
+    }
+
+    /// [`next`](Fake::next) for a run on the stream-json control transport
+    /// when `control`: it is served turn by turn, so its `initialize` is
+    /// answered before the capture's `result` (a result before that answer
+    /// is not believed).
+    fn next_for(&self, control: bool) -> (PathBuf, PathBuf, String) {
         let n = self.n.get() + 1;
         self.n.set(n);
         let args = self.dir.path().join(format!("args-{n}"));
@@ -430,6 +438,9 @@ impl Fake {
             stdin.display().to_string(),
         ];
         opts.extend(self.extra.iter().cloned());
+        if control {
+            opts.push("--serve-turns".into());
+        }
         (args, stdin, serde_json::to_string(&opts).unwrap())
     }
 }
@@ -443,6 +454,8 @@ struct Target {
     expect: fn(&str) -> Expect,
     /// Flags no inherit run may carry.
     policy_flags: &'static [&'static str],
+    /// Its inherit run, too, is on the stream-json control transport.
+    control_always: bool,
 }
 
 fn claude_like(label: &str, host_approvals: bool, browser: bool, prompt_flag: bool) -> Expect {
@@ -494,6 +507,7 @@ fn targets() -> Vec<Target> {
             make: |opts| on_fake_streamjson(claude::driver, claude::config(), opts),
             expect: |l| claude_like(l, false, true, true),
             policy_flags: &["--chrome", "--no-chrome", "--permission-prompt-tool"],
+            control_always: false,
         },
         Target {
             name: "claude host approvals",
@@ -506,6 +520,7 @@ fn targets() -> Vec<Target> {
             },
             expect: |l| claude_like(l, true, true, true),
             policy_flags: &["--chrome", "--no-chrome"],
+            control_always: true,
         },
         Target {
             name: "codebuddy one-shot",
@@ -514,6 +529,7 @@ fn targets() -> Vec<Target> {
             make: |opts| on_fake_streamjson(codebuddy::driver, codebuddy::config(), opts),
             expect: |l| claude_like(l, false, false, false),
             policy_flags: &["--input-format", "--chrome"],
+            control_always: false,
         },
         Target {
             name: "codex exec",
@@ -538,6 +554,7 @@ fn targets() -> Vec<Target> {
                 _ => Expect::Refused,
             },
             policy_flags: &["-s", "approval_policy=never"],
+            control_always: false,
         },
         Target {
             name: "codex app-server",
@@ -568,6 +585,7 @@ fn targets() -> Vec<Target> {
                 }
             },
             policy_flags: &["web_search=\"live\"", "web_search=\"disabled\""],
+            control_always: false,
         },
         Target {
             name: "gemini",
@@ -590,6 +608,7 @@ fn targets() -> Vec<Target> {
                 _ => Expect::Refused,
             },
             policy_flags: &["--sandbox", "--yolo", "--approval-mode"],
+            control_always: false,
         },
         Target {
             name: "cursor",
@@ -608,8 +627,14 @@ fn targets() -> Vec<Target> {
                 _ => Expect::Refused,
             },
             policy_flags: &["--force"],
+            control_always: false,
         },
     ]
+}
+
+/// Whether a run expected as `expect` is on the stream-json control transport.
+fn on_control(expect: &Expect) -> bool {
+    matches!(expect, Expect::Flags(f) if f.iter().any(|s| s == &["--input-format", "stream-json"]))
 }
 
 fn argv(path: &Path) -> Vec<String> {
@@ -647,7 +672,7 @@ async fn every_field_against_every_built_in_driver() {
         let name = target.name;
 
         // Inherit: the baseline run carries no policy flag.
-        let (args, _, opts) = target.fake.next();
+        let (args, _, opts) = target.fake.next_for(target.control_always);
         let agent = Agent::builder_shared((target.make)(opts)).build().unwrap();
         let (_, outcome) = run_on(&agent, Policy::INHERIT).await;
         outcome.unwrap_or_else(|e| panic!("{name} inherit: {e}"));
@@ -660,7 +685,9 @@ async fn every_field_against_every_built_in_driver() {
         }
 
         for (label, policy) in explicit_values() {
-            let (args, stdin, opts) = target.fake.next();
+            let (args, stdin, opts) = target
+                .fake
+                .next_for(target.control_always || on_control(&(target.expect)(&label)));
             let driver = (target.make)(opts);
             // The descriptor is the one the driver really reports.
             let declared = driver.descriptor();

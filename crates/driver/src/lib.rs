@@ -57,6 +57,7 @@
 pub mod decision;
 pub mod descriptor;
 pub mod driver;
+pub mod ending;
 pub mod event;
 pub mod id;
 pub mod lifecycle;
@@ -81,6 +82,7 @@ pub use descriptor::{
 };
 pub use descriptor::{FeatureSupport, SandboxSupport};
 pub use driver::{ConfigError, Driver, DriverError, RunContext};
+pub use ending::{STDERR_TAIL_BYTES, STDERR_TAIL_LINES, describe_exit, stderr_tail};
 pub use event::{OperationalEvent, OutputStream, RunEvent};
 pub use id::LifecycleId;
 pub use lifecycle::{LifecycleChecker, SeenIds, Violation};
@@ -89,7 +91,7 @@ pub use policy::{
     DEFAULT_HUMAN_DECISION_TIMEOUT, FallbackAction, FeatureLevel, HumanDecisionPolicy,
     QuestionMode, RunPolicy, SandboxLevel,
 };
-pub use redact::redact_url;
+pub use redact::{redact_text, redact_url};
 pub use request::{AgentIdentity, OnInvalid, OutputSchema, Request};
 pub use response::{
     FailureCode, HumanDecisionFailure, RawBytes, RawSource, RawStreams, Response, RunFailure,

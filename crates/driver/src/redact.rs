@@ -85,9 +85,128 @@ fn redact_param(param: &str) -> String {
     }
 }
 
+/// Names whose `name=value` / `name: value` value is a credential.
+const SECRET_NAMES: [&str; 8] = [
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "auth",
+    "credential",
+    "cookie",
+];
+
+/// Prefixes of well-known API key formats.
+const KEY_PREFIXES: [&str; 9] = [
+    "sk-",
+    "sk_",
+    "pk_",
+    "ghp_",
+    "gho_",
+    "github_pat_",
+    "xox",
+    "AIza",
+    "glpat-",
+];
+
+/// `text` (free text, such as a CLI's stderr) with what looks like a
+/// credential masked: URLs by [`redact_url`], the value of `name=value` or
+/// `name: value` when the name says key, token, secret, password, auth,
+/// credential or cookie, the word after `Bearer`/`Basic`, tokens with a
+/// well-known key prefix (`sk-`, `ghp_`, `AIza` …) and long runs of
+/// key-like characters (24 or more, letters and digits mixed). Whitespace
+/// is kept, so lines stay lines.
+///
+/// ```
+/// use agent_adaptor_driver::redact_text;
+///
+/// assert_eq!(
+///     redact_text("Invalid API key: sk-ant-abc123\nAuthorization: Bearer t0k3n"),
+///     "Invalid API key: ***\nAuthorization: Bearer ***"
+/// );
+/// ```
+pub fn redact_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut mask_next = false;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let start = rest
+            .find(|c: char| !c.is_whitespace())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let (word, after) = rest.split_at(end);
+        rest = after;
+        if word.is_empty() {
+            continue;
+        }
+        let lower = word
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_ascii_lowercase();
+        let scheme = matches!(lower.as_str(), "bearer" | "basic");
+        if mask_next && !scheme && !lower.is_empty() {
+            out.push_str(MASK);
+            mask_next = false;
+            continue;
+        }
+        mask_next = scheme || (word.ends_with(':') && names_secret(&lower));
+        out.push_str(&redact_word(word));
+    }
+    out
+}
+
+/// True when a field name says its value is a credential.
+fn names_secret(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SECRET_NAMES.iter().any(|s| name.contains(s))
+}
+
+/// One whitespace-free word of [`redact_text`].
+fn redact_word(word: &str) -> String {
+    if word.contains("://") {
+        return redact_url(word);
+    }
+    for sep in ['=', ':'] {
+        if let Some((name, value)) = word.split_once(sep)
+            && !value.is_empty()
+            && names_secret(name)
+        {
+            return format!("{name}{sep}{MASK}");
+        }
+    }
+    let core = word.trim_matches(|c: char| {
+        matches!(
+            c,
+            '"' | '\'' | '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | ',' | ';' | '`'
+        )
+    });
+    if looks_like_key(core) {
+        return word.replacen(core, MASK, 1);
+    }
+    word.to_owned()
+}
+
+/// A token with a well-known key prefix, or a long run of key characters
+/// mixing letters and digits.
+fn looks_like_key(s: &str) -> bool {
+    if KEY_PREFIXES
+        .iter()
+        .any(|p| s.len() > p.len() + 3 && s.starts_with(p))
+    {
+        return true;
+    }
+    s.len() >= 24
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '='))
+        && s.chars().any(|c| c.is_ascii_digit())
+        && s.chars().any(|c| c.is_ascii_alphabetic())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::redact_url;
+    use super::{redact_text, redact_url};
 
     #[test]
     fn userinfo_is_masked() {
@@ -173,5 +292,26 @@ mod tests {
                 "{url} -> {shown}"
             );
         }
+    }
+
+    #[test]
+    fn text_keeps_words_and_masks_credentials() {
+        assert_eq!(
+            redact_text("Error: Invalid API key · Please run /login"),
+            "Error: Invalid API key · Please run /login"
+        );
+        assert_eq!(
+            redact_text("  key=abc123 password: hunter2\n\tauth_token=x y"),
+            "  key=*** password: ***\n\tauth_token=*** y"
+        );
+        assert_eq!(
+            redact_text("see http://u:pw@h/v1?k=v (\"AIzaSyA1b2c3d4\")"),
+            "see http://***@h/v1?k=*** (\"***\")"
+        );
+        assert_eq!(
+            redact_text("id 0123456789abcdef0123456789abcdef end"),
+            "id *** end"
+        );
+        assert_eq!(redact_text("exit code 1"), "exit code 1");
     }
 }

@@ -60,6 +60,11 @@ pub struct Response {
     pub signal: Option<String>,
     /// True when the provider was stopped by a timeout.
     pub timed_out: bool,
+    /// True when the provider process had finished its output (its
+    /// protocol's terminal line, or end of stdout) but did not exit on its
+    /// own within a grace period, so it was stopped (`signal` then says
+    /// how). That alone is no failure: the turn's outcome is the protocol's.
+    pub stopped_after_output: bool,
     /// The provider name (e.g. `"anthropic"`).
     pub provider: String,
     /// The model the provider reported.
@@ -181,13 +186,16 @@ impl RawBytes {
         }
     }
 
-    /// Every byte, read into memory.
+    /// Every byte, read into memory: one allocation of exactly
+    /// [`len`](Self::len) bytes (a growing buffer would reserve up to twice
+    /// a long line).
     pub fn to_vec(&self) -> io::Result<Vec<u8>> {
         if let Some(b) = self.as_memory() {
             return Ok(b.to_vec());
         }
-        let mut out = Vec::new();
-        self.open()?.read_to_end(&mut out)?;
+        let len = usize::try_from(self.len()).map_err(io::Error::other)?;
+        let mut out = Vec::with_capacity(len);
+        self.open()?.take(self.len()).read_to_end(&mut out)?;
         Ok(out)
     }
 

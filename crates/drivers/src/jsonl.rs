@@ -7,25 +7,23 @@
 //! Protocol semantics stay in each driver's parser; nothing here looks
 //! inside a provider's JSON.
 
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
 use agent_adaptor_driver::{
-    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RawBytes, RunEvent, RunFailure,
-    StreamPayload, Transcript, TranscriptItem, TranscriptKind,
+    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, StreamPayload,
+    Transcript, TranscriptItem, TranscriptKind, describe_exit,
 };
 use agent_adaptor_process::{Command, Finished, StdinMode};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::child_env::{EnvPolicy, EnvVars};
+use crate::exit::{CliName, ExitFacts};
 use crate::pump::Out;
 
 /// Longest stdout line kept in a notice (the whole line is in the raw capture).
 const NOTICE_PREVIEW_BYTES: usize = 2048;
-/// How much of the end of stderr a failed run keeps in its failure metadata.
-pub const STDERR_TAIL_BYTES: usize = 2048;
 
 /// The bookkeeping every JSONL parser does around its protocol: `run.started`
 /// exactly once and first, live payloads only when the request streams, the
@@ -158,11 +156,9 @@ impl Emitter {
 /// How the CLI process ended, as the parser needs to know it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Exit {
-    /// The exit code, when the process exited.
-    pub code: Option<i32>,
-    /// True when a signal ended it.
-    pub signaled: bool,
-    /// The end of its stderr (at most [`STDERR_TAIL_BYTES`], lossy UTF-8),
+    /// The process's end (code, signal, and whether that was clean).
+    pub process: ExitFacts,
+    /// The end of its stderr (redacted and bounded: [`agent_adaptor_driver::stderr_tail`]),
     /// kept in the failure of a run that ended without its terminal line.
     pub stderr_tail: Option<String>,
 }
@@ -172,19 +168,19 @@ impl Exit {
     /// the protocol never `terminated` (only that failure reports it).
     pub fn of(finished: &Finished, terminated: bool) -> Self {
         Exit {
-            code: finished.exit.code,
-            signaled: finished.exit.signal.is_some(),
+            process: ExitFacts::of(&finished.exit),
             stderr_tail: if terminated {
                 None
             } else {
-                stderr_tail(&finished.stderr, STDERR_TAIL_BYTES)
+                agent_adaptor_driver::stderr_tail(&finished.stderr)
             },
         }
     }
 
-    /// A clean exit: code 0, no signal.
+    /// A clean end: code 0 and no signal, or stopped only because the CLI
+    /// did not exit after its output was over ([`ExitFacts::ended_cleanly`]).
     pub fn clean(&self) -> bool {
-        self.code == Some(0) && !self.signaled
+        self.process.ended_cleanly
     }
 }
 
@@ -192,48 +188,26 @@ impl Exit {
 /// `terminal` (metadata `reason = missing_terminal`, the exit code, and the
 /// end of stderr).
 pub fn missing_terminal(driver: &str, terminal: &str, exit: &Exit) -> RunFailure {
-    let code = exit
-        .code
-        .map_or_else(|| "no exit code".to_owned(), |c| format!("exit code {c}"));
+    let code = describe_exit(
+        exit.process.code,
+        exit.process.signaled.then_some("a signal"),
+    );
     let mut f = RunFailure::new(
         FailureCode::AgentError,
         format!("{driver} ended without a {terminal} line ({code})"),
     );
     f.metadata
         .insert("reason".into(), "missing_terminal".into());
-    if let Some(c) = exit.code {
+    if let Some(c) = exit.process.code {
         f.metadata.insert("exit_code".into(), c.to_string());
     }
-    if exit.signaled {
+    if exit.process.signaled {
         f.metadata.insert("signaled".into(), "true".into());
     }
     if let Some(tail) = &exit.stderr_tail {
         f.metadata.insert("stderr_tail".into(), tail.clone());
     }
     f
-}
-
-/// The last `max` bytes of `stderr` as text (lossy), trimmed; `None` when
-/// stderr is empty or unreadable.
-pub fn stderr_tail(stderr: &RawBytes, max: usize) -> Option<String> {
-    let mut reader = stderr.open().ok()?;
-    let mut tail: Vec<u8> = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = reader.read(&mut buf).ok()?;
-        if n == 0 {
-            break;
-        }
-        tail.extend_from_slice(&buf[..n]);
-        if tail.len() > 2 * max {
-            tail.drain(..tail.len() - max);
-        }
-    }
-    if tail.len() > max {
-        tail.drain(..tail.len() - max);
-    }
-    let text = String::from_utf8_lossy(&tail).trim().to_owned();
-    (!text.is_empty()).then_some(text)
 }
 
 /// Record the working directory in a checkpoint's state (both CLIs keep
@@ -319,15 +293,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stderr_tail_keeps_the_end() {
-        let raw = RawBytes::from_bytes(Bytes::from(format!("{}END\n", "x".repeat(10_000))));
-        let tail = stderr_tail(&raw, 16).unwrap_or_default();
-        assert_eq!(tail.len(), 15);
-        assert!(tail.ends_with("END"));
-        assert_eq!(stderr_tail(&RawBytes::default(), 16), None);
-    }
-
-    #[test]
     fn unknown_events_are_kept_whole() {
         let mut e = Emitter::new("x", false);
         let mut out = Vec::new();
@@ -371,6 +336,9 @@ pub trait OneShotParser: crate::pump::LineProtocol {
 pub struct Runner<'a> {
     /// Shown in the spawn notice (e.g. "Gemini CLI").
     pub display_name: &'a str,
+    /// The name of the protocol's terminal line (e.g. `"result"`), for the
+    /// notice when the CLI had to be stopped after it.
+    pub terminal: &'a str,
     /// `Response::provider`.
     pub provider: &'a str,
     /// The model when the CLI names none.
@@ -387,7 +355,11 @@ pub async fn run_one_shot(
     parser: &mut dyn OneShotParser,
 ) -> Result<agent_adaptor_driver::Response, agent_adaptor_driver::DriverError> {
     let cmd = one_shot_command(spec);
-    let finished = crate::pump::run(who.display_name, &cmd, ctx, sink, parser, None, &[]).await?;
+    let cli = CliName {
+        name: who.display_name,
+        terminal: who.terminal,
+    };
+    let finished = crate::pump::run(cli, &cmd, ctx, sink, parser, None, &[]).await?;
     let exit = Exit::of(&finished, parser.terminated());
     let (tail, parsed) = parser.finish(&exit);
     for out in tail {

@@ -23,6 +23,7 @@ pub mod codebuddy;
 pub mod codex;
 #[cfg(feature = "cursor")]
 pub mod cursor;
+pub mod exit;
 #[cfg(feature = "gemini")]
 pub mod gemini;
 pub mod json_line;
@@ -34,3 +35,4 @@ pub mod streamjson;
 #[cfg(any(feature = "cursor", feature = "gemini"))]
 mod structured;
 mod tagged;
+pub mod terminal_guard;

@@ -17,6 +17,8 @@ use agent_adaptor_driver::{
 use agent_adaptor_process::{Command, Finished, Process, StdinController};
 use serde_json::Value;
 
+use crate::exit::{CliName, notice_if_stopped};
+
 /// Most lines a protocol without a controller parses in one go (see
 /// [`LineProtocol::lines_into`]): a 64 KiB read of short lines, and few
 /// enough that a burst's outputs stay in cache.
@@ -133,9 +135,13 @@ impl<T: LineProtocol + Controller> Duplex for T {}
 
 /// Run `cmd` to the end, delivering everything `proto` makes of its stdout.
 /// On cancellation or any error the CLI and its process group are stopped
-/// (stdin closed, SIGTERM, SIGKILL) before the error is returned.
+/// (stdin closed, SIGTERM, SIGKILL) before the error is returned. Once the
+/// protocol's terminal line is seen (or stdout ends) the CLI has
+/// [`Command::exit_grace`] to exit before it is stopped; a stop is told once
+/// as a notice ([`notice_if_stopped`]) and leaves the turn's outcome to the
+/// parser.
 pub async fn run(
-    driver_name: &str,
+    cli: CliName<'_>,
     cmd: &Command,
     ctx: &RunContext,
     sink: &dyn EventSink,
@@ -144,13 +150,13 @@ pub async fn run(
     setup: &[String],
 ) -> Result<Finished, DriverError> {
     let mut side = Split { proto, controller };
-    drive(driver_name, cmd, ctx, sink, &mut side, setup).await
+    drive(cli, cmd, ctx, sink, &mut side, setup).await
 }
 
 /// [`run`] for a [`Duplex`] protocol: the same object parses the lines and
 /// answers the control frames.
 pub async fn run_duplex(
-    driver_name: &str,
+    cli: CliName<'_>,
     cmd: &Command,
     ctx: &RunContext,
     sink: &dyn EventSink,
@@ -158,7 +164,7 @@ pub async fn run_duplex(
     setup: &[String],
 ) -> Result<Finished, DriverError> {
     let mut side = Joined(session);
-    drive(driver_name, cmd, ctx, sink, &mut side, setup).await
+    drive(cli, cmd, ctx, sink, &mut side, setup).await
 }
 
 /// The two shapes of a protocol the loop accepts.
@@ -210,7 +216,7 @@ impl Side for Joined<'_> {
 }
 
 async fn drive(
-    driver_name: &str,
+    cli: CliName<'_>,
     cmd: &Command,
     ctx: &RunContext,
     sink: &dyn EventSink,
@@ -218,7 +224,7 @@ async fn drive(
     setup: &[String],
 ) -> Result<Finished, DriverError> {
     let mut proc = Process::spawn(cmd)?;
-    let mut spawn = OperationalEvent::text(format!("{driver_name} started"));
+    let mut spawn = OperationalEvent::text(format!("{} started", cli.name));
     spawn.metadata.insert("pid".into(), proc.pid().to_string());
     spawn
         .metadata
@@ -238,7 +244,10 @@ async fn drive(
         return Err(e);
     }
     drop(stdin);
-    Ok(proc.finish(sink).await?)
+    let finished = proc.finish(sink).await?;
+    let grace = cmd.get_exit_grace();
+    notice_if_stopped(sink, cli, side.terminated(), grace, &finished).await?;
+    Ok(finished)
 }
 
 async fn pump(
@@ -257,6 +266,9 @@ async fn pump(
         }
         if !terminated && side.terminated() {
             terminated = true;
+            // The conversation is over: the CLI has the exit grace to exit
+            // on its own before it is stopped.
+            proc.expect_exit();
             batch.close();
             match side.controller() {
                 Some(c) => c.terminated(stdin).await,

@@ -23,6 +23,7 @@ use agent_adaptor_driver::{
 use agent_adaptor_drivers::codex::appserver::{AppServerParser, RESUME_REJECTED};
 use agent_adaptor_drivers::codex::record::{Parsed, Totals};
 use agent_adaptor_drivers::codex::{self, APP_SERVER_CAPABILITY, Transport};
+use agent_adaptor_drivers::exit::ExitFacts;
 use agent_adaptor_drivers::pump::{ControlFrame, LineProtocol, Out};
 use agent_adaptor_testkit::fixtures::{self, Capture, Direction};
 use agent_adaptor_testkit::replay::{OPTS_ENV, fake_cli_binary};
@@ -140,7 +141,7 @@ fn checked(
     parser: &mut AppServerParser,
     exit: i32,
 ) -> (Vec<StreamPayload>, Parsed) {
-    let (tail, parsed) = parser.finish(Some(exit), false);
+    let (tail, parsed) = parser.finish(ExitFacts::exited(exit));
     outs.extend(tail);
     let mut rules = LifecycleChecker::new(APP_SERVER_CAPABILITY);
     let mut payloads = Vec::new();
@@ -273,7 +274,7 @@ fn without_payloads_the_layers_are_the_same() {
     let mut batch = AppServerParser::new(false, false, None);
     let outs = replay(&lines, &mut batch, DecisionResult::Approved);
     assert!(outs.iter().all(|o| !matches!(o, Out::Stream(_))));
-    let (_, b) = batch.finish(Some(0), false);
+    let (_, b) = batch.finish(ExitFacts::exited(0));
     assert_eq!(a, b);
 }
 
@@ -303,12 +304,20 @@ fn turn_started() -> String {
     )
 }
 
+/// Play the transport's part of the handshake: `thread/start` answered with
+/// [`THREAD`], `turn/start` with [`TURN`].
+fn opened(parser: &mut AppServerParser) -> Vec<Out> {
+    let outs = parser.thread_opened(THREAD);
+    parser.turn_accepted(TURN);
+    outs
+}
+
 fn run_lines(
     parser: &mut AppServerParser,
     lines: &[String],
     exit: i32,
 ) -> (Vec<StreamPayload>, Parsed) {
-    let mut outs = parser.thread_opened(THREAD);
+    let mut outs = opened(parser);
     for l in lines {
         outs.extend(parser.line(l.as_bytes()));
     }
@@ -389,7 +398,7 @@ fn failed_and_interrupted_turns_are_failures_with_the_providers_message() {
 fn a_host_rejection_answered_with_cancel_is_a_decision_failure() {
     let request = json!({"id": 0, "method": "item/commandExecution/requestApproval", "params": {"itemId": "call_1", "threadId": THREAD, "turnId": TURN, "startedAtMs": 1, "command": "touch x", "availableDecisions": ["accept", "cancel"]}}).to_string();
     let mut p = AppServerParser::new(true, false, None);
-    let mut outs = p.thread_opened(THREAD);
+    let mut outs = opened(&mut p);
     outs.extend(p.line(turn_started().as_bytes()));
     outs.extend(p.line(request.as_bytes()));
     p.approval_answered(&json!(0), DecisionResult::Rejected, &json!("cancel"));
@@ -549,7 +558,7 @@ fn the_parser_survives_mutated_captures() {
                         outs.push(o);
                     }
                 }
-                let (tail, _) = p.finish(Some(0), false);
+                let (tail, _) = p.finish(ExitFacts::exited(0));
                 outs.extend(tail);
                 let mut rules = LifecycleChecker::new(APP_SERVER_CAPABILITY);
                 for o in &outs {

@@ -14,6 +14,7 @@ use agent_adaptor_driver::{
 };
 use agent_adaptor_drivers::codex::exec::{ExecParsed, ExecParser};
 use agent_adaptor_drivers::codex::{self, wire::ExecUsage};
+use agent_adaptor_drivers::exit::ExitFacts;
 use agent_adaptor_drivers::pump::{LineProtocol, Out};
 use agent_adaptor_testkit::fixtures;
 use agent_adaptor_testkit::replay::{OPTS_ENV, fake_cli_binary};
@@ -30,7 +31,7 @@ fn parse(
     for line in capture.stdout_lines() {
         outs.extend(p.line(line.as_bytes()));
     }
-    let (tail, parsed) = p.finish(Some(exit), false);
+    let (tail, parsed) = p.finish(ExitFacts::exited(exit));
     outs.extend(tail);
     let mut rules = LifecycleChecker::new(StreamCapability {
         native: true,
@@ -93,7 +94,7 @@ fn parse_observed(rel: &str, unobserved_from: usize) -> (Vec<StreamKind>, ExecPa
         p.observe(n < unobserved_from);
         outs.extend(p.line(line.as_bytes()));
     }
-    let (tail, parsed) = p.finish(Some(0), false);
+    let (tail, parsed) = p.finish(ExitFacts::exited(0));
     outs.extend(tail);
     let mut rules = LifecycleChecker::new(StreamCapability::FULL);
     let mut kinds = Vec::new();
@@ -161,7 +162,7 @@ fn unobserved_payloads_still_end_a_run_without_its_terminal_in_failure() {
             p.observe(n < unobserved_from);
             outs.extend(p.line(line.as_bytes()));
         }
-        let (tail, parsed) = p.finish(Some(0), false);
+        let (tail, parsed) = p.finish(ExitFacts::exited(0));
         outs.extend(tail);
         let mut rules = LifecycleChecker::new(StreamCapability::FULL);
         for o in &outs {
@@ -255,7 +256,7 @@ fn a_missing_terminal_is_a_failure() {
     for l in &lines[..lines.len() - 1] {
         p.line(l.as_bytes());
     }
-    let (_, parsed) = p.finish(Some(0), false);
+    let (_, parsed) = p.finish(ExitFacts::exited(0));
     assert_eq!(
         parsed.failure.unwrap().metadata["reason"],
         "missing_terminal"
@@ -293,7 +294,7 @@ fn the_parser_survives_mutated_captures() {
             for l in input.split(|b| *b == b'\n') {
                 outs.extend(p.line(l));
             }
-            let (tail, parsed) = p.finish(Some(0), false);
+            let (tail, parsed) = p.finish(ExitFacts::exited(0));
             outs.extend(tail);
             let mut rules = LifecycleChecker::new(StreamCapability::FULL);
             for o in &outs {
@@ -508,7 +509,7 @@ fn parse_in_bursts(lines: &[Vec<u8>], size: usize) -> (Vec<Out>, ExecParsed) {
         let raws: Vec<&[u8]> = burst.iter().map(Vec::as_slice).collect();
         p.lines_into(&raws, &mut outs);
     }
-    let (tail, parsed) = p.finish(Some(0), false);
+    let (tail, parsed) = p.finish(ExitFacts::exited(0));
     outs.extend(tail);
     (outs, parsed)
 }

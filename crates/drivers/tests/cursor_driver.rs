@@ -255,7 +255,7 @@ fn a_non_zero_exit_without_a_result_is_a_missing_terminal() {
     let (outs, p) = parse("own/cursor/exit-without-result.jsonl", true, 1);
     let f = p.failure.unwrap();
     assert_eq!(f.metadata["reason"], "missing_terminal");
-    assert!(f.message.contains("exit code 1"), "{}", f.message);
+    assert!(f.message.contains("exited with code 1"), "{}", f.message);
     assert!(p.terminal.is_none() && p.checkpoint.is_none());
     assert_eq!(p.output, "Running the test suite now.");
     assert!(matches!(
@@ -495,7 +495,7 @@ async fn an_exit_without_a_result_is_a_typed_failure_with_stderr() {
         .iter()
         .find(|i| i.kind == TranscriptKind::Failure)
         .unwrap();
-    assert!(failure.text.contains("exit code 1"));
+    assert!(failure.text.contains("exited with code 1"));
     let stderr = result.raw().stderr.to_string_lossy().unwrap();
     assert!(stderr.contains("api2.cursor.sh"));
     // The driver's own failure keeps the end of stderr.

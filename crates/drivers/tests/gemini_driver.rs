@@ -260,8 +260,11 @@ fn a_checkpoint_needs_a_session_id_a_success_and_a_clean_exit() {
         &lines("gemini/stream-basic.jsonl"),
         |p| {
             p.finish(&agent_adaptor_drivers::jsonl::Exit {
-                code: None,
-                signaled: true,
+                process: agent_adaptor_drivers::exit::ExitFacts {
+                    code: None,
+                    signaled: true,
+                    ended_cleanly: false,
+                },
                 stderr_tail: None,
             })
         },
@@ -567,7 +570,11 @@ async fn a_crash_before_the_result_is_a_typed_failure() {
                 .cloned()
         })
         .unwrap();
-    assert!(failure.text.contains("exit code 42"), "{}", failure.text);
+    assert!(
+        failure.text.contains("exited with code 42"),
+        "{}",
+        failure.text
+    );
 }
 
 #[tokio::test]

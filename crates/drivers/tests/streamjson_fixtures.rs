@@ -42,10 +42,7 @@ fn run(family: &'static Family, rel: &str, payloads: bool, partials: bool, exit:
     for l in &lines {
         outs.extend(parser.line(l));
     }
-    let (tail, parsed) = parser.finish(ExitFacts {
-        code: Some(exit),
-        signaled: false,
-    });
+    let (tail, parsed) = parser.finish(ExitFacts::exited(exit));
     outs.extend(tail);
     let mut run = Run {
         payloads: Vec::new(),
@@ -350,10 +347,7 @@ fn a_missing_result_line_is_a_failure_with_a_closed_lifecycle() {
                 _ => None,
             }));
         }
-        let (tail, parsed) = parser.finish(ExitFacts {
-            code: Some(1),
-            signaled: false,
-        });
+        let (tail, parsed) = parser.finish(ExitFacts::exited(1));
         payloads.extend(tail.into_iter().filter_map(|o| match o {
             Out::Stream(p) => Some(p),
             _ => None,

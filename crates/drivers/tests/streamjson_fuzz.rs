@@ -46,10 +46,7 @@ fn the_parser_survives_mutated_captures() {
         for line in input.split(|b| *b == b'\n') {
             outs.extend(parser.line(line));
         }
-        let (tail, parsed) = parser.finish(ExitFacts {
-            code: Some(0),
-            signaled: false,
-        });
+        let (tail, parsed) = parser.finish(ExitFacts::exited(0));
         outs.extend(tail);
         let mut rules = LifecycleChecker::new(StreamCapability::FULL);
         let mut items = Vec::new();

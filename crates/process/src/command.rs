@@ -12,6 +12,10 @@ use bytes::Bytes;
 pub const DEFAULT_CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// Default wait after `SIGTERM` before `SIGKILL`.
 pub const DEFAULT_TERM_GRACE: Duration = Duration::from_secs(2);
+/// Default wait for the child to exit on its own once its output is over
+/// (stdout reached end-of-file, or [`Process::expect_exit`](crate::Process::expect_exit)),
+/// before it is stopped (stdin closed, `SIGTERM`, `term_grace`, `SIGKILL`).
+pub const DEFAULT_EXIT_GRACE: Duration = Duration::from_secs(3);
 /// Default size of a raw stream held in memory before it spills to a file (4 MiB).
 pub const DEFAULT_SPILL_THRESHOLD: usize = 4 * 1024 * 1024;
 /// Default longest stdout line held in memory; longer lines are file-backed (1 MiB).
@@ -82,6 +86,7 @@ pub(crate) enum EnvOp {
 /// |---|---|---|
 /// | [`close_grace`](Command::close_grace) | 2 s | after stdin is closed (or after the child exited while its pipes stay open), how long to wait before signalling |
 /// | [`term_grace`](Command::term_grace) | 2 s | `SIGTERM` → `SIGKILL` |
+/// | [`exit_grace`](Command::exit_grace) | 3 s | once the output is over (stdout at end-of-file, or [`expect_exit`](crate::Process::expect_exit)), how long the child may keep running before it is stopped |
 /// | [`spill_threshold`](Command::spill_threshold) | 4 MiB | per raw stream, bytes kept in memory before spilling to a temporary file |
 /// | [`max_line_in_memory`](Command::max_line_in_memory) | 1 MiB | longer stdout lines are file-backed |
 /// | [`timeout`](Command::timeout) | none | whole-process budget from spawn |
@@ -94,6 +99,7 @@ pub struct Command {
     pub(crate) stdin: StdinMode,
     pub(crate) close_grace: Duration,
     pub(crate) term_grace: Duration,
+    pub(crate) exit_grace: Duration,
     pub(crate) spill_threshold: usize,
     pub(crate) max_line_in_memory: usize,
     pub(crate) timeout: Option<Duration>,
@@ -112,6 +118,7 @@ impl Command {
             stdin: StdinMode::Null,
             close_grace: DEFAULT_CLOSE_GRACE,
             term_grace: DEFAULT_TERM_GRACE,
+            exit_grace: DEFAULT_EXIT_GRACE,
             spill_threshold: DEFAULT_SPILL_THRESHOLD,
             max_line_in_memory: DEFAULT_MAX_LINE_IN_MEMORY,
             timeout: None,
@@ -211,6 +218,26 @@ impl Command {
     pub fn term_grace(&mut self, grace: Duration) -> &mut Self {
         self.term_grace = grace;
         self
+    }
+
+    /// How long the child may keep running once its output is over — its
+    /// stdout reached end-of-file, or the caller said the conversation is
+    /// over with [`Process::expect_exit`](crate::Process::expect_exit) —
+    /// before it is stopped: stdin closed and `SIGTERM` to the group at once,
+    /// then `SIGKILL` after [`term_grace`](Command::term_grace) (default
+    /// 3 s). The result then reports
+    /// [`ExitInfo::stopped_after_output`](crate::ExitInfo::stopped_after_output).
+    ///
+    /// A CLI that answered and then lingers (a Node CLI keeping an MCP
+    /// handle open) would otherwise keep the run from ending.
+    pub fn exit_grace(&mut self, grace: Duration) -> &mut Self {
+        self.exit_grace = grace;
+        self
+    }
+
+    /// The [`exit_grace`](Command::exit_grace).
+    pub fn get_exit_grace(&self) -> Duration {
+        self.exit_grace
     }
 
     /// Bytes of each raw stream kept in memory before the capture spills to
@@ -354,6 +381,7 @@ impl fmt::Debug for Command {
             .field("stdin", &StdinKind(&self.stdin))
             .field("close_grace", &self.close_grace)
             .field("term_grace", &self.term_grace)
+            .field("exit_grace", &self.exit_grace)
             .field("spill_threshold", &self.spill_threshold)
             .field("max_line_in_memory", &self.max_line_in_memory)
             .field("timeout", &self.timeout)

@@ -24,6 +24,30 @@ pub enum ProcessError {
         /// The program that could not be executed.
         program: String,
     },
+    /// The program was found, at `path`, but is not executable (its mode
+    /// has no execute permission for us).
+    #[error("cannot start {program}: {} is not executable", path.display())]
+    NotExecutable {
+        /// The program as given.
+        program: String,
+        /// The file that was found.
+        path: PathBuf,
+    },
+    /// The program, at `path`, is a script whose `#!` interpreter does not
+    /// exist (`execve` reports that as "not found", naming neither).
+    #[error(
+        "cannot start {program}: bad interpreter {} (the #! line of {}) does not exist",
+        interpreter.display(),
+        path.display()
+    )]
+    BadInterpreter {
+        /// The program as given.
+        program: String,
+        /// The script that was found.
+        path: PathBuf,
+        /// The interpreter its `#!` line names.
+        interpreter: PathBuf,
+    },
     /// The working directory does not exist or is not a directory.
     #[error("cannot start {program}: working directory not found: {}", cwd.display())]
     CwdNotFound {
@@ -65,7 +89,8 @@ impl ProcessError {
 
 impl From<ProcessError> for DriverError {
     /// Spawn failures become [`DriverError::Spawn`] (with the matching
-    /// `io::ErrorKind`), sink refusals [`DriverError::Sink`], I/O and capture
+    /// `io::ErrorKind` and, for a file that is not executable or a bad
+    /// interpreter, a message naming the path and the interpreter), sink refusals [`DriverError::Sink`], I/O and capture
     /// failures [`DriverError::Io`].
     fn from(err: ProcessError) -> Self {
         match err {
@@ -76,6 +101,28 @@ impl From<ProcessError> for DriverError {
             ProcessError::PermissionDenied { program } => DriverError::Spawn {
                 program,
                 source: io::ErrorKind::PermissionDenied.into(),
+            },
+            ProcessError::NotExecutable { program, path } => DriverError::Spawn {
+                program,
+                source: io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("{} is not executable", path.display()),
+                ),
+            },
+            ProcessError::BadInterpreter {
+                program,
+                path,
+                interpreter,
+            } => DriverError::Spawn {
+                program,
+                source: io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!(
+                        "bad interpreter {} (the #! line of {}) does not exist",
+                        interpreter.display(),
+                        path.display()
+                    ),
+                ),
             },
             ProcessError::CwdNotFound { program, cwd } => DriverError::Spawn {
                 program,

@@ -19,14 +19,20 @@ pub struct ExitInfo {
     /// True when the [`timeout`](crate::Command::timeout) expired and the
     /// shutdown sequence stopped the child.
     pub timed_out: bool,
+    /// True when the child was stopped because it did not exit within the
+    /// [`exit_grace`](crate::Command::exit_grace) after its output was over
+    /// (stdout at end-of-file, or [`expect_exit`](crate::Process::expect_exit)).
+    /// `code`/`signal` then tell how the stop ended it (usually `SIGTERM`).
+    pub stopped_after_output: bool,
 }
 
 impl ExitInfo {
-    pub(crate) fn from_status(status: ExitStatus, timed_out: bool) -> Self {
+    pub(crate) fn from_status(status: ExitStatus, timed_out: bool, stopped: bool) -> Self {
         ExitInfo {
             code: status.code(),
             signal: status.signal().map(signal_name),
             timed_out,
+            stopped_after_output: stopped,
         }
     }
 
@@ -35,11 +41,21 @@ impl ExitInfo {
         self.code == Some(0) && self.signal.is_none() && !self.timed_out
     }
 
+    /// The child ended as a finished conversation should: it exited with
+    /// code 0 and no signal, or its output was over and it was stopped only
+    /// because it did not exit on its own
+    /// ([`stopped_after_output`](ExitInfo::stopped_after_output)). Whether
+    /// the conversation itself succeeded is the protocol's to say.
+    pub fn ended_cleanly(&self) -> bool {
+        self.success() || (self.stopped_after_output && !self.timed_out)
+    }
+
     /// Copy into the matching fields of a [`Response`].
     pub fn apply_to(&self, response: &mut Response) {
         response.exit_code = self.code;
         response.signal = self.signal.clone();
         response.timed_out = self.timed_out;
+        response.stopped_after_output = self.stopped_after_output;
     }
 }
 
@@ -52,6 +68,12 @@ pub struct Timeline {
     pub stdin_closed_at: Option<Instant>,
     /// The timeout expired.
     pub timed_out_at: Option<Instant>,
+    /// The child's output was over while it still ran (stdout reached
+    /// end-of-file, or [`expect_exit`](crate::Process::expect_exit)): the
+    /// exit clock started.
+    pub output_over_at: Option<Instant>,
+    /// The exit grace expired with the child still running: it was stopped.
+    pub exit_grace_expired_at: Option<Instant>,
     /// `SIGTERM` was sent to the group.
     pub term_sent_at: Option<Instant>,
     /// `SIGKILL` was first sent to the group (by the shutdown sequence, or
@@ -67,6 +89,8 @@ impl Timeline {
             spawned_at,
             stdin_closed_at: None,
             timed_out_at: None,
+            output_over_at: None,
+            exit_grace_expired_at: None,
             term_sent_at: None,
             kill_sent_at: None,
             exited_at: None,

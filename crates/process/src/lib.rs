@@ -8,7 +8,10 @@
 //! [`RunEvent::Chunk`], hand stdout to the driver's parser **line by line**
 //! (no length cap, bounded memory), and stop the whole group on cancel,
 //! timeout or drop (close stdin → `close_grace` → `SIGTERM` → `term_grace` →
-//! `SIGKILL`; spec §4, §11, protocols §0.5).
+//! `SIGKILL`; spec §4, §11, protocols §0.5), and stop a child that does not
+//! exit within [`Command::exit_grace`] once its output is over (stdout at
+//! end-of-file, or [`Process::expect_exit`] after the protocol's terminal
+//! line).
 //!
 //! It owns process lifetimes and bytes. It must **never** parse or guess a
 //! provider protocol (no JSON, no terminal events, no checkpoints): lines are
@@ -149,8 +152,8 @@ mod sweep;
 pub use budget::{DEFAULT_CAPTURE_MEMORY_BUDGET, MemoryBudget, capture_memory_budget};
 #[cfg(unix)]
 pub use command::{
-    Command, DEFAULT_CLOSE_GRACE, DEFAULT_MAX_LINE_IN_MEMORY, DEFAULT_SPILL_THRESHOLD,
-    DEFAULT_TERM_GRACE, StdinMode,
+    Command, DEFAULT_CLOSE_GRACE, DEFAULT_EXIT_GRACE, DEFAULT_MAX_LINE_IN_MEMORY,
+    DEFAULT_SPILL_THRESHOLD, DEFAULT_TERM_GRACE, StdinMode,
 };
 #[cfg(unix)]
 pub use error::ProcessError;

@@ -106,7 +106,14 @@ impl Process {
         if let Some(start) = tracked.spawned(spawned.pid) {
             group = group.with_mark(tracked.mark().clone(), start);
         }
-        let mut life = Lifecycle::new(group, cmd.close_grace, cmd.term_grace, cmd.timeout, now);
+        let mut life = Lifecycle::new(
+            group,
+            cmd.close_grace,
+            cmd.term_grace,
+            cmd.exit_grace,
+            cmd.timeout,
+            now,
+        );
         let (mut stdin, mut feed) = (None, None);
         match (&cmd.stdin, spawned.stdin) {
             (StdinMode::Pipe, Some(pipe)) => stdin = Some(SharedStdin::new(pipe)),
@@ -243,6 +250,23 @@ impl Process {
         }
     }
 
+    /// The conversation is over: the protocol's terminal line was seen, so
+    /// the child is expected to exit on its own now. Starts the exit clock
+    /// (see [`Command::exit_grace`]): if the child still runs when the grace
+    /// expires, its stdin is closed and its group gets `SIGTERM`, then
+    /// `SIGKILL` after `term_grace`, and the result reports
+    /// [`ExitInfo::stopped_after_output`](crate::ExitInfo::stopped_after_output).
+    /// The clock also starts by itself when stdout reaches end-of-file.
+    ///
+    /// Output is still read and captured meanwhile; like the rest of the
+    /// clock it runs while the caller awaits
+    /// [`next_line`](Process::next_line) or [`finish`](Process::finish).
+    /// Idempotent; does nothing once the child exited or is being stopped.
+    /// Not for a resident process between turns (it is meant to stay).
+    pub fn expect_exit(&mut self) {
+        self.life.output_over(Instant::now());
+    }
+
     /// How the child ended, if it has (reaping it); `None` while it runs.
     /// Does not wait and reads no output.
     pub fn try_wait(&mut self) -> Option<crate::ExitInfo> {
@@ -266,10 +290,13 @@ impl Process {
     ///
     /// If stdin is a [`StdinMode::Pipe`] whose controller was never taken, it
     /// is closed first (nobody could write to it). Otherwise stdin is left as
-    /// is: `finish` waits for the child to exit on its own, bounded only by
-    /// the [`timeout`](Command::timeout); use [`shutdown`](Process::shutdown)
-    /// to stop it. After the child exits, pipes still held open (by a
-    /// grandchild) get `close_grace`, then the group is killed.
+    /// is: `finish` waits for the child to exit on its own, bounded by the
+    /// [`timeout`](Command::timeout) and — once its output is over (stdout
+    /// at end-of-file, or [`expect_exit`](Process::expect_exit)) — by the
+    /// [`exit_grace`](Command::exit_grace), after which it is stopped; use
+    /// [`shutdown`](Process::shutdown) to stop it at once. After the child
+    /// exits, pipes still held open (by a grandchild) get `close_grace`,
+    /// then the group is killed.
     ///
     /// Each chunk waits for the sink to accept it (backpressure); the
     /// timeout and shutdown clock keeps running meanwhile, so a slow consumer
@@ -459,6 +486,8 @@ impl Process {
 
     fn stdout_eof(&mut self) {
         self.stdout = None;
+        // Nothing more can be said: the child has its grace to exit.
+        self.life.output_over(Instant::now());
         if self.failure.is_none() {
             let end = self.out_cap.len();
             if let Err(err) = self.lines.finish(end, &mut self.out_cap) {

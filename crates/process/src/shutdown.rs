@@ -6,7 +6,13 @@
 //!         ──term_grace──► SIGKILL group
 //! child exited, pipes still open ──close_grace──► SIGKILL group
 //!         ──close_grace──► stop reading (pipes held outside the group)
+//! running, output over (stdout EOF / expect_exit) ──exit_grace──►
+//!         close stdin + SIGTERM group ──term_grace──► SIGKILL group
 //! ```
+//!
+//! The exit clock skips `close_grace`: by the time the output is over the
+//! child has had its whole grace to exit, and its stdin was usually closed
+//! long before.
 //!
 //! This module only keeps time and sends group signals; the process reacts
 //! to the [`Step`] it returns (closing stdin, abandoning pipes).
@@ -54,7 +60,11 @@ pub(crate) struct Lifecycle {
     group: Group,
     close_grace: Duration,
     term_grace: Duration,
+    exit_grace: Duration,
     timeout_at: Option<Instant>,
+    /// When the child must have exited on its own (armed once its output is over).
+    exit_by: Option<Instant>,
+    stopped_after_output: bool,
     stop: Stop,
     after_exit: AfterExit,
     exit: Option<Option<ExitStatus>>,
@@ -67,6 +77,7 @@ impl Lifecycle {
         group: Group,
         close_grace: Duration,
         term_grace: Duration,
+        exit_grace: Duration,
         timeout: Option<Duration>,
         spawned_at: Instant,
     ) -> Self {
@@ -74,7 +85,10 @@ impl Lifecycle {
             group,
             close_grace,
             term_grace,
+            exit_grace,
             timeout_at: timeout.and_then(|t| spawned_at.checked_add(t)),
+            exit_by: None,
+            stopped_after_output: false,
             stop: Stop::Running,
             after_exit: AfterExit::Idle,
             exit: None,
@@ -103,9 +117,12 @@ impl Lifecycle {
     /// How the child ended, so far as known.
     pub(crate) fn exit_info(&self) -> ExitInfo {
         match self.exit {
-            Some(Some(status)) => ExitInfo::from_status(status, self.timed_out),
+            Some(Some(status)) => {
+                ExitInfo::from_status(status, self.timed_out, self.stopped_after_output)
+            }
             _ => ExitInfo {
                 timed_out: self.timed_out,
+                stopped_after_output: self.stopped_after_output,
                 ..ExitInfo::default()
             },
         }
@@ -120,10 +137,23 @@ impl Lifecycle {
             };
         }
         match self.stop {
-            Stop::Running => self.timeout_at,
+            Stop::Running => match (self.timeout_at, self.exit_by) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
             Stop::Closing(t) | Stop::Terming(t) => Some(t),
             Stop::Killed => None,
         }
+    }
+
+    /// The child's output is over while it may still run: start the exit
+    /// clock (idempotent; nothing once the child exited or is being stopped).
+    pub(crate) fn output_over(&mut self, now: Instant) {
+        if self.exited() || !matches!(self.stop, Stop::Running) || self.exit_by.is_some() {
+            return;
+        }
+        self.exit_by = Some(now.checked_add(self.exit_grace).unwrap_or(now));
+        self.timeline.output_over_at = Some(now);
     }
 
     /// Start the shutdown sequence (idempotent; nothing once the child exited).
@@ -152,14 +182,23 @@ impl Lifecycle {
             };
         }
         match self.stop {
-            Stop::Running => match self.timeout_at {
-                Some(t) if now >= t => {
+            Stop::Running => {
+                if self.timeout_at.is_some_and(|t| now >= t) {
                     self.timed_out = true;
                     self.timeline.timed_out_at = Some(now);
-                    self.begin_stop(now)
+                    return self.begin_stop(now);
                 }
-                _ => Step::Nothing,
-            },
+                if self.exit_by.is_some_and(|t| now >= t) {
+                    // The child had its grace: stop it at once (stdin, SIGTERM).
+                    self.stopped_after_output = true;
+                    self.timeline.exit_grace_expired_at = Some(now);
+                    self.group.terminate();
+                    self.timeline.term_sent_at.get_or_insert(now);
+                    self.stop = Stop::Terming(now + self.term_grace);
+                    return Step::CloseStdin;
+                }
+                Step::Nothing
+            }
             Stop::Closing(t) if now >= t => {
                 self.group.terminate();
                 self.timeline.term_sent_at.get_or_insert(now);
@@ -201,6 +240,7 @@ mod tests {
             Group::new(0),
             Duration::from_millis(100),
             Duration::from_millis(200),
+            Duration::from_millis(300),
             timeout,
             t0,
         );
@@ -235,6 +275,52 @@ mod tests {
         assert_eq!(l.on_deadline(t), Step::CloseStdin);
         assert!(l.exit_info().timed_out);
         assert_eq!(l.next_deadline(), Some(t + Duration::from_millis(100)));
+    }
+
+    #[test]
+    fn output_over_arms_the_exit_clock_then_term_then_kill() {
+        let (mut l, t0) = life(None);
+        assert_eq!(l.next_deadline(), None);
+        l.output_over(t0);
+        l.output_over(t0 + Duration::from_millis(50));
+        let t1 = l.next_deadline().unwrap();
+        assert_eq!(t1, t0 + Duration::from_millis(300), "armed once");
+        assert_eq!(l.on_deadline(t1 - Duration::from_millis(1)), Step::Nothing);
+        assert_eq!(l.on_deadline(t1), Step::CloseStdin);
+        assert_eq!(l.timeline().term_sent_at, Some(t1), "no close_grace first");
+        assert_eq!(l.timeline().output_over_at, Some(t0));
+        assert_eq!(l.timeline().exit_grace_expired_at, Some(t1));
+        let t2 = l.next_deadline().unwrap();
+        assert_eq!(t2, t1 + Duration::from_millis(200));
+        l.on_deadline(t2);
+        assert_eq!(l.timeline().kill_sent_at, Some(t2));
+        let info = l.exit_info();
+        assert!(info.stopped_after_output && !info.timed_out);
+        assert!(info.ended_cleanly());
+    }
+
+    #[test]
+    fn output_over_after_exit_or_stop_does_nothing() {
+        let (mut l, t0) = life(None);
+        l.on_exit(None, t0, false);
+        l.output_over(t0);
+        assert_eq!(l.next_deadline(), None);
+        let (mut l, t0) = life(None);
+        l.begin_stop(t0);
+        l.output_over(t0);
+        assert_eq!(l.next_deadline(), Some(t0 + Duration::from_millis(100)));
+    }
+
+    #[test]
+    fn a_timeout_before_the_exit_clock_wins() {
+        let (mut l, t0) = life(Some(Duration::from_millis(100)));
+        l.output_over(t0);
+        let t = l.next_deadline().unwrap();
+        assert_eq!(t, t0 + Duration::from_millis(100));
+        assert_eq!(l.on_deadline(t), Step::CloseStdin);
+        let info = l.exit_info();
+        assert!(info.timed_out && !info.stopped_after_output);
+        assert!(!info.ended_cleanly());
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! Starting the child: its own process group, piped output, the stdin mode,
 //! the environment recipe, and typed spawn errors.
 
-use std::io;
+use std::ffi::OsStr;
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
@@ -56,9 +60,7 @@ pub(crate) fn spawn(cmd: &Command, mark: &Mark) -> Result<Spawned, ProcessError>
     c.process_group(0);
     c.kill_on_drop(true);
 
-    let mut child = c
-        .spawn()
-        .map_err(|source| spawn_error(program.clone(), source))?;
+    let mut child = c.spawn().map_err(|source| spawn_error(cmd, source))?;
     // From here on, an early return drops `child`, which kills it (kill_on_drop).
     let missing = |what: &str| ProcessError::Spawn {
         program: program.clone(),
@@ -77,10 +79,78 @@ pub(crate) fn spawn(cmd: &Command, mark: &Mark) -> Result<Spawned, ProcessError>
     })
 }
 
-fn spawn_error(program: String, source: io::Error) -> ProcessError {
+/// The typed error of a failed `spawn`. `execve` says only "permission
+/// denied" for a file without execute permission and "not found" for a
+/// script whose `#!` interpreter is missing; the file the program resolves
+/// to tells them apart from the plain cases.
+fn spawn_error(cmd: &Command, source: io::Error) -> ProcessError {
+    let program = cmd.program_name();
     match source.kind() {
-        io::ErrorKind::NotFound => ProcessError::NotFound { program },
-        io::ErrorKind::PermissionDenied => ProcessError::PermissionDenied { program },
+        io::ErrorKind::NotFound => {
+            let bad = candidates(cmd)
+                .into_iter()
+                .find_map(|path| missing_interpreter(&path).map(|i| (path, i)));
+            match bad {
+                Some((path, interpreter)) => ProcessError::BadInterpreter {
+                    program,
+                    path,
+                    interpreter,
+                },
+                None => ProcessError::NotFound { program },
+            }
+        }
+        io::ErrorKind::PermissionDenied => {
+            let found = candidates(cmd).into_iter().find(|p| !is_executable(p));
+            match found {
+                Some(path) => ProcessError::NotExecutable { program, path },
+                None => ProcessError::PermissionDenied { program },
+            }
+        }
         _ => ProcessError::Spawn { program, source },
     }
+}
+
+/// The regular files `cmd`'s program can resolve to: the path itself (under
+/// the working directory when relative), or each match on the child's
+/// `PATH`, in search order.
+fn candidates(cmd: &Command) -> Vec<PathBuf> {
+    let program = Path::new(&cmd.program);
+    let files = if cmd.program.as_bytes().contains(&b'/') {
+        let path = match &cmd.cwd {
+            Some(cwd) if program.is_relative() => cwd.join(program),
+            _ => program.to_path_buf(),
+        };
+        vec![path]
+    } else {
+        let path = if cmd.env_ops.is_empty() {
+            std::env::var_os("PATH")
+        } else {
+            cmd.resolve_env(std::env::vars_os())
+                .remove(OsStr::new("PATH"))
+        };
+        path.map(|p| {
+            std::env::split_paths(&p)
+                .map(|dir| dir.join(program))
+                .collect()
+        })
+        .unwrap_or_default()
+    };
+    files.into_iter().filter(|p| p.is_file()).collect()
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+}
+
+/// The interpreter named by `path`'s `#!` line, when it does not exist.
+fn missing_interpreter(path: &Path) -> Option<PathBuf> {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let interpreter = line
+        .split(|b| b.is_ascii_whitespace())
+        .find(|w| !w.is_empty())?;
+    let interpreter = PathBuf::from(OsStr::from_bytes(interpreter));
+    (!interpreter.exists()).then_some(interpreter)
 }

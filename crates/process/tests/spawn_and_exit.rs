@@ -33,18 +33,79 @@ async fn missing_program_is_not_found_naming_it() {
 }
 
 #[tokio::test]
-async fn non_executable_file_is_permission_denied() {
+async fn non_executable_file_is_named_not_executable() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("not-executable.sh");
     std::fs::write(&path, "#!/bin/sh\necho hi\n").unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     let err = Process::spawn(&Command::new(&path)).unwrap_err();
-    match err {
-        ProcessError::PermissionDenied { program } => {
-            assert_eq!(program, path.display().to_string())
+    match &err {
+        ProcessError::NotExecutable {
+            program,
+            path: found,
+        } => {
+            assert_eq!(program, &path.display().to_string());
+            assert_eq!(found, &path);
         }
-        other => panic!("expected PermissionDenied, got {other:?}"),
+        other => panic!("expected NotExecutable, got {other:?}"),
     }
+    // Found on the child's PATH by name, too (execvp says only EACCES).
+    let bin = dir.path().join("claude");
+    std::fs::write(&bin, "#!/bin/sh\necho hi\n").unwrap();
+    let mut cmd = Command::new("claude");
+    cmd.env("PATH", dir.path());
+    let err = Process::spawn(&cmd).unwrap_err();
+    assert!(
+        matches!(&err, ProcessError::NotExecutable { path, .. } if path == &bin),
+        "{err:?}"
+    );
+    let d: DriverError = err.into();
+    let shown = d.to_string();
+    assert!(shown.contains("is not executable"), "{shown}");
+    assert!(shown.contains(&bin.display().to_string()), "{shown}");
+    assert!(
+        matches!(&d, DriverError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied)
+    );
+}
+
+#[tokio::test]
+async fn missing_interpreter_is_named_bad_interpreter() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("claude");
+    std::fs::write(&path, "#!/nonexistent/agent-adaptor/node --flag\nhi\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = Command::new("claude");
+    cmd.env("PATH", dir.path());
+    let err = Process::spawn(&cmd).unwrap_err();
+    match &err {
+        ProcessError::BadInterpreter {
+            program,
+            path: found,
+            interpreter,
+        } => {
+            assert_eq!(program, "claude");
+            assert_eq!(found, &path);
+            assert_eq!(
+                interpreter,
+                std::path::Path::new("/nonexistent/agent-adaptor/node")
+            );
+        }
+        other => panic!("expected BadInterpreter, got {other:?}"),
+    }
+    let d: DriverError = err.into();
+    let shown = d.to_string();
+    assert!(
+        shown.contains("bad interpreter /nonexistent/agent-adaptor/node"),
+        "{shown}"
+    );
+    assert!(shown.contains(&path.display().to_string()), "{shown}");
+    // A missing program stays "not found".
+    let mut cmd = Command::new("agent-adaptor-no-such-program-xyz");
+    cmd.env("PATH", dir.path());
+    assert!(matches!(
+        Process::spawn(&cmd).unwrap_err(),
+        ProcessError::NotFound { .. }
+    ));
 }
 
 #[tokio::test]

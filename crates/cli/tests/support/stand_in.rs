@@ -35,11 +35,17 @@ impl StandIn {
     /// A stand-in `program` replaying `fixture` (relative to the captures
     /// directory, e.g. `"claude/print-basic.jsonl"`).
     pub fn new(program: &str, fixture: &str) -> StandIn {
+        Self::with_opts(program, fixture, "")
+    }
+
+    /// Like [`new`](StandIn::new), with more fake-CLI options (e.g.
+    /// `"--truncate-after 1 --hang"`: a CLI that stalls mid-turn).
+    pub fn with_opts(program: &str, fixture: &str, extra: &str) -> StandIn {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let record = dir.path().join("environ");
         let fake = fake_cli_binary().expect("the fake CLI builds");
-        let opts = format!("--fixture {}", fixtures::path(fixture).display());
+        let opts = format!("--fixture {} {extra}", fixtures::path(fixture).display());
         // `/proc/$$/environ` is what the script was started with, before the
         // shell adds PWD and the like.
         let script = format!(

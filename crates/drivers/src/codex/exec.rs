@@ -1,11 +1,16 @@
 //! The `codex exec --json` parser: JSONL events → coarse live payloads
 //! (exec has no text deltas), transcript items, and every response layer,
 //! through the shared [`Recorder`](super::record).
+//!
+//! Its terminal lines (`turn.completed`, `turn.failed`) name no thread or
+//! turn: one is believed only after this process's `thread.started`; before
+//! it, it is a protocol-violation notice ([`crate::terminal_guard`]).
 
 use serde_json::{Value, json};
 
 use super::record::{Parsed, Recorder, ToolOutcome, Totals};
 use super::wire::{ExecEvent, ExecUsage, Item, ItemDetails};
+use crate::exit::ExitFacts;
 use crate::pump::{LineProtocol, Out};
 
 pub use super::record::USAGE_KEYS;
@@ -173,8 +178,8 @@ impl ExecParser {
     }
 
     /// End of stdout: end the run if the CLI never did, form every layer.
-    pub fn finish(&mut self, exit_code: Option<i32>, signaled: bool) -> (Vec<Out>, ExecParsed) {
-        self.rec.finish(exit_code, signaled, "turn.completed")
+    pub fn finish(&mut self, exit: ExitFacts) -> (Vec<Out>, ExecParsed) {
+        self.rec.finish(exit, "turn.completed")
     }
 }
 
@@ -205,6 +210,20 @@ impl ExecParser {
         };
         if self.rec.terminated() {
             Recorder::notice(out, "codex: line after the terminal event".into(), raw);
+            return;
+        }
+        let terminal = match &event {
+            ExecEvent::TurnCompleted { .. } => Some("turn.completed"),
+            ExecEvent::TurnFailed { .. } => Some("turn.failed"),
+            _ => None,
+        };
+        if let Some(name) = terminal
+            && self.rec.thread_id().is_none()
+        {
+            // Its lines name no thread or turn: a terminal is this run's
+            // only after the process announced its thread.
+            let why = format!("a {name} before thread.started");
+            self.rec.ignore_terminal(out, &why, raw);
             return;
         }
         match event {

@@ -46,6 +46,7 @@ use agent_adaptor_process::{Command, ExitInfo, Finished, StdinMode};
 use bytes::Bytes;
 use serde_json::Value;
 
+use crate::exit::{CliName, ExitFacts};
 use crate::pump;
 use crate::resident::Pool;
 use appserver::AppServerParser;
@@ -256,8 +257,12 @@ impl CodexDriver {
         let cmd = self.command(args, cwd, prompt);
         let mut parser = ExecParser::new(req.streaming, previous_usage(req))
             .with_transcript(req.new_transcript());
-        let finished = pump::run("Codex", &cmd, ctx, sink, &mut parser, None, &[]).await?;
-        let (tail, parsed) = parser.finish(finished.exit.code, finished.exit.signal.is_some());
+        let cli = CliName {
+            name: "Codex",
+            terminal: "turn.completed",
+        };
+        let finished = pump::run(cli, &cmd, ctx, sink, &mut parser, None, &[]).await?;
+        let (tail, parsed) = parser.finish(ExitFacts::of(&finished.exit));
         for out in tail {
             pump::deliver(out, sink, &mut None, &mut None).await?;
         }
@@ -295,11 +300,12 @@ impl CodexDriver {
                 .with_transcript(req.new_transcript());
         let (mut session, setup) = Session::new(parser, plan);
         let cmd = self.command(argv::app_server_argv(cfg), cwd, StdinMode::Pipe);
-        let finished =
-            pump::run_duplex("Codex app-server", &cmd, ctx, sink, &mut session, &setup).await?;
-        let (tail, parsed) = session
-            .parser
-            .finish(finished.exit.code, finished.exit.signal.is_some());
+        let cli = CliName {
+            name: "Codex app-server",
+            terminal: "turn/completed",
+        };
+        let finished = pump::run_duplex(cli, &cmd, ctx, sink, &mut session, &setup).await?;
+        let (tail, parsed) = session.parser.finish(ExitFacts::of(&finished.exit));
         for out in tail {
             pump::deliver(out, sink, &mut None, &mut None).await?;
         }

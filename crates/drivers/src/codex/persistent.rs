@@ -253,7 +253,7 @@ impl Turn<'_> {
         let finished = process.shutdown(self.sink).await?;
         let (tail, parsed) = session
             .parser
-            .finish(finished.exit.code, finished.exit.signal.is_some());
+            .finish(crate::exit::ExitFacts::of(&finished.exit));
         for out in tail {
             pump::deliver(out, self.sink, &mut None, &mut None).await?;
         }

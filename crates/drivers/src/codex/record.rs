@@ -10,11 +10,13 @@ use std::collections::BTreeMap;
 use agent_adaptor_driver::{
     Checkpoint, FailureCode, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure,
     SeenIds, SessionState, StreamPayload, TerminalPayload, Transcript, TranscriptItem,
-    TranscriptKind, Usage,
+    TranscriptKind, Usage, describe_exit,
 };
 use serde_json::{Value, json};
 
+use crate::exit::ExitFacts;
 use crate::pump::Out;
+use crate::terminal_guard::IgnoredTerminals;
 
 /// Data keys under which a checkpoint carries the thread's cumulative usage,
 /// so the next (resumed) turn can report its own usage by difference.
@@ -164,6 +166,8 @@ pub(crate) struct Recorder {
     /// The thread's cumulative usage after the turn, for the checkpoint.
     cumulative: Option<Totals>,
     usage: Option<Usage>,
+    /// Terminal lines the parser did not believe (named in a missing-terminal failure).
+    ignored: IgnoredTerminals,
 }
 
 impl Recorder {
@@ -196,6 +200,7 @@ impl Recorder {
             stream_error: None,
             cumulative: None,
             usage: None,
+            ignored: IgnoredTerminals::new(),
         }
     }
 
@@ -283,6 +288,12 @@ impl Recorder {
         let preview = String::from_utf8_lossy(&raw[..raw.len().min(2048)]).into_owned();
         ev.data = Some(json!({ "line": preview }));
         out.push(Out::Event(RunEvent::Lifecycle(ev)));
+    }
+
+    /// A terminal line the parser does not believe (`why` says whose it
+    /// is): a protocol-violation notice; the run goes on.
+    pub(crate) fn ignore_terminal(&mut self, out: &mut Vec<Out>, why: &str, raw: &[u8]) {
+        out.push(Out::Event(self.ignored.ignore("codex", why, raw)));
     }
 
     /// A provider warning (non-fatal): an operational notice.
@@ -594,14 +605,8 @@ impl Recorder {
     /// End of stdout: end the run if the CLI never did, form every layer.
     /// `terminal_name` names the terminal event in the missing-terminal
     /// message.
-    pub(crate) fn finish(
-        &mut self,
-        exit_code: Option<i32>,
-        signaled: bool,
-        terminal_name: &str,
-    ) -> (Vec<Out>, Parsed) {
-        let exited_cleanly = exit_code == Some(0) && !signaled;
-        self.finish_with(exit_code, exited_cleanly, terminal_name)
+    pub(crate) fn finish(&mut self, exit: ExitFacts, terminal_name: &str) -> (Vec<Out>, Parsed) {
+        self.finish_with(exit.code, exit.ended_cleanly, terminal_name)
     }
 
     /// The end of a turn served by a resident process, which keeps running:
@@ -625,11 +630,16 @@ impl Recorder {
                 .as_deref()
                 .and_then(readable)
                 .unwrap_or_else(|| {
-                    format!("codex ended without {terminal_name} (exit code {exit_code:?})")
+                    let exit = describe_exit(
+                        exit_code,
+                        (!exited_cleanly && exit_code.is_none()).then_some("a signal"),
+                    );
+                    format!("codex ended without {terminal_name} ({exit})")
                 });
             let mut f = RunFailure::new(FailureCode::AgentError, why);
             f.metadata
                 .insert("reason".into(), "missing_terminal".into());
+            self.ignored.annotate(&mut f);
             self.fail(&mut out, None, f);
         }
         let clean = self.failure.is_none() && exited_cleanly;

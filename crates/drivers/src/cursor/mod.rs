@@ -192,6 +192,7 @@ impl Driver for CursorDriver {
         };
         let who = jsonl::Runner {
             display_name: "Cursor Agent",
+            terminal: "result",
             provider: "cursor",
             model: req.model_override.as_deref().or(cfg.model.as_deref()),
         };

@@ -12,6 +12,9 @@
 //!   top-level `session_id` is the resume identifier: a checkpoint after a
 //!   successful result and a clean exit. On failure Cursor may exit non-zero
 //!   with no `result` at all (error on stderr): a missing terminal.
+//! * A `result` is believed only after this run's `system/init`, and only for
+//!   its session when both name one; any other is a protocol-violation
+//!   notice ([`crate::terminal_guard`]) and the run goes on.
 
 use foldhash::fast::RandomState;
 use std::collections::HashSet;
@@ -25,6 +28,7 @@ use serde_json::Value;
 use super::wire::{Line, Message, ResultUsage};
 use crate::jsonl::{Emitter, Exit, missing_terminal};
 use crate::pump::{LineProtocol, Out};
+use crate::terminal_guard::{IgnoredTerminals, session_mismatch};
 
 /// Every layer the parse formed.
 pub type CursorParsed = crate::jsonl::Parsed;
@@ -51,6 +55,9 @@ pub struct CursorParser {
     results: HashSet<String, RandomState>,
     terminal: Option<Terminal>,
     failure: Option<RunFailure>,
+    /// The first `system/init` was seen, with this session id (if any).
+    init: Option<Option<String>>,
+    ignored: IgnoredTerminals,
 }
 
 impl CursorParser {
@@ -67,6 +74,8 @@ impl CursorParser {
             results: HashSet::default(),
             terminal: None,
             failure: None,
+            init: None,
+            ignored: IgnoredTerminals::new(),
         }
     }
 
@@ -90,6 +99,9 @@ impl CursorParser {
         else {
             return;
         };
+        if self.init.is_none() {
+            self.init = Some(session_id.clone());
+        }
         if model.is_some() {
             self.model.clone_from(&model);
         }
@@ -201,6 +213,11 @@ impl CursorParser {
         else {
             return;
         };
+        let init = self.init.as_ref().map(Option::as_deref);
+        if let Some(why) = session_mismatch("system/init", "result", init, session_id.as_deref()) {
+            out.push(Out::Event(self.ignored.ignore("cursor", &why, raw)));
+            return;
+        }
         self.close_all(out);
         let usage = usage.map(usage_of);
         let success = subtype == "success" && !is_error;
@@ -240,7 +257,8 @@ impl CursorParser {
         let mut out = Vec::new();
         if !self.terminated {
             self.close_all(&mut out);
-            let f = missing_terminal("cursor", "result", exit);
+            let mut f = missing_terminal("cursor", "result", exit);
+            self.ignored.annotate(&mut f);
             self.em.fail(&mut out, &f);
             self.failure = Some(f);
             self.terminated = true;

@@ -239,6 +239,7 @@ impl Driver for GeminiDriver {
         };
         let who = jsonl::Runner {
             display_name: "Gemini CLI",
+            terminal: "result",
             provider: "gemini",
             model: req.model_override.as_deref().or(cfg.model.as_deref()),
         };

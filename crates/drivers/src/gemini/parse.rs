@@ -14,6 +14,9 @@
 //! * The resume identifier is `init.session_id` (the `result` line carries
 //!   none); it becomes a checkpoint only after a successful `result` and a
 //!   clean exit.
+//! * A `result` is believed only after this run's `init`, and only for its
+//!   session if it names one; any other is a protocol-violation notice
+//!   ([`crate::terminal_guard`]) and the run goes on.
 
 use foldhash::fast::RandomState;
 use std::collections::HashSet;
@@ -27,6 +30,7 @@ use serde_json::{Value, json};
 use super::wire::{ErrorBody, Event, Stats};
 use crate::jsonl::{Emitter, Exit, missing_terminal};
 use crate::pump::{LineProtocol, Out};
+use crate::terminal_guard::{IgnoredTerminals, session_mismatch};
 
 /// Every layer the parse formed.
 pub type GeminiParsed = crate::jsonl::Parsed;
@@ -60,6 +64,9 @@ pub struct GeminiParser {
     last_error: Option<String>,
     terminal: Option<Terminal>,
     failure: Option<RunFailure>,
+    /// This run's `init` was seen (its session is `session_id`).
+    init_seen: bool,
+    ignored: IgnoredTerminals,
 }
 
 impl GeminiParser {
@@ -79,6 +86,8 @@ impl GeminiParser {
             last_error: None,
             terminal: None,
             failure: None,
+            init_seen: false,
+            ignored: IgnoredTerminals::new(),
         }
     }
 
@@ -91,7 +100,9 @@ impl GeminiParser {
     }
 
     fn init(&mut self, session_id: String, model: Option<String>, out: &mut Vec<Out>) {
-        if !session_id.is_empty() {
+        // The first init is this run's session.
+        let first = !std::mem::replace(&mut self.init_seen, true);
+        if first && !session_id.is_empty() {
             self.session_id = Some(session_id.clone());
         }
         if model.is_some() {
@@ -246,6 +257,7 @@ impl GeminiParser {
         if !self.terminated {
             self.close_all(&mut out);
             let mut f = missing_terminal("gemini", "result", exit);
+            self.ignored.annotate(&mut f);
             if let Some(e) = &self.last_error {
                 f.metadata.insert("last_error".into(), e.clone());
             }
@@ -344,7 +356,14 @@ impl LineProtocol for GeminiParser {
                 status,
                 error,
                 stats,
-            } => self.result(status, error, stats, raw, out),
+                session_id,
+            } => {
+                let init = self.init_seen.then_some(self.session_id.as_deref());
+                match session_mismatch("init", "result", init, session_id.as_deref()) {
+                    Some(why) => out.push(Out::Event(self.ignored.ignore("gemini", &why, raw))),
+                    None => self.result(status, error, stats, raw, out),
+                }
+            }
             Event::Unknown => {
                 let kind = type_of(raw);
                 self.unknown(&kind, raw, out);

@@ -91,6 +91,10 @@ pub enum Event {
         /// Token accounting of this invocation.
         #[serde(default, deserialize_with = "lenient")]
         stats: Option<Stats>,
+        /// The session, when the line names one (0.61 does not; `init`
+        /// does).
+        #[serde(default, deserialize_with = "lenient")]
+        session_id: Option<String>,
     },
     /// Anything else.
     #[serde(other)]

@@ -1,6 +1,14 @@
 //! The stream-json state machine: stdout lines → live payloads, transcript
 //! items and notices, and at the end every layer of the response — all from
 //! one parse (driver contract §6, §7).
+//!
+//! The session of a run is the one its own `system/init` announced (after a
+//! resume or a fork too: the init of this process is the authority). A
+//! `result` line is believed only after that init and only for that session
+//! — and, in the control transport, only after the CLI answered the host's
+//! `initialize` ([`expect_initialize_answer`](Parser::expect_initialize_answer));
+//! any other is a protocol-violation notice ([`crate::terminal_guard`]) and
+//! the run goes on.
 
 use foldhash::fast::RandomState;
 use std::collections::{BTreeMap, HashSet};
@@ -8,7 +16,7 @@ use std::collections::{BTreeMap, HashSet};
 use agent_adaptor_driver::{
     Checkpoint, FailureCode, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure,
     SeenIds, SessionState, StreamPayload, TerminalPayload, Transcript, TranscriptItem,
-    TranscriptKind, Usage,
+    TranscriptKind, Usage, describe_exit,
 };
 use serde_json::{Value, json};
 
@@ -16,6 +24,7 @@ use super::Family;
 use super::wire::{
     AssistantLine, Block, Delta, Line, ResultLine, SseEvent, SystemLine, UserContent, UserLine,
 };
+use crate::terminal_guard::{IgnoredTerminals, session_mismatch};
 
 /// What one line means, in emission order.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,14 +56,7 @@ pub enum ControlFrame {
     },
 }
 
-/// How the run ended, as far as the process is concerned.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ExitFacts {
-    /// The exit code, when the process exited.
-    pub code: Option<i32>,
-    /// True when a signal ended it.
-    pub signaled: bool,
-}
+pub use crate::exit::ExitFacts;
 
 /// Every response layer the parse formed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -108,6 +110,11 @@ pub struct Parser {
     aborted: Option<RunFailure>,
     anonymous: u64,
     lifecycle_ids: SeenIds,
+    /// The first `system/init` was seen, with this session id (if any).
+    init: Option<Option<String>>,
+    /// The host sent `initialize` and no control response came yet.
+    awaiting_initialize: bool,
+    ignored: IgnoredTerminals,
 }
 
 impl Parser {
@@ -146,7 +153,18 @@ impl Parser {
             aborted: None,
             anonymous: 0,
             lifecycle_ids: SeenIds::new(),
+            init: None,
+            awaiting_initialize: false,
+            ignored: IgnoredTerminals::new(),
         }
+    }
+
+    /// The host sent `initialize` (control transport) and this parser sees
+    /// its answer: no `result` is believed before a `control_response` —
+    /// the CLI answers `initialize` before it reads the prompt, and the
+    /// host sends no other request before the prompt.
+    pub fn expect_initialize_answer(&mut self) {
+        self.awaiting_initialize = true;
     }
 
     /// The session id announced so far (never a resume identifier by itself).
@@ -201,7 +219,10 @@ impl Parser {
                 request_id: c.request_id,
                 request: c.request,
             })),
-            Line::ControlResponse(c) => out.push(Out::Control(ControlFrame::Response(c.response))),
+            Line::ControlResponse(c) => {
+                self.awaiting_initialize = false;
+                out.push(Out::Control(ControlFrame::Response(c.response)));
+            }
             Line::ControlCancelRequest(c) => out.push(Out::Control(ControlFrame::Cancel {
                 request_id: c.request_id,
             })),
@@ -276,6 +297,9 @@ impl Parser {
         }
         match s.subtype.as_str() {
             "init" => {
+                if self.init.is_none() {
+                    self.init = Some(s.session_id.clone());
+                }
                 if let Some(m) = &s.model {
                     self.model = Some(m.clone());
                 }
@@ -545,6 +569,11 @@ impl Parser {
         if self.terminated {
             return self.notice(out, "a second result line", raw);
         }
+        if let Some(why) = self.not_ours(&r) {
+            let notice = self.ignored.ignore(self.family.driver_type, &why, raw);
+            out.push(Out::Event(notice));
+            return;
+        }
         self.ensure_started(out);
         if r.session_id.is_some() {
             self.session_id.clone_from(&r.session_id);
@@ -579,6 +608,16 @@ impl Parser {
         }
         self.terminated = true;
         self.result = Some((r, String::from_utf8_lossy(raw).into_owned()));
+    }
+
+    /// Why a `result` line is not this run's terminal, if it is not: it
+    /// must follow this run's `system/init` and name its session.
+    fn not_ours(&self, r: &ResultLine) -> Option<String> {
+        if self.awaiting_initialize {
+            return Some("a result line before initialize was answered".into());
+        }
+        let init = self.init.as_ref().map(Option::as_deref);
+        session_mismatch("system/init", "result", init, r.session_id.as_deref())
     }
 
     /// End the turn with `failure` before any `result` line (the transport
@@ -626,12 +665,14 @@ impl Parser {
             let mut f = RunFailure::new(
                 FailureCode::AgentError,
                 format!(
-                    "{} ended without a result line (exit code {:?})",
-                    self.family.driver_type, exit.code
+                    "{} ended without a result line ({})",
+                    self.family.driver_type,
+                    describe_exit(exit.code, exit.signaled.then_some("a signal"))
                 ),
             );
             f.metadata
                 .insert("reason".into(), "missing_terminal".into());
+            self.ignored.annotate(&mut f);
             let mut item = TranscriptItem::new(TranscriptKind::Failure, f.message.clone());
             item.metadata
                 .insert("code".into(), f.code.as_str().to_owned());
@@ -653,7 +694,7 @@ impl Parser {
                     ..Default::default()
                 });
                 // A resident process did not exit: its turn ended at `result`.
-                let exited_cleanly = exit.is_none_or(|e| e.code == Some(0) && !e.signaled);
+                let exited_cleanly = exit.is_none_or(|e| e.ended_cleanly);
                 let clean = failure.is_none() && r.subtype == "success" && exited_cleanly;
                 let checkpoint = r
                     .session_id

@@ -286,10 +286,7 @@ impl Turn<'_> {
         let Resident { process, stdin, .. } = resident;
         drop(stdin);
         let finished = process.shutdown(self.sink).await?;
-        let (tail, parsed) = session.parser.finish(ExitFacts {
-            code: finished.exit.code,
-            signaled: finished.exit.signal.is_some(),
-        });
+        let (tail, parsed) = session.parser.finish(ExitFacts::of(&finished.exit));
         for out in tail {
             session.deliver(out, &mut None, self.sink).await?;
         }

@@ -18,6 +18,7 @@ use super::config::{Config, Transport, argv_with};
 use super::control;
 use super::parse::{ControlFrame, ExitFacts, Out, Parser};
 use super::persistent;
+use crate::exit::{CliName, notice_if_stopped};
 use crate::pump::Batches;
 use crate::resident::Pool;
 
@@ -86,6 +87,10 @@ async fn run_once(
     sink.emit(RunEvent::Spawn(spawn)).await?;
 
     let mut session = Session::new(family, cfg, req.streaming, req.new_transcript());
+    if frames && resume_id(&req).is_none() {
+        // `read` sends `initialize` and leaves its answer to the parser.
+        session.parser.expect_initialize_answer();
+    }
     let mut stdin = proc.take_stdin();
     if let Err(e) = read(
         &mut session,
@@ -105,10 +110,13 @@ async fn run_once(
     }
     drop(stdin);
     let finished = proc.finish(sink).await?;
-    let (tail, parsed) = session.parser.finish(ExitFacts {
-        code: finished.exit.code,
-        signaled: finished.exit.signal.is_some(),
-    });
+    let cli = CliName {
+        name: family.display_name,
+        terminal: "result",
+    };
+    let terminated = session.parser.terminated();
+    notice_if_stopped(sink, cli, terminated, cmd.get_exit_grace(), &finished).await?;
+    let (tail, parsed) = session.parser.finish(ExitFacts::of(&finished.exit));
     for out in tail {
         session.deliver(out, &mut None, sink).await?;
     }
@@ -166,6 +174,7 @@ async fn read(
         write(stdin, &control::user_frame(&req.prompt)).await;
     }
     let mut batch = Batches::new(sink);
+    let mut over = false;
     loop {
         let next = batch.next(next_line(proc, stdin, ctx, frames, sink)).await;
         let Some(line) = next? else {
@@ -173,12 +182,15 @@ async fn read(
         };
         batch.open();
         session.line(&line, stdin, sink).await?;
-        if session.parser.terminated()
-            && let Some(s) = stdin.take()
-        {
-            // The turn is over: closing stdin lets the CLI exit.
-            batch.close();
-            s.close().await;
+        if session.parser.terminated() && !over {
+            // The turn is over: closing stdin lets the CLI exit, and it has
+            // the exit grace to do so before it is stopped.
+            over = true;
+            proc.expect_exit();
+            if let Some(s) = stdin.take() {
+                batch.close();
+                s.close().await;
+            }
         }
     }
 }

@@ -220,7 +220,7 @@ pub async fn drain(
 /// A clean process end with `code`.
 pub fn exit(code: i32) -> agent_adaptor_drivers::jsonl::Exit {
     agent_adaptor_drivers::jsonl::Exit {
-        code: Some(code),
+        process: agent_adaptor_drivers::exit::ExitFacts::exited(code),
         ..Default::default()
     }
 }

@@ -29,6 +29,7 @@
 
 pub mod parse;
 pub mod protocol;
+mod scope;
 pub(crate) mod transport;
 
 pub use parse::{AppServerParser, RESUME_REJECTED};

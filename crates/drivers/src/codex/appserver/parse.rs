@@ -17,15 +17,24 @@
 //! | `error` | a stream-error notice (its message explains the failure), or a warning when Codex retries |
 //! | `warning`, `configWarning`, `deprecationNotice` | warning notices |
 //! | a server approval request / `serverRequest/resolved` | `hitl.requested` / `hitl.resolved` |
-//! | `turn/completed` | the only terminal: `completed` → `run.finished`, else `run.error` |
+//! | `turn/completed` of this run's turn | the only terminal: `completed` → `run.finished`, else `run.error` |
 //! | anything else, and unknown item types | a custom payload `codex.<method>` / `codex.item.<type>` with the raw JSON |
 //!
 //! Status, rate-limit and output-delta notifications (`thread/status/changed`,
 //! `account/rateLimits/updated`, `item/commandExecution/outputDelta`,
 //! `item/fileChange/outputDelta`, `item/reasoning/summaryPartAdded`) carry
-//! nothing the payloads or layers use; they stay in the raw capture. So do
-//! notifications about other threads, which become custom payloads and never
-//! touch this turn's state.
+//! nothing the payloads or layers use; they stay in the raw capture.
+//! Notifications about other threads, and (once `turn/start` was answered)
+//! about other turns, become custom payloads and never touch this turn's
+//! state.
+//!
+//! The transport tells the parser the thread the handshake opened and the
+//! turn `turn/start` was answered with
+//! ([`thread_opened`](AppServerParser::thread_opened),
+//! [`turn_accepted`](AppServerParser::turn_accepted)); `scope.rs` decides
+//! whose a notification is. A `turn/completed` that is not this run's is a
+//! protocol-violation notice ([`crate::terminal_guard`]) and the run goes on
+//! (without its own, it fails as a missing terminal that names it).
 
 use std::collections::HashMap;
 
@@ -41,6 +50,8 @@ use super::protocol::{
     DeltaNotification, ErrorNotification, Incoming, ItemNotification, ThreadItem,
     TokenUsageNotification, TurnNotification, decision_request,
 };
+use super::scope::Ours;
+use crate::exit::ExitFacts;
 use crate::pump::{ControlFrame, LineProtocol, Out};
 
 /// The failure code of a resume the server rejected (an unknown thread id).
@@ -74,6 +85,8 @@ pub struct AppServerParser {
     /// Set when a host rejection was answered with `cancel`, which ends the
     /// turn as `interrupted`.
     cancelled_by: Option<HumanDecisionFailure>,
+    /// `turn/start` was answered: its turn is the one a terminal must name.
+    turn_acked: bool,
 }
 
 impl AppServerParser {
@@ -89,6 +102,7 @@ impl AppServerParser {
             turn_sum: Totals::default(),
             approvals: HashMap::new(),
             cancelled_by: None,
+            turn_acked: false,
         }
     }
 
@@ -118,10 +132,13 @@ impl AppServerParser {
         out
     }
 
-    /// `turn/start` was accepted with `turn_id`.
+    /// `turn/start` was answered with `turn_id`: from now on a
+    /// `turn/completed` of this thread and this turn ends the run (and no
+    /// other does).
     pub fn turn_accepted(&mut self, turn_id: &str) {
-        if self.rec.turn_id().is_none() {
+        if !turn_id.is_empty() {
             self.rec.set_turn(turn_id);
+            self.turn_acked = true;
         }
     }
 
@@ -192,15 +209,13 @@ impl AppServerParser {
         serde_json::from_value(params.clone()).ok()
     }
 
-    /// A notification about another thread than this run's.
-    fn foreign(&self, params: &Value) -> bool {
-        let theirs = params.get("threadId").and_then(Value::as_str).or_else(|| {
-            params
-                .get("thread")
-                .and_then(|t| t.get("id"))
-                .and_then(Value::as_str)
-        });
-        matches!((theirs, self.rec.thread_id()), (Some(a), Some(b)) if a != b)
+    /// What the run knows of its thread and turn.
+    fn ours(&self) -> Ours<'_> {
+        Ours {
+            thread: self.rec.thread_id(),
+            turn: self.rec.turn_id(),
+            acked: self.turn_acked,
+        }
     }
 
     /// A notification about another turn than this run's.
@@ -209,23 +224,35 @@ impl AppServerParser {
     }
 
     fn notification(&mut self, method: &str, params: &Value, raw: &[u8], out: &mut Vec<Out>) {
-        if self.foreign(params) {
+        if method == "turn/completed" {
+            return match Self::params::<TurnNotification>(params) {
+                Some(n) => match self.ours().not_our_terminal(params, &n.turn.id) {
+                    Some(why) => self.rec.ignore_terminal(out, &why, raw),
+                    None => self.turn_completed(n, raw, out),
+                },
+                None => self.malformed(method, raw, out),
+            };
+        }
+        if self.ours().foreign(method, params) {
             self.rec.custom(out, format!("codex.{method}"), raw);
             return;
         }
         match method {
-            "thread/started" => {
-                if let Some(id) = params
-                    .get("thread")
-                    .and_then(|t| t.get("id"))
-                    .and_then(Value::as_str)
-                {
-                    self.rec.thread(out, id);
-                }
+            // The thread is the one the handshake's result named (the
+            // transport reports it); the announcement adds nothing.
+            "thread/started" if self.rec.thread_id().is_some() => {}
+            // Before this run's thread was opened no turn is ours.
+            "turn/started" if self.rec.thread_id().is_none() => {
+                self.rec.custom(out, format!("codex.{method}"), raw);
             }
             "turn/started" => {
-                if let Some(n) = Self::params::<TurnNotification>(params) {
-                    self.turn_accepted(&n.turn.id);
+                // Before `turn/start` was answered the announced turn is
+                // provisional (what `turn/interrupt` names); the answer
+                // decides.
+                if let Some(n) = Self::params::<TurnNotification>(params)
+                    && self.rec.turn_id().is_none()
+                {
+                    self.rec.set_turn(&n.turn.id);
                 }
                 self.rec.step_started(out);
             }
@@ -257,13 +284,6 @@ impl AppServerParser {
             }
             "thread/tokenUsage/updated" => match Self::params::<TokenUsageNotification>(params) {
                 Some(u) => self.usage(&u),
-                None => self.malformed(method, raw, out),
-            },
-            "turn/completed" => match Self::params::<TurnNotification>(params) {
-                Some(n) if self.rec.turn_id().is_some_and(|t| t != n.turn.id) => {
-                    self.rec.custom(out, format!("codex.{method}"), raw);
-                }
-                Some(n) => self.turn_completed(n, raw, out),
                 None => self.malformed(method, raw, out),
             },
             "error" => match Self::params::<ErrorNotification>(params) {
@@ -443,8 +463,8 @@ impl AppServerParser {
 
     /// End of stdout: end the run if the server never completed the turn,
     /// form every layer.
-    pub fn finish(&mut self, exit_code: Option<i32>, signaled: bool) -> (Vec<Out>, Parsed) {
-        self.rec.finish(exit_code, signaled, "turn/completed")
+    pub fn finish(&mut self, exit: ExitFacts) -> (Vec<Out>, Parsed) {
+        self.rec.finish(exit, "turn/completed")
     }
 
     /// The end of a turn on a resident app-server, which keeps running: the
