@@ -32,8 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::store::OpenedStore;
 
-/// The variable naming the state directory.
-pub const STATE_DIR_ENV: &str = "AGENT_ADAPTOR_STATE_DIR";
+pub use agent_adaptor_process::STATE_DIR_ENV;
 
 /// The epoch of every `run` instance (an instance lives once).
 const EPOCH: &str = "0";
@@ -42,18 +41,7 @@ const EPOCH: &str = "0";
 /// instance has it, so all of them are freed.
 const RECOVERY_EPOCH: &str = "recovered";
 
-/// The state directory (see the module docs); `None` without any of the
-/// variables.
-pub fn state_dir() -> Option<PathBuf> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    var(STATE_DIR_ENV)
-        .or_else(|| var("XDG_STATE_HOME").map(|d| d.join("agent-adaptor")))
-        .or_else(|| var("HOME").map(|h| h.join(".local/state/agent-adaptor")))
-}
+pub use agent_adaptor_process::state_dir;
 
 /// What a record says.
 #[derive(Debug, Serialize, Deserialize)]
