@@ -10,7 +10,7 @@
 //! locked for as long as the process lives. The kernel drops the lock when
 //! the process dies, however it dies; so a record whose lock can be taken
 //! belongs to a dead process, and
-//! [`ThreadStore::recover_instance`] frees that instance's leases and
+//! [`ThreadStore::recover_instance`](agent_adaptor_core::thread::store::ThreadStore::recover_instance) frees that instance's leases and
 //! records each of its runs as interrupted (what `threads show` and the
 //! web chat's thread API then show). A lock, unlike a PID, cannot be
 //! mistaken for another process's after PID reuse.
