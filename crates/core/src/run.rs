@@ -288,7 +288,8 @@ struct Ending {
 /// A failed run's message with the last lines of the provider's stderr
 /// appended (redacted, bounded: [`stderr_tail`]), and those lines as the
 /// error's `details.stderr_tail`. The one place every CLI driver's failure
-/// meets its stderr.
+/// meets its stderr (a failure the provider reported itself keeps its own
+/// message and gets only the details).
 fn with_stderr(message: String, stderr: &RawBytes) -> (String, Option<String>, Option<Value>) {
     match stderr_tail(stderr) {
         Some(tail) => {
@@ -457,7 +458,16 @@ async fn conclude(
     };
     if let Some(mut f) = ending.failure {
         let reason = FailureReason::from_code(&f.code);
-        let (msg, tail, details) = with_stderr(f.message.clone(), &ending.stderr);
+        // The provider's own report of a failure is its message; stderr
+        // (warnings, stack traces) is kept beside it. A CLI that ended
+        // without saying why has its stderr in the message.
+        let (msg, tail, details) =
+            if f.metadata.get("reason").map(String::as_str) == Some("missing_terminal") {
+                with_stderr(f.message.clone(), &ending.stderr)
+            } else {
+                let (_, tail, details) = with_stderr(String::new(), &ending.stderr);
+                (f.message.clone(), tail, details)
+            };
         if let Some(tail) = tail {
             f.metadata.entry("stderr_tail".into()).or_insert(tail);
         }

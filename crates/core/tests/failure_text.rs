@@ -57,27 +57,47 @@ async fn a_signal_is_named() {
 }
 
 #[tokio::test]
-async fn a_business_failure_carries_the_stderr_tail() {
-    let f = RunFailure::new(
+async fn a_failure_carries_the_stderr_tail_in_its_message_only_without_a_report() {
+    let fail_with = |failure: RunFailure| async move {
+        let mut resp = with_stderr(response("", vec![]));
+        resp.exit_code = Some(1);
+        resp.failure = Some(failure.clone());
+        let steps = stream_steps([
+            StreamPayload::run_started(),
+            StreamPayload::run_error(failure),
+        ]);
+        let agent = Agent::new(scripted(steps, resp));
+        agent.run("hi").await.unwrap_err()
+    };
+    let tail = "starting\nError: Invalid API key ***";
+
+    // The CLI ended without a terminal line: its stderr is the why.
+    let mut missing = RunFailure::new(
         FailureCode::AgentError,
         "claude ended without a result line",
     );
-    let mut resp = with_stderr(response("", vec![]));
-    resp.exit_code = Some(1);
-    resp.failure = Some(f.clone());
-    let steps = stream_steps([StreamPayload::run_started(), StreamPayload::run_error(f)]);
-    let agent = Agent::new(scripted(steps, resp));
-    let err = agent.run("hi").await.unwrap_err();
+    missing
+        .metadata
+        .insert("reason".into(), "missing_terminal".into());
+    let err = fail_with(missing).await;
     let re = err.as_run_error().unwrap();
     assert_eq!(
         re.message,
-        "claude ended without a result line; stderr: starting\nError: Invalid API key ***"
+        format!("claude ended without a result line; stderr: {tail}")
     );
     let Some(RunCause::Failure(f)) = &re.cause else {
         panic!("{:?}", re.cause)
     };
-    assert_eq!(
-        f.metadata["stderr_tail"],
-        "starting\nError: Invalid API key ***"
-    );
+    assert_eq!(f.metadata["stderr_tail"], tail);
+
+    // The provider reported the failure itself: its message stays its own,
+    // stderr is beside it.
+    let reported = RunFailure::new(FailureCode::AgentError, "mock http error 400: Bad Request");
+    let err = fail_with(reported).await;
+    let re = err.as_run_error().unwrap();
+    assert_eq!(re.message, "mock http error 400: Bad Request");
+    let Some(RunCause::Failure(f)) = &re.cause else {
+        panic!("{:?}", re.cause)
+    };
+    assert_eq!(f.metadata["stderr_tail"], tail);
 }

@@ -39,7 +39,8 @@ pub fn redact_url(url: &str) -> String {
     let (scheme, rest) = split_scheme(rest);
     let mut out = String::with_capacity(url.len());
     out.push_str(scheme);
-    match rest.rfind('@') {
+    // An empty authority (`file:///path`) has no userinfo: an `@` is the path's.
+    match rest.rfind('@').filter(|_| !rest.starts_with('/')) {
         Some(at) => {
             out.push_str(MASK);
             out.push_str(&rest[at..]);
@@ -226,6 +227,15 @@ mod tests {
         );
         assert_eq!(redact_url("http://h/?"), "http://h/?");
         assert_eq!(redact_url("http://h/?a=1&&b=2"), "http://h/?a=***&&b=***");
+    }
+
+    #[test]
+    fn an_at_sign_in_the_path_of_an_empty_authority_is_kept() {
+        let url = "file:///srv/node_modules/@google/gemini-cli/bundle/chunk.js:267833:24";
+        assert_eq!(redact_url(url), url);
+        // With an authority, everything up to the last `@` is masked (a
+        // password may hold a `/`).
+        assert_eq!(redact_url("https://u:p@h/@x"), "https://***@x");
     }
 
     #[test]
