@@ -8,7 +8,9 @@
 //!   offline in tests;
 //! * [`fixtures`] — loading of recorded CLI captures;
 //! * [`replay`] — the fake CLI binary's engine (`fake-cli`), which replays a
-//!   capture with chosen delays, exit code, stderr noise and stdin rules.
+//!   capture with chosen delays, exit code, stderr noise and stdin rules;
+//! * [`proc_tree`] — a stand-in CLI that leaves a process tree (a tool, a
+//!   `setsid` daemon) and `/proc` checks of what is left of it.
 //!
 //! Only tests and benches depend on this crate.
 #![forbid(unsafe_code)]
@@ -16,4 +18,5 @@
 pub mod clis;
 pub mod fixtures;
 pub mod mock;
+pub mod proc_tree;
 pub mod replay;
