@@ -20,7 +20,7 @@ use agent_adaptor_drivers::cursor::parse::{CursorParsed, CursorParser};
 use agent_adaptor_drivers::cursor::{self, Config};
 use agent_adaptor_drivers::pump::Out;
 use agent_adaptor_testkit::replay::{ArgsRecord, OPTS_ENV, fake_cli_binary};
-use group_watch::GroupWatch;
+use group_watch::{GroupWatch, WithGroupMember};
 use jsonl_common::{drain, exit, fixture, lines, notices, parse_with, payloads};
 
 /// All false: coarse lifecycles only.
@@ -564,10 +564,13 @@ async fn a_missing_checkpoint_is_still_a_success() {
 
 #[tokio::test]
 async fn cancellation_stops_a_hanging_cli() {
-    let agent = Agent::new(on_fake(
+    let member = WithGroupMember::wrapping(&fake_cli_binary().unwrap());
+    let mut cfg = config(
         "own/cursor/exit-without-result.jsonl",
         &["--hang", "--ignore-sigterm"],
-    ));
+    );
+    cfg.command = member.path.clone();
+    let agent = Agent::new(cursor::driver(cfg));
     let mut pid = None;
     let mut watch = None;
     let run = drain(&agent, "hi", |e, stream| {
@@ -584,8 +587,7 @@ async fn cancellation_stops_a_hanging_cli() {
     .await;
     assert!(matches!(run.events.last(), Some(Event::RunFinished(_))));
     assert_eq!(run.err().reason, FailureReason::Cancelled);
-    watch
-        .expect("the CLI was watched at the cancel")
-        .assert_gone("cursor")
-        .await;
+    let watch = watch.expect("the CLI was watched at the cancel");
+    watch.assert_had_other_members();
+    watch.assert_gone("cursor").await;
 }

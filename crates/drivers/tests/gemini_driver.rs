@@ -19,7 +19,7 @@ use agent_adaptor_drivers::gemini::parse::{GeminiParsed, GeminiParser};
 use agent_adaptor_drivers::gemini::{self, ApprovalMode};
 use agent_adaptor_drivers::pump::Out;
 use agent_adaptor_testkit::replay::{ArgsRecord, OPTS_ENV, fake_cli_binary};
-use group_watch::GroupWatch;
+use group_watch::{GroupWatch, WithGroupMember};
 use jsonl_common::{drain, exit, feed, fixture, lines, notices, parse_with, payloads, text_deltas};
 
 const CAP: StreamCapability = StreamCapability {
@@ -579,10 +579,10 @@ async fn a_crash_before_the_result_is_a_typed_failure() {
 
 #[tokio::test]
 async fn cancellation_stops_a_hanging_cli() {
-    let agent = Agent::new(on_fake(
-        "gemini/stream-basic.jsonl",
-        &["--hang", "--ignore-sigterm"],
-    ));
+    let member = WithGroupMember::wrapping(&fake_cli_binary().unwrap());
+    let mut cfg = config("gemini/stream-basic.jsonl", &["--hang", "--ignore-sigterm"]);
+    cfg.command = member.path.clone();
+    let agent = Agent::new(gemini::driver(cfg));
     let mut pid = None;
     let mut watch = None;
     let run = drain(&agent, "hi", |e, stream| {
@@ -599,10 +599,9 @@ async fn cancellation_stops_a_hanging_cli() {
     .await;
     assert!(matches!(run.events.last(), Some(Event::RunFinished(_))));
     assert_eq!(run.err().reason, FailureReason::Cancelled);
-    watch
-        .expect("the CLI was watched at the cancel")
-        .assert_gone("gemini")
-        .await;
+    let watch = watch.expect("the CLI was watched at the cancel");
+    watch.assert_had_other_members();
+    watch.assert_gone("gemini").await;
 }
 
 #[tokio::test]

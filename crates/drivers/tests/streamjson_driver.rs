@@ -17,7 +17,7 @@ use agent_adaptor_drivers::{claude, codebuddy};
 use agent_adaptor_testkit::fixtures;
 use agent_adaptor_testkit::replay::{OPTS_ENV, fake_cli_binary};
 use futures::StreamExt;
-use group_watch::GroupWatch;
+use group_watch::{GroupWatch, WithGroupMember};
 
 /// A config whose CLI is the fake CLI replaying `fixture` with `opts`.
 fn fake(mut cfg: Config, fixture: &str, opts: &str) -> Config {
@@ -388,10 +388,15 @@ async fn control_transport_missing_terminal_fails() {
 
 #[tokio::test]
 async fn control_transport_cancellation_stops_the_cli() {
-    let agent = Agent::new(control_on(
+    let member = WithGroupMember::wrapping(&fake_cli_binary().unwrap());
+    let mut cfg = fake(
+        claude::config(),
         CONTROL,
         "--stdin-check type --hang --ignore-sigterm",
-    ));
+    );
+    cfg.host_approvals = true;
+    cfg.command = member.path.clone();
+    let agent = Agent::new(claude::driver(cfg));
     let mut stream = agent.stream("RUNTOOL TOUCH please");
     let mut pid = None;
     let mut watch = None;
@@ -411,8 +416,7 @@ async fn control_transport_cancellation_stops_the_cli() {
     }
     let err = stream.result().await.unwrap_err();
     assert_eq!(err.as_run_error().unwrap().reason, FailureReason::Cancelled);
-    watch
-        .expect("the CLI was watched at the cancel")
-        .assert_gone("control transport")
-        .await;
+    let watch = watch.expect("the CLI was watched at the cancel");
+    watch.assert_had_other_members();
+    watch.assert_gone("control transport").await;
 }

@@ -4,6 +4,7 @@
 //! neither the CLI nor any other member of its group is left.
 #![allow(dead_code)] // each test binary uses its own part
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agent_adaptor_core::{Event, ProcessKind};
@@ -32,6 +33,37 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
         "/proc cannot be read: the process group cannot be checked"
     );
     proc_tree::members(|s| s.pgrp == pgid)
+}
+
+/// A stand-in that gives the CLI's process group a second member: a script
+/// that ignores SIGTERM, starts `sleep` in the background (the ignored
+/// SIGTERM is inherited, so only a SIGKILL of the whole group stops it) and
+/// then execs the real program with its arguments (the pid stays). Removed
+/// on drop.
+pub struct WithGroupMember {
+    _dir: tempfile::TempDir,
+    /// The script: use it as the driver's command.
+    pub path: PathBuf,
+}
+
+impl WithGroupMember {
+    /// The stand-in for `program`.
+    pub fn wrapping(program: &Path) -> WithGroupMember {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("cli-with-group-member");
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\ntrap '' TERM\n/bin/sleep 1000 &\nexec '{}' \"$@\"\n",
+                program.display()
+            ),
+        )
+        .expect("the stand-in is written");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .expect("the stand-in is executable");
+        WithGroupMember { _dir: dir, path }
+    }
 }
 
 /// A CLI seen running, with what ran in its process group at that moment.
@@ -86,6 +118,17 @@ impl GroupWatch {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Asserts that the group held another member besides the CLI when
+    /// watched (see [`WithGroupMember`]).
+    pub fn assert_had_other_members(&self) {
+        assert!(
+            self.members.iter().any(|m| *m != self.leader.pid),
+            "group {} held another member when watched: {:?}",
+            self.leader.pid,
+            self.members
+        );
     }
 
     /// Asserts that nothing of the CLI runs any more (waiting at most
