@@ -18,17 +18,22 @@
 //!     --runs N --rounds N
 //! agent-adaptor-bench serve-load [--server PATH] [--runs N] [--rounds N]
 //!     [--work-dir DIR]
+//! agent-adaptor-bench host-death [--server PATH] [--fake PATH] [--reps N]
+//!     [--work-dir DIR]
 //! ```
 //!
 //! `run` is the orchestrator ([`bench`](mod@bench)); `child` and `concurrent` are the
 //! measured processes it starts ([`child`], [`concurrent`]); `gen` writes one
 //! workload ([`workload`]). `serve-load` is on its own: `agent-adaptor serve`
-//! under many concurrent SSE runs ([`serve_load`]).
+//! under many concurrent SSE runs ([`serve_load`]). `host-death` times how
+//! long after `agent-adaptor run` is killed (or hung up) the last process
+//! of its run is gone ([`host_death`]).
 
 mod args;
 mod bench;
 mod child;
 mod concurrent;
+mod host_death;
 mod ordered;
 mod report;
 mod serve_load;
@@ -43,7 +48,7 @@ use args::Args;
 use child::{Contender, Setup};
 use workload::{Kind, Spec, Until};
 
-const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load [flags] (see the crate docs; scripts/bench runs everything)";
+const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death [flags] (see the crate docs; scripts/bench runs everything)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -57,6 +62,7 @@ fn main() -> ExitCode {
         "child" => cmd_child(&args),
         "concurrent" => cmd_concurrent(&args),
         "serve-load" => cmd_serve_load(&args),
+        "host-death" => cmd_host_death(&args),
         other => Err(format!("unknown command {other:?}\n{USAGE}")),
     });
     match outcome {
@@ -221,5 +227,25 @@ fn cmd_serve_load(args: &Args) -> Result<(), String> {
     if failed > 0 {
         return Err(format!("{failed} stream(s) were not complete and ordered"));
     }
+    Ok(())
+}
+
+fn cmd_host_death(args: &Args) -> Result<(), String> {
+    let plan = host_death::Plan {
+        server: match args.get("--server") {
+            Some(p) => PathBuf::from(p),
+            None => serve_load::default_server()?,
+        },
+        fake: match args.get("--fake") {
+            Some(p) => PathBuf::from(p),
+            None => default_fake()?,
+        },
+        reps: args.number("--reps", 30)?,
+        work_dir: args
+            .get("--work-dir")
+            .map_or_else(|| host_death::default_work_dir(&workspace()), PathBuf::from),
+    };
+    let reps = host_death::run(&plan)?;
+    println!("{}", host_death::markdown(&reps));
     Ok(())
 }

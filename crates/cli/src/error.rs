@@ -47,6 +47,15 @@ impl CliError {
         }
     }
 
+    /// A run stopped by `stop` (exit 128 + its signal number; Ctrl-C is
+    /// 130, as with [`cancelled`](Self::cancelled)).
+    pub fn signalled(message: impl Into<String>, stop: crate::signals::Stop) -> Self {
+        CliError {
+            message: message.into(),
+            code: stop.exit_code(),
+        }
+    }
+
     /// The message on one line.
     pub fn one_line(&self) -> String {
         one_line(&self.message)

@@ -17,7 +17,11 @@
 //!
 //! * [`args`] — the command line (clap); [`error`] — one-line failures and
 //!   exit codes (0 success, 1 failure, 2 usage, 74 output closed or failing,
-//!   130 cancelled).
+//!   128 + the signal when cancelled: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP);
+//!   [`signals`] — the three signals that stop `run` and `serve` alike.
+//! * [`host_record`] — after a host was killed: the process ledger swept
+//!   at start, and the threads a dead `run` held freed, its runs recorded
+//!   as interrupted.
 //! * [`select`] — which driver runs: `--driver` exactly (never a silent
 //!   fallback), else the first usable agent CLI, else an LLM API whose key
 //!   is set, else the [`playground`].
@@ -39,6 +43,7 @@ pub mod approve;
 pub mod args;
 pub mod chat;
 pub mod error;
+pub mod host_record;
 pub mod inspect;
 pub mod json_out;
 pub mod mock_model;
@@ -47,6 +52,7 @@ pub mod render;
 pub mod run;
 pub mod select;
 pub mod serve;
+pub mod signals;
 pub mod store;
 pub mod threads;
 
@@ -113,7 +119,9 @@ pub fn main_entry() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("agent-adaptor: error: {}", e.one_line());
+            // A hung-up terminal fails the write; the exit code still tells.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "agent-adaptor: error: {}", e.one_line());
             ExitCode::from(e.code)
         }
     }

@@ -40,7 +40,7 @@ pub async fn mock_model(args: MockModelArgs) -> Result<(), CliError> {
     println!(
         "  llm driver:   agent-adaptor run --driver llm --provider openai --base-url {url}/v1 hello"
     );
-    crate::serve::wait_for_shutdown().await;
+    crate::signals::wait_for_shutdown().await;
     server.shutdown().await;
     Ok(())
 }

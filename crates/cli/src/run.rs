@@ -15,9 +15,11 @@ use serde_json::Value;
 use crate::approve;
 use crate::args::{ApproveMode, RunArgs};
 use crate::error::{CliError, EXIT_OUTPUT};
+use crate::host_record::{HostRecord, recover_dead_runs, sweep_dead_hosts};
 use crate::json_out;
 use crate::render::Renderer;
 use crate::select::{Selected, env_policy, select_with_env};
+use crate::signals::{self, Signals};
 use crate::store::StoreSpec;
 
 /// How long a driver may take to stop after Ctrl-C before core drops it
@@ -88,6 +90,8 @@ fn not_started(reason: &'static str) -> impl FnOnce(CliError) -> Stop {
 }
 
 async fn run_inner(args: RunArgs) -> Result<(), Stop> {
+    // First: what a killed `agent-adaptor` left running is stopped.
+    let swept = sweep_dead_hosts();
     let prompt = args.prompt.join(" ");
     if prompt.trim().is_empty() {
         return Err(Stop::NotStarted(
@@ -131,6 +135,9 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
     let styled = !args.json && std::io::stderr().is_terminal();
     let mut renderer = Renderer::new(styled);
     if !args.json {
+        if let Some(line) = &swept {
+            renderer.dim_note(&format!("▸ {line}"));
+        }
         renderer.dim_note(&format!("▸ {}", selected.label));
         if let Some(store) = &store {
             renderer.dim_note(&format!("▸ threads: {}", store.description));
@@ -138,8 +145,16 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
     }
 
     let mut builder = Agent::builder_shared(selected.driver.clone()).cancel_grace(CANCEL_GRACE);
+    // Held until the command ends: while it lives, nobody takes this
+    // process's thread leases for a dead one's.
+    let mut _host = None;
     if let Some(store) = &store {
-        builder = builder.thread_store(store.store.clone());
+        recover_dead_runs(store).await;
+        let host = HostRecord::claim(store);
+        builder = builder
+            .thread_store(store.store.clone())
+            .lease_owner(host.instance(), host.epoch());
+        _host = Some(host);
     }
     let agent = builder.build().map_err(|e| {
         Stop::NotStarted(json_out::INVALID_CONFIG, CliError::failure(e.to_string()))
@@ -182,11 +197,12 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
 struct Outcome {
     result: Result<RunResult, Error>,
     run_id: String,
-    interrupted: bool,
+    /// The first signal that cancelled the run, if one did.
+    interrupted: Option<signals::Stop>,
 }
 
 /// Drain the stream: render or print each event, answer approvals, cancel
-/// on Ctrl-C.
+/// on Ctrl-C, SIGTERM or SIGHUP.
 async fn drive(
     mut stream: RunStream,
     renderer: &mut Renderer,
@@ -196,7 +212,7 @@ async fn drive(
 ) -> Outcome {
     let run_id = stream.run_id().to_owned();
     let handle = stream.handle();
-    let mut interrupted = false;
+    let mut interrupted: Option<signals::Stop> = None;
     let mut output_closed = false;
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
     let mut signals = Signals::new();
@@ -227,7 +243,7 @@ async fn drive(
                 }
                 if let Event::ApprovalRequest(req) = &event
                     && mode == ApproveMode::Ask
-                    && !interrupted
+                    && interrupted.is_none()
                     && !output_closed
                 {
                     renderer.suspend();
@@ -240,9 +256,10 @@ async fn drive(
                                 renderer.dim_note(&format!("approval not delivered: {e}"));
                             }
                         }
-                        () = signals.recv() => {
-                            eprintln!();
-                            interrupted = true;
+                        stop = signals.recv() => {
+                            // A hung-up terminal fails the write.
+                            let _ = writeln!(std::io::stderr());
+                            interrupted = Some(stop);
                             handle.cancel();
                             renderer.dim_note("cancelling…");
                         }
@@ -250,11 +267,11 @@ async fn drive(
                 }
             }
             _ = ticker.tick(), if !json => renderer.tick(),
-            () = signals.recv() => {
+            stop = signals.recv() => {
                 if !json {
-                    renderer.dim_note(if interrupted { "still cancelling…" } else { "cancelling…" });
+                    renderer.dim_note(if interrupted.is_some() { "still cancelling…" } else { "cancelling…" });
                 }
-                interrupted = true;
+                interrupted = interrupted.or(Some(stop));
                 handle.cancel();
             }
         }
@@ -264,43 +281,6 @@ async fn drive(
         result,
         run_id,
         interrupted,
-    }
-}
-
-/// Ctrl-C (SIGINT) and SIGTERM, as one repeatable event.
-struct Signals {
-    int: Option<tokio::signal::unix::Signal>,
-    term: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn new() -> Self {
-        use tokio::signal::unix::{SignalKind, signal};
-        Signals {
-            int: signal(SignalKind::interrupt()).ok(),
-            term: signal(SignalKind::terminate()).ok(),
-        }
-    }
-
-    /// The next SIGINT or SIGTERM (never, when neither could be hooked).
-    async fn recv(&mut self) {
-        let Signals { int, term } = self;
-        let int = async {
-            match int.as_mut() {
-                Some(s) => s.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        let term = async {
-            match term.as_mut() {
-                Some(s) => s.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = int => {}
-            _ = term => {}
-        }
     }
 }
 
@@ -353,10 +333,11 @@ fn output_failure(renderer: &Renderer) -> Option<CliError> {
 }
 
 /// One line for a failed run.
-fn describe(e: &Error, interrupted: bool) -> CliError {
+fn describe(e: &Error, interrupted: Option<signals::Stop>) -> CliError {
     match e.as_run_error() {
-        Some(re) if re.reason == FailureReason::Cancelled || interrupted => {
-            CliError::cancelled("run cancelled (Ctrl-C)")
+        Some(re) if re.reason == FailureReason::Cancelled || interrupted.is_some() => {
+            let stop = interrupted.unwrap_or(signals::Stop::Interrupt);
+            CliError::signalled(format!("run cancelled ({})", stop.name()), stop)
         }
         Some(re) => CliError::failure(format!("run failed ({}): {}", re.reason, re.message)),
         None => CliError::failure(format!("run refused: {e}")),

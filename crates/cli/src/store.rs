@@ -22,6 +22,9 @@ pub struct OpenedStore {
     pub store: Arc<dyn ThreadStore>,
     /// `sqlite /path/threads.db` or `postgres host:port/db` (no credentials).
     pub description: String,
+    /// What names this store in records of other processes: the canonical
+    /// path of a SQLite file, the redacted URL of a PostgreSQL server.
+    pub identity: String,
 }
 
 /// The default SQLite file: `$AGENT_ADAPTOR_HOME/threads.db`, else
@@ -95,9 +98,11 @@ impl StoreSpec {
                         path.display()
                     ))
                 })?;
+                let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
                 Ok(OpenedStore {
                     store: Arc::new(store),
                     description: format!("sqlite {}", path.display()),
+                    identity: format!("sqlite:{}", canonical.display()),
                 })
             }
             StoreSpec::Postgres(url) => {
@@ -124,6 +129,7 @@ impl StoreSpec {
                 Ok(OpenedStore {
                     store: Arc::new(store),
                     description: format!("postgres {where_}"),
+                    identity: where_,
                 })
             }
         }

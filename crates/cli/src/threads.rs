@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 use crate::args::{ThreadsArgs, ThreadsCommand};
 use crate::chat::CODEC;
 use crate::error::CliError;
+use crate::host_record::recover_dead_runs;
 use crate::serve::conversation;
-use crate::store::StoreSpec;
+use crate::store::{OpenedStore, StoreSpec};
 
 /// How many threads `list` shows.
 const LIST_LIMIT: usize = 1000;
@@ -18,7 +19,9 @@ const LIST_LIMIT: usize = 1000;
 /// Run `agent-adaptor threads …`.
 pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
     let opened = StoreSpec::parse(args.store.as_deref())?.open().await?;
-    let store = opened.store;
+    // Threads a dead `run` still holds are freed, its runs marked interrupted.
+    recover_dead_runs(&opened).await;
+    let store = opened.store.clone();
     let failed = |what: &str, e: StoreError| CliError::failure(format!("{what}: {e}"));
     match args.command {
         ThreadsCommand::List => {
@@ -44,48 +47,7 @@ pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
                 }
             }
         }
-        ThreadsCommand::Show { key } => {
-            let record = store
-                .resolve(&key, true)
-                .await
-                .map_err(|e| failed("cannot read the thread", e))?
-                .ok_or_else(|| {
-                    CliError::failure(format!("no thread {key:?} in {}", opened.description))
-                })?;
-            let messages = conversation(&record);
-            if args.json {
-                let mut v = summary(&record);
-                v["record"] = json!(record);
-                v["messages"] = json!(messages);
-                println!("{v}");
-            } else {
-                println!("key:      {}", record.key);
-                println!(
-                    "status:   {}",
-                    match record.status {
-                        RecordStatus::Active => "active",
-                        RecordStatus::Archived => "archived (no active record)",
-                    }
-                );
-                println!("driver:   {}", record.driver_type);
-                println!("session:  {}", record.params.display_id);
-                println!("created:  {}", record.created_at);
-                println!("updated:  {}", record.updated_at);
-                match messages {
-                    Some(ms) => {
-                        println!();
-                        for m in ms {
-                            println!(
-                                "{:>9}: {}",
-                                m["role"].as_str().unwrap_or(""),
-                                m["text"].as_str().unwrap_or("")
-                            );
-                        }
-                    }
-                    None => println!("(the conversation is kept by the provider's own session)"),
-                }
-            }
-        }
+        ThreadsCommand::Show { key } => show(&opened, &key, args.json).await?,
         ThreadsCommand::Fork { key, new } => {
             let record = store
                 .resolve(&key, false)
@@ -130,6 +92,87 @@ pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// `threads show KEY`: the record (active, else the newest archived one),
+/// its conversation when the store keeps it, and the runs whose process
+/// died while they held the thread. A thread whose only run was
+/// interrupted has no record, only those runs.
+async fn show(opened: &OpenedStore, key: &str, json_out: bool) -> Result<(), CliError> {
+    let failed = |e: StoreError| CliError::failure(format!("cannot read the thread: {e}"));
+    let record = opened.store.resolve(key, true).await.map_err(failed)?;
+    let interrupted = opened.store.interrupted_runs(key).await.map_err(failed)?;
+    if record.is_none() && interrupted.is_empty() {
+        return Err(CliError::failure(format!(
+            "no thread {key:?} in {}",
+            opened.description
+        )));
+    }
+    let messages = record.as_ref().and_then(conversation);
+    if json_out {
+        let mut v = match &record {
+            Some(r) => summary(r),
+            None => json!({ "key": key }),
+        };
+        v["record"] = json!(record);
+        v["messages"] = json!(messages);
+        v["interrupted"] = json!(interrupted);
+        println!("{v}");
+        return Ok(());
+    }
+    println!("key:      {key}");
+    if let Some(record) = &record {
+        println!(
+            "status:   {}",
+            match record.status {
+                RecordStatus::Active => "active",
+                RecordStatus::Archived => "archived (no active record)",
+            }
+        );
+        println!("driver:   {}", record.driver_type);
+        println!("session:  {}", record.params.display_id);
+        println!("created:  {}", record.created_at);
+        println!("updated:  {}", record.updated_at);
+    } else {
+        println!("status:   no record (no run of it finished)");
+    }
+    for run in &interrupted {
+        println!(
+            "interrupted: run {} started {} (its process died){}",
+            run.run_id,
+            run.started_at,
+            run.prompt
+                .as_deref()
+                .map(|p| format!(": {}", preview(p)))
+                .unwrap_or_default()
+        );
+    }
+    match messages {
+        Some(ms) => {
+            println!();
+            for m in ms {
+                println!(
+                    "{:>9}: {}",
+                    m["role"].as_str().unwrap_or(""),
+                    m["text"].as_str().unwrap_or("")
+                );
+            }
+        }
+        None if record.is_some() => {
+            println!("(the conversation is kept by the provider's own session)")
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// A prompt on one line, at most 80 characters.
+fn preview(prompt: &str) -> String {
+    let line = crate::error::one_line(prompt);
+    match line.char_indices().nth(80) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
 }
 
 fn summary(r: &ThreadRecord) -> Value {

@@ -18,9 +18,15 @@ const LINE: u64 = 100_000_000;
 fn a_100_mb_line_is_held_once() {
     let home = tempfile::tempdir().unwrap();
     let fixture = fixtures::path("claude/print-basic.jsonl");
-    // The init line, one 100 MB line that is not protocol, the result line.
+    // The answer to the control transport's `initialize` (the first stdin
+    // line), the init line, one 100 MB line that is not protocol, the
+    // result line.
     let script = format!(
-        "#!/bin/sh\nhead -n 1 '{f}'\nhead -c {LINE} /dev/zero | tr '\\0' x\necho\ntail -n 1 '{f}'\n",
+        "#!/bin/sh\n\
+         IFS= read -r req\n\
+         id=$(printf '%s' \"$req\" | sed -n 's/.*\"request_id\":\"\\([^\"]*\\)\".*/\\1/p')\n\
+         printf '{{\"type\":\"control_response\",\"response\":{{\"subtype\":\"success\",\"request_id\":\"%s\",\"response\":{{}}}}}}\\n' \"$id\"\n\
+         head -n 1 '{f}'\nhead -c {LINE} /dev/zero | tr '\\0' x\necho\ntail -n 1 '{f}'\n",
         f = fixture.display()
     );
     let bin = home.path().join("bin");

@@ -128,6 +128,10 @@ pub const CLAUSES: &[(&str, &str)] = &[
         "RUN-04",
         "the emitted transcript items equal the returned transcript, item by item",
     ),
+    (
+        "RUN-05",
+        "a cancelled run returns within the grace period and leaves no process of its group running (opt-in)",
+    ),
     ("TRN-01", "text-bearing transcript kinds have text"),
     ("TRN-02", "tool calls name the tool"),
     ("TRN-03", "tool results name the tool call"),

@@ -37,11 +37,16 @@
 //!   recording sink (no core in between) — configure it through the factory
 //!   to run a fake CLI or a mock server — and EVT, RUN, TRN, RSP and CASE are
 //!   judged on exactly what it emitted and returned;
+//! * **cancellation** ([`CancelCase`], opt-in): a run cancelled after a
+//!   number of events must return within the grace period and leave no
+//!   process of its group running (RUN-05);
 //! * **live** ([`LiveRun`], opt-in): the same, against the real provider, plus
 //!   LIV-01..03. Gate it yourself (environment variable, installed CLI) so
 //!   ordinary CI never makes paid calls.
 //!
-//! A clause that does not apply is reported skipped, with the reason. The
+//! A clause that is not judged is reported skipped, with the reason; one
+//! that the SPI's types make impossible to break is reported N/A, naming
+//! the construction that holds it. The
 //! [`reference`](mod@reference) driver passes everything; each of its [`Fault`](reference::Fault)s
 //! breaks one clause, and the suite's own tests prove every such clause fails.
 //!
@@ -49,10 +54,12 @@
 #![doc = include_str!("../CLAUSES.md")]
 #![forbid(unsafe_code)]
 
+mod cancel;
 pub mod catalogue;
 pub mod fuzz;
 mod hermetic;
 pub mod options;
+mod procs;
 pub mod record;
 pub mod reference;
 pub mod report;
@@ -62,7 +69,9 @@ use std::time::Duration;
 
 use agent_adaptor_driver::{Driver, Request};
 
-pub use options::{Expect, InvalidFactory, LiveRun, Options, RunCase};
+pub use options::{
+    CancelCase, DEFAULT_CANCEL_GRACE, Expect, InvalidFactory, LiveRun, Options, RunCase,
+};
 pub use record::{Emitted, RecordingSink, Trace, record_run};
 pub use report::{ClauseResult, Outcome, Report};
 pub use verify::verify_trace;
@@ -86,6 +95,7 @@ where
             if ["EVT-", "RUN-", "TRN-", "RSP-", "CASE-"]
                 .iter()
                 .any(|g| id.starts_with(g))
+                && *id != "RUN-05"
             {
                 report.skip(id, "runs", "no run cases supplied (Options::run)");
             }
@@ -104,6 +114,18 @@ where
         );
     }
 
+    if options.cancels.is_empty() {
+        report.skip(
+            "RUN-05",
+            "cancel",
+            "no cancellation case supplied (Options::cancel)",
+        );
+    }
+    for case in &options.cancels {
+        let driver = factory();
+        cancel::check(&driver, case, timeout, &mut report).await;
+    }
+
     match &options.live {
         None => {
             for id in ["LIV-01", "LIV-02", "LIV-03"] {
@@ -115,14 +137,7 @@ where
             let mut request = Request::new("run_live000000000000", &live.prompt);
             request.streaming = live.streaming;
             let trace = record_run(&driver, request.clone(), live.timeout).await;
-            verify_trace(
-                &driver,
-                &request,
-                &trace,
-                verify::live_expect(),
-                "live",
-                &mut report,
-            );
+            verify::contract(&driver, &request, &trace, "live", &mut report);
             verify::live(&driver, live, &trace, &mut report);
         }
     }

@@ -42,6 +42,54 @@ impl RunCase {
     }
 }
 
+/// The grace period a cancelled run gets by default (core's default).
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// A cancellation case (RUN-05): the driver runs `request`, the run is
+/// cancelled once the driver has emitted `after_events` events (raw chunks,
+/// items, payloads … all count), and the driver must return within `grace`
+/// of the cancel, leaving no process of the groups it reported
+/// (`RunEvent::Spawn`, metadata `pid`) running. Configure the factory so the
+/// provider is still busy at that point (a prompt the fake CLI or mock
+/// answers slowly).
+#[derive(Debug, Clone)]
+pub struct CancelCase {
+    /// A name for the report.
+    pub name: String,
+    /// The resolved request to run.
+    pub request: Request,
+    /// Cancel right after this many emitted events (0: before the run).
+    pub after_events: usize,
+    /// How long the driver may take to return after the cancel.
+    pub grace: Duration,
+}
+
+impl CancelCase {
+    /// A cancellation case of `prompt` with `streaming`, cancelled after
+    /// `after_events` events, with the default grace.
+    pub fn new(
+        name: impl Into<String>,
+        prompt: &str,
+        streaming: bool,
+        after_events: usize,
+    ) -> Self {
+        let mut request = Request::new("run_0000000000000000", prompt);
+        request.streaming = streaming;
+        CancelCase {
+            name: name.into(),
+            request,
+            after_events,
+            grace: DEFAULT_CANCEL_GRACE,
+        }
+    }
+
+    /// Another grace period.
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+}
+
 /// An opt-in run against the real provider.
 #[derive(Debug, Clone)]
 pub struct LiveRun {
@@ -77,6 +125,7 @@ pub struct Options {
     pub(crate) guard_keys: Vec<String>,
     pub(crate) invalid_config: Option<InvalidFactory>,
     pub(crate) runs: Vec<RunCase>,
+    pub(crate) cancels: Vec<CancelCase>,
     pub(crate) live: Option<LiveRun>,
     pub(crate) run_timeout: Option<Duration>,
 }
@@ -89,6 +138,7 @@ impl std::fmt::Debug for Options {
             .field("guard_keys", &self.guard_keys)
             .field("invalid_config", &self.invalid_config.is_some())
             .field("runs", &self.runs)
+            .field("cancels", &self.cancels)
             .field("live", &self.live)
             .finish()
     }
@@ -127,6 +177,12 @@ impl Options {
     /// Add a hermetic run case.
     pub fn run(mut self, case: RunCase) -> Self {
         self.runs.push(case);
+        self
+    }
+
+    /// Add a cancellation case (RUN-05).
+    pub fn cancel(mut self, case: CancelCase) -> Self {
+        self.cancels.push(case);
         self
     }
 

@@ -4,13 +4,18 @@ use std::fmt;
 
 /// The verdict on one clause.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The clause holds.
     Pass,
     /// The clause is broken; each string is one finding.
     Fail(Vec<String>),
-    /// The clause does not apply here; the reason says why.
+    /// The clause is not judged here, for now; the reason says why (a
+    /// missing opt-in, an SPI surface still to come).
     Skip(String),
+    /// The clause cannot be broken through the driver SPI, so there is
+    /// nothing to judge; the reason names the construction that holds it.
+    NotApplicable(String),
 }
 
 /// One clause's verdict.
@@ -50,6 +55,10 @@ impl Report {
 
     pub(crate) fn skip(&mut self, id: &'static str, scope: &str, why: impl Into<String>) {
         self.push(id, scope, Outcome::Skip(why.into()));
+    }
+
+    pub(crate) fn not_applicable(&mut self, id: &'static str, scope: &str, why: &str) {
+        self.push(id, scope, Outcome::NotApplicable(why.to_owned()));
     }
 
     /// `Pass` when `findings` is empty, else `Fail`.
@@ -115,6 +124,9 @@ impl fmt::Display for ClauseResult {
         match &self.outcome {
             Outcome::Pass => write!(f, "PASS {} [{}] {title}", self.id, self.scope),
             Outcome::Skip(why) => write!(f, "SKIP {} [{}] {title}: {why}", self.id, self.scope),
+            Outcome::NotApplicable(why) => {
+                write!(f, "N/A  {} [{}] {title}: {why}", self.id, self.scope)
+            }
             Outcome::Fail(findings) => {
                 write!(f, "FAIL {} [{}] {title}", self.id, self.scope)?;
                 for x in findings {

@@ -415,15 +415,10 @@ impl Fake {
         }
     }
 
-    /// Fresh record files for the next run; the fake's options.
-    fn next(&self) -> (PathBuf, PathBuf, String) {
-        self.next_for(false)
-    }
-
-    /// [`next`](Fake::next) for a run on the stream-json control transport
-    /// when `control`: it is served turn by turn, so its `initialize` is
-    /// answered before the capture's `result` (a result before that answer
-    /// is not believed).
+    /// Fresh record files for the next run; the fake's options. A run on
+    /// the stream-json control transport (`control`) is served turn by
+    /// turn, so its `initialize` is answered before the capture's `result`
+    /// (a result before that answer is not believed).
     fn next_for(&self, control: bool) -> (PathBuf, PathBuf, String) {
         let n = self.n.get() + 1;
         self.n.set(n);

@@ -168,22 +168,31 @@ impl Record {
     }
 }
 
-/// `<state>/processes`, from the environment; `None` when neither
-/// variable gives a directory.
-pub(crate) fn default_dir() -> Option<PathBuf> {
+/// The variable naming the state directory (see [`state_dir`]).
+pub const STATE_DIR_ENV: &str = "AGENT_ADAPTOR_STATE_DIR";
+
+/// The state directory of agent-adaptor hosts: `$AGENT_ADAPTOR_STATE_DIR`,
+/// else `$XDG_STATE_HOME/agent-adaptor` (an absolute `XDG_STATE_HOME`
+/// only), else `$HOME/.local/state/agent-adaptor`; `None` when no variable
+/// gives one. The process ledger lives in its `processes/` directory.
+pub fn state_dir() -> Option<PathBuf> {
     let var = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    let state = var("AGENT_ADAPTOR_STATE_DIR")
+    var(STATE_DIR_ENV)
         .or_else(|| {
             var("XDG_STATE_HOME")
                 .filter(|p| p.is_absolute())
                 .map(|p| p.join("agent-adaptor"))
         })
-        .or_else(|| var("HOME").map(|h| h.join(".local/state/agent-adaptor")))?;
-    Some(state.join("processes"))
+        .or_else(|| var("HOME").map(|h| h.join(".local/state/agent-adaptor")))
+}
+
+/// `<state>/processes` (see [`state_dir`]).
+pub(crate) fn default_dir() -> Option<PathBuf> {
+    state_dir().map(|state| state.join("processes"))
 }
 
 /// Write `record` to `dir/<marker>.rec` atomically; returns the path.

@@ -160,6 +160,8 @@ pub use error::ProcessError;
 #[cfg(unix)]
 pub use finished::{ExitInfo, Finished, Timeline};
 #[cfg(unix)]
+pub use ledger::{STATE_DIR_ENV, state_dir};
+#[cfg(unix)]
 pub use lines::Line;
 #[cfg(unix)]
 pub use mark::PROCESS_MARK_ENV;

@@ -13,6 +13,10 @@
 // (createAuthenticatingFetchWithRetry, as the JSON-RPC transport's
 // fetchImpl). The card is fetched without it (it is public). The report's
 // `statuses` lists the HTTP status of every response the client got.
+//
+// Beyond the SDK (which checks JSON-RPC ids itself): a task state the spec
+// does not define fails the script. crates/bridges/tests/checker_a2a.rs
+// shows these checks fail on a broken exchange.
 import { randomUUID } from "node:crypto";
 import { Role, taskStateToJSON } from "@a2a-js/sdk";
 import {
@@ -52,11 +56,22 @@ function partsData(parts) {
   return (parts ?? []).filter((p) => p.content?.$case === "data").map((p) => p.content.value);
 }
 
+// A task state the spec defines: the SDK maps an unknown state string to
+// UNRECOGNIZED (and a missing one to UNSPECIFIED) without complaint, so the
+// report would carry it on; refuse it here instead.
+function stateOf(status) {
+  const state = taskStateToJSON(status?.state);
+  if (state === "UNRECOGNIZED" || state === "TASK_STATE_UNSPECIFIED") {
+    throw new Error(`invalid task state: ${JSON.stringify(status?.state)} (${state})`);
+  }
+  return state;
+}
+
 function summary(task) {
   return {
     id: task.id,
     contextId: task.contextId,
-    state: taskStateToJSON(task.status?.state),
+    state: stateOf(task.status),
     statusText: partsText(task.status?.message?.parts),
     artifactIds: (task.artifacts ?? []).map((a) => a.artifactId),
     artifactText: (task.artifacts ?? []).map((a) => partsText(a.parts)).join(""),
@@ -69,12 +84,12 @@ function event(ev) {
   const p = ev.payload;
   switch (p?.$case) {
     case "task":
-      return { kind: "task", id: p.value.id, state: taskStateToJSON(p.value.status?.state) };
+      return { kind: "task", id: p.value.id, state: stateOf(p.value.status) };
     case "statusUpdate":
       return {
         kind: "statusUpdate",
         taskId: p.value.taskId,
-        state: taskStateToJSON(p.value.status?.state),
+        state: stateOf(p.value.status),
         text: partsText(p.value.status?.message?.parts),
         data: partsData(p.value.status?.message?.parts),
       };

@@ -14,6 +14,11 @@ interceptor reads the card's securityRequirements/securitySchemes and, for
 an HTTP Bearer scheme, sends `Authorization: Bearer <token>`. The card is
 fetched without it (it is public). The report's `statuses` lists the HTTP
 status of every response the client got.
+
+Beyond the SDK: a JSON-RPC answer whose id is not its request's, and a task
+state the spec does not define, fail the script (the SDK accepts both).
+crates/bridges/tests/checker_a2a.rs shows these checks fail on a broken
+exchange.
 """
 
 import asyncio
@@ -63,6 +68,10 @@ def parts_data(parts):
 
 
 def state_name(state):
+    # The SDK parses leniently: an unknown state string becomes
+    # TASK_STATE_UNSPECIFIED without complaint. Refuse it here instead.
+    if state == TaskState.TASK_STATE_UNSPECIFIED:
+        raise RuntimeError("invalid task state: unknown or unspecified")
     return TaskState.Name(state)
 
 
@@ -131,6 +140,24 @@ async def only_task(aiter):
     return items[0].task
 
 
+async def check_rpc_id(response):
+    """A JSON-RPC answer (not an SSE stream) must carry its request's id:
+    the SDK does not check it."""
+    if response.request.method != "POST" or not response.headers.get(
+        "content-type", ""
+    ).startswith("application/json"):
+        return
+    sent = json.loads(response.request.content or b"null")
+    await response.aread()
+    got = response.json()
+    answer = isinstance(got, dict) and "jsonrpc" in got
+    if answer and isinstance(sent, dict) and "id" in sent:
+        if got.get("id") != sent["id"]:
+            raise RuntimeError(
+                f"JSON-RPC response id mismatch: expected {sent['id']!r}, got {got.get('id')!r}"
+            )
+
+
 class TokenCredentials(CredentialService):
     """The server token, for whichever scheme the card requires."""
 
@@ -162,6 +189,7 @@ def send_request(text, return_immediately=False):
 async def main(scenario, base_url, statuses):
     async def record(response):
         statuses.append(response.status_code)
+        await check_rpc_id(response)
 
     token = os.environ.get("BRIDGE_TEST_TOKEN")
     interceptors = [AuthInterceptor(TokenCredentials(token))] if token else []

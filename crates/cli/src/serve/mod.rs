@@ -38,6 +38,7 @@ use serde_json::json;
 use crate::args::ServeArgs;
 use crate::error::CliError;
 use crate::select::select;
+use crate::signals::wait_for_shutdown;
 use crate::store::StoreSpec;
 
 pub use access::{Access, RUN_PATHS, TOKEN_ENV};
@@ -59,9 +60,12 @@ const CLOSE_WAIT: Duration = Duration::from_secs(4);
 /// How many threads the page lists.
 const THREAD_LIST_LIMIT: usize = 100;
 
-/// Run `agent-adaptor serve` until Ctrl-C / SIGTERM.
+/// Run `agent-adaptor serve` until Ctrl-C, SIGTERM or SIGHUP.
 pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     log::init(args.log_format);
+    // What a killed earlier `serve` (or `run`) left running is stopped
+    // before anything starts; the operator log says what.
+    crate::host_record::sweep_dead_hosts();
     // Listen first: a taken port is reported before anything starts.
     let listener = agent_adaptor_bridges::http::listen(args.addr)
         .map_err(|e| CliError::failure(format!("cannot listen on {}: {e}", args.addr)))?;
@@ -88,7 +92,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         defaults = defaults.model(model.clone());
     }
     let identity = recover::Identity::new(&args, local)?;
-    let recovered = identity.recover(&*store.store).await?;
+    let recovered = identity.recover(&store).await?;
     let agent = Agent::builder_shared(selected.driver.clone())
         .thread_store(store.store.clone())
         .lease_owner(&identity.instance, &identity.epoch)
@@ -150,7 +154,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         "  AG-UI POST /agui · raw SSE POST /sse · A2A POST /a2a (card /.well-known/agent-card.json)"
     );
 
-    // SIGTERM: stop accepting and let requests and streams finish for the
+    // SIGTERM (or Ctrl-C, SIGHUP): stop accepting and let requests and streams finish for the
     // grace period; then cancel every run (their children are killed
     // within the agent's cancel grace) and close every remaining stream and
     // connection, A2A subscriptions and half-sent requests included.
@@ -179,7 +183,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
             );
             tracing::info!(agui = ?w, raw = ?r, a2a = ?a, "runs cancelled at shutdown");
         })
-        .serve(wait_for_shutdown())
+        .serve(async {
+            let stop = wait_for_shutdown().await;
+            tracing::info!(signal = stop.name(), "shutting down");
+        })
         .await;
     // Idempotent: waits again for any run still ending, then stops the
     // resident provider processes.
@@ -191,23 +198,4 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     agent.close().await;
     tracing::info!("stopped");
     Ok(())
-}
-
-/// Wait for Ctrl-C (SIGINT) or SIGTERM.
-pub async fn wait_for_shutdown() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let int = signal(SignalKind::interrupt()).ok();
-    let term = signal(SignalKind::terminate()).ok();
-    let wait = |s: Option<tokio::signal::unix::Signal>| async move {
-        match s {
-            Some(mut s) => {
-                s.recv().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        () = wait(int) => {}
-        () = wait(term) => {}
-    }
 }

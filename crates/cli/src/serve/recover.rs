@@ -3,10 +3,10 @@
 
 use std::net::SocketAddr;
 
-use agent_adaptor_core::ThreadStore;
-
 use crate::args::ServeArgs;
 use crate::error::CliError;
+use crate::host_record::recover_dead_runs;
+use crate::store::OpenedStore;
 
 /// This process's lease identity: a stable instance name and an epoch that
 /// changes on every start.
@@ -38,18 +38,22 @@ impl Identity {
     }
 
     /// Free the leases an earlier process of this instance held when it
-    /// died, recording their runs as interrupted; log each one.
-    pub async fn recover(&self, store: &dyn ThreadStore) -> Result<usize, CliError> {
-        let runs = store
+    /// died, and those of dead `agent-adaptor run` processes on this
+    /// machine ([`recover_dead_runs`]), recording their runs as
+    /// interrupted; log each one.
+    pub async fn recover(&self, store: &OpenedStore) -> Result<usize, CliError> {
+        let mut runs = store
+            .store
             .recover_instance(&self.instance, &self.epoch)
             .await
             .map_err(|e| CliError::failure(format!("thread store: cannot recover leases: {e}")))?;
+        runs.extend(recover_dead_runs(store).await);
         for run in &runs {
             tracing::warn!(
                 thread = %run.key,
                 run_id = %run.run_id,
                 started_at = %run.started_at,
-                "a run of the previous process was interrupted; its thread is free again"
+                "a run of a dead process was interrupted; its thread is free again"
             );
         }
         Ok(runs.len())
@@ -57,7 +61,7 @@ impl Identity {
 }
 
 /// The host's name (the kernel's), or `localhost`. Separators are replaced.
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().replace(['@', '/'], "_"))

@@ -111,3 +111,4 @@ pub fn target_dir() -> PathBuf {
     }
 }
 pub mod server;
+pub mod tree;

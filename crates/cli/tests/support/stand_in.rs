@@ -47,9 +47,13 @@ impl StandIn {
         let fake = fake_cli_binary().expect("the fake CLI builds");
         let opts = format!("--fixture {} {extra}", fixtures::path(fixture).display());
         // `/proc/$$/environ` is what the script was started with, before the
-        // shell adds PWD and the like.
+        // shell adds PWD and the like. A CLI reading stream-json input (the
+        // control transport) is served turn by turn: initialize is answered
+        // before the capture's result line.
         let script = format!(
-            "#!/bin/sh\ncat /proc/$$/environ > {record}\n{OPTS_ENV}={opts} exec {fake} \"$@\"\n",
+            "#!/bin/sh\ncat /proc/$$/environ > {record}\n\
+             case \" $* \" in *\" --input-format stream-json \"*) turns=' --serve-turns' ;; esac\n\
+             {OPTS_ENV}={opts}\"$turns\" exec {fake} \"$@\"\n",
             record = quote(&record),
             opts = quote(Path::new(&opts)),
             fake = quote(&fake),

@@ -1,6 +1,7 @@
 //! Helpers shared by the store's integration tests.
 #![allow(dead_code)]
 
+pub mod broken;
 pub mod turns;
 
 /// The PostgreSQL test server. Only the `postgres-tests` binaries call

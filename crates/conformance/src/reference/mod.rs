@@ -6,165 +6,37 @@
 //! and forms every layer of its response from that one "parse": raw chunks,
 //! live payloads (when streaming), transcript items, output, usage, the
 //! official terminal payload and a resumable checkpoint.
+//!
+//! Its simulated provider answers `Reply with exactly: X` with `X` (what a
+//! [`LiveRun`](crate::LiveRun) asks), anything else with the configured
+//! reply, and stalls on [`STALL_PROMPT`] until the run is cancelled. It
+//! declares persistent processes and keeps the sessions it served
+//! "resident" until [`Driver::close_processes`].
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+mod codec;
+mod fault;
+mod stall;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use agent_adaptor_driver::{
     Checkpoint, ConfigError, DecisionKind, DecisionRequest, Descriptor, Driver, DriverError,
     EventSink, FailureCode, FingerprintError, HitlRequested, ModelInfo, ProviderCoords, RawStreams,
-    Request, Response, Role, RunContext, RunEvent, RunFailure, SessionCodec, SessionParams,
-    SessionState, StandardSessionCodec, StreamCapability, StreamKind, StreamPayload,
-    StructuredOutputCapability, TerminalPayload, TranscriptItem, TranscriptKind, Usage,
-    async_trait, canonical_session_config_fingerprint,
+    Request, Response, Role, RunContext, RunEvent, RunFailure, SessionCodec, SessionState,
+    StandardSessionCodec, StreamCapability, StreamKind, StreamPayload, StructuredOutputCapability,
+    TerminalPayload, TranscriptItem, TranscriptKind, Usage, async_trait,
+    canonical_session_config_fingerprint,
 };
 use serde_json::json;
 
-/// One way to break the contract. Each names the clause it breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-#[allow(missing_docs)] // each variant's doc is its clause, listed in `Fault::clause`
-pub enum Fault {
-    EmptyDriverType,
-    DriftingDescriptor,
-    PanicInValidate,
-    RejectConfig,
-    ResumeWithoutCodec,
-    UndeclaredResume,
-    EmptyModelId,
-    DriftingCapability,
-    InconsistentStructuredOutput,
-    CodecEmptyName,
-    CodecNonZeroForNone,
-    CodecDropsData,
-    CodecLossy,
-    CodecDriftingGuard,
-    CodecGuardIgnoresKeys,
-    CodecPanicsOnEmpty,
-    SecondRunStarted,
-    NoTerminal,
-    ContentOutsideMessage,
-    EmptyTextDelta,
-    ArgsForUnknownTool,
-    ReasoningOutsideLifecycle,
-    UnpairedStep,
-    HitlWithoutSource,
-    UserRole,
-    OpenAtTerminal,
-    ReasoningWithoutCapability,
-    ArgsAfterCompleteArgs,
-    CanonicalCustomName,
-    InvalidItemEvent,
-    BrokenMirror,
-    TranscriptWithoutText,
-    TranscriptToolCallWithoutName,
-    TranscriptResultWithoutId,
-    TranscriptDeltaOnToolCall,
-    DirtyCheckpoint,
-    DecisionFailureWithoutDetail,
-    OutputIsStdout,
-    CheckpointNotRoundTripping,
-    TerminalNotOnStdout,
-    FailsASuccessCase,
-    ForeignTerminal,
-}
+use codec::RefCodec;
+pub use fault::Fault;
+pub use stall::STALL_PROMPT;
 
-impl Fault {
-    /// Every fault.
-    pub const ALL: [Fault; 42] = [
-        Fault::EmptyDriverType,
-        Fault::DriftingDescriptor,
-        Fault::PanicInValidate,
-        Fault::RejectConfig,
-        Fault::ResumeWithoutCodec,
-        Fault::UndeclaredResume,
-        Fault::EmptyModelId,
-        Fault::DriftingCapability,
-        Fault::InconsistentStructuredOutput,
-        Fault::CodecEmptyName,
-        Fault::CodecNonZeroForNone,
-        Fault::CodecDropsData,
-        Fault::CodecLossy,
-        Fault::CodecDriftingGuard,
-        Fault::CodecGuardIgnoresKeys,
-        Fault::CodecPanicsOnEmpty,
-        Fault::SecondRunStarted,
-        Fault::NoTerminal,
-        Fault::ContentOutsideMessage,
-        Fault::EmptyTextDelta,
-        Fault::ArgsForUnknownTool,
-        Fault::ReasoningOutsideLifecycle,
-        Fault::UnpairedStep,
-        Fault::HitlWithoutSource,
-        Fault::UserRole,
-        Fault::OpenAtTerminal,
-        Fault::ReasoningWithoutCapability,
-        Fault::ArgsAfterCompleteArgs,
-        Fault::CanonicalCustomName,
-        Fault::InvalidItemEvent,
-        Fault::BrokenMirror,
-        Fault::TranscriptWithoutText,
-        Fault::TranscriptToolCallWithoutName,
-        Fault::TranscriptResultWithoutId,
-        Fault::TranscriptDeltaOnToolCall,
-        Fault::DirtyCheckpoint,
-        Fault::DecisionFailureWithoutDetail,
-        Fault::OutputIsStdout,
-        Fault::CheckpointNotRoundTripping,
-        Fault::TerminalNotOnStdout,
-        Fault::FailsASuccessCase,
-        Fault::ForeignTerminal,
-    ];
-
-    /// The clause this fault breaks.
-    pub fn clause(self) -> &'static str {
-        use Fault::*;
-        match self {
-            EmptyDriverType => "DRV-01",
-            DriftingDescriptor => "DRV-02",
-            PanicInValidate => "CFG-01",
-            RejectConfig => "CFG-02",
-            ResumeWithoutCodec | UndeclaredResume => "CAP-01",
-            EmptyModelId => "CAP-04",
-            DriftingCapability => "CAP-10",
-            InconsistentStructuredOutput => "SO-01",
-            CodecEmptyName => "SES-01",
-            CodecNonZeroForNone => "SES-02",
-            CodecDropsData => "SES-03",
-            CodecLossy => "SES-04",
-            CodecDriftingGuard => "SES-05",
-            CodecGuardIgnoresKeys => "SES-06",
-            CodecPanicsOnEmpty => "SES-07",
-            SecondRunStarted => "EVT-01",
-            NoTerminal => "EVT-02",
-            ContentOutsideMessage => "EVT-03",
-            EmptyTextDelta => "EVT-04",
-            ArgsForUnknownTool => "EVT-05",
-            ReasoningOutsideLifecycle => "EVT-06",
-            UnpairedStep => "EVT-07",
-            HitlWithoutSource => "EVT-08",
-            UserRole => "EVT-09",
-            OpenAtTerminal => "EVT-11",
-            ReasoningWithoutCapability => "EVT-12",
-            ArgsAfterCompleteArgs => "EVT-14",
-            CanonicalCustomName => "EVT-15",
-            InvalidItemEvent => "RUN-02",
-            BrokenMirror => "RUN-04",
-            TranscriptWithoutText => "TRN-01",
-            TranscriptToolCallWithoutName => "TRN-02",
-            TranscriptResultWithoutId => "TRN-03",
-            TranscriptDeltaOnToolCall => "TRN-04",
-            DirtyCheckpoint => "RSP-01",
-            DecisionFailureWithoutDetail => "RSP-02",
-            OutputIsStdout => "RSP-03",
-            CheckpointNotRoundTripping => "RSP-04",
-            TerminalNotOnStdout => "RSP-05",
-            FailsASuccessCase => "CASE-01",
-            ForeignTerminal => "TRN-05",
-        }
-    }
-}
+/// The prompt prefix the simulated provider answers literally.
+const EXACT_REPLY: &str = "Reply with exactly:";
 
 /// The reference driver's configuration (everything provider-visible).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -193,6 +65,9 @@ pub struct ReferenceDriver {
     fault: Option<Fault>,
     instance: u64,
     calls: AtomicU64,
+    /// The sessions kept "resident" until `close_processes`.
+    resident: Mutex<BTreeSet<String>>,
+    closes: AtomicU64,
 }
 
 impl Default for ReferenceDriver {
@@ -209,6 +84,8 @@ impl ReferenceDriver {
             fault: None,
             instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
             calls: AtomicU64::new(0),
+            resident: Mutex::default(),
+            closes: AtomicU64::new(0),
         }
     }
 
@@ -238,6 +115,7 @@ impl ReferenceDriver {
                     | Fault::CodecGuardIgnoresKeys
                     | Fault::CodecPanicsOnEmpty
                     | Fault::CheckpointNotRoundTripping
+                    | Fault::CodecRenamesKey
             )
         })
     }
@@ -262,6 +140,7 @@ impl Driver for ReferenceDriver {
             label: "Reference".into(),
         }];
         d.sessions.supports_resume = !self.is(Fault::UndeclaredResume);
+        d.process.persistent = true;
         d.structured_output = StructuredOutputCapability {
             json_schema_prompt_validate: !self.is(Fault::InconsistentStructuredOutput),
             works_with_run: true,
@@ -275,7 +154,8 @@ impl Driver for ReferenceDriver {
         if self.is(Fault::PanicInValidate) {
             panic!("validate_config exploded");
         }
-        if self.is(Fault::RejectConfig) || self.config.model.is_empty() {
+        let invalid = self.config.model.is_empty() && !self.is(Fault::AcceptsInvalidConfig);
+        if self.is(Fault::RejectConfig) || invalid {
             return Err(ConfigError {
                 driver: "reference".into(),
                 reason: "model must not be empty".into(),
@@ -315,30 +195,33 @@ impl Driver for ReferenceDriver {
 
     async fn run(
         &self,
-        _ctx: RunContext,
+        ctx: RunContext,
         req: Request,
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
+        if req.prompt == STALL_PROMPT {
+            stall::stall(&ctx, sink, self.fault).await?;
+        }
+        let exact = req.prompt.strip_prefix(EXACT_REPLY).map(str::trim);
+        let reply = match exact {
+            Some(x) if !self.is(Fault::IgnoresThePrompt) => x.to_owned(),
+            _ => self.config.reply.clone(),
+        };
         let session = format!("ref-{}-{}", self.instance, req.run_id);
         let usage = Usage {
             input_tokens: Some(12),
             output_tokens: Some(5),
             ..Default::default()
         };
-        let words: Vec<String> = self
-            .config
-            .reply
-            .split_inclusive(' ')
-            .map(str::to_owned)
-            .collect();
+        let words: Vec<String> = reply.split_inclusive(' ').map(str::to_owned).collect();
         // The provider's stdout, as the reference protocol writes it.
-        let terminal = json!({"type": "result", "session_id": session, "result": self.config.reply, "usage": {"input_tokens": 12, "output_tokens": 5}}).to_string();
+        let terminal = json!({"type": "result", "session_id": session, "result": reply, "usage": {"input_tokens": 12, "output_tokens": 5}}).to_string();
         let lines = [
             json!({"type": "init", "session_id": session}).to_string(),
             json!({"type": "thinking", "text": "Considering the question."}).to_string(),
             json!({"type": "tool", "id": "t1", "name": "echo", "args": {"text": "hi"}}).to_string(),
             json!({"type": "tool_result", "id": "t1", "output": "hi"}).to_string(),
-            json!({"type": "text", "text": self.config.reply}).to_string(),
+            json!({"type": "text", "text": reply}).to_string(),
             terminal.clone(),
         ];
         let mut stdout = String::new();
@@ -359,7 +242,7 @@ impl Driver for ReferenceDriver {
             TranscriptItem::thinking("Considering the question."),
             TranscriptItem::tool_call("t1", "echo", Some(json!({"text": "hi"}))),
             TranscriptItem::tool_result("t1", "hi", false),
-            TranscriptItem::assistant(self.config.reply.clone()),
+            TranscriptItem::assistant(reply.clone()),
             {
                 let mut i = TranscriptItem::new(TranscriptKind::Result, "");
                 i.session_id = Some(if self.is(Fault::ForeignTerminal) {
@@ -421,7 +304,7 @@ impl Driver for ReferenceDriver {
                 .insert("unkept".into(), "lost by the codec".into());
         }
         let mut resp = Response {
-            output: self.config.reply.clone(),
+            output: reply.clone(),
             raw: RawStreams {
                 stdout: stdout.clone().into(),
                 stderr: Default::default(),
@@ -450,13 +333,36 @@ impl Driver for ReferenceDriver {
                 resp.raw.terminal =
                     TerminalPayload::new("result", r#"{"type":"result","synthesized":true}"#).ok();
             }
+            Some(Fault::FailsTheExactReply) if exact.is_some() => {
+                resp.checkpoint = None;
+                resp.exit_code = Some(1);
+                resp.failure = Some(RunFailure::new(FailureCode::AgentError, "cannot comply"));
+            }
+            Some(Fault::NoCheckpoint) => resp.checkpoint = None,
             Some(Fault::FailsASuccessCase) => {
                 resp.checkpoint = None;
                 resp.failure = Some(RunFailure::new(FailureCode::AgentError, "failed anyway"));
             }
             _ => {}
         }
+        if resp.checkpoint.as_ref().is_some_and(|c| c.valid) {
+            self.resident
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(session);
+        }
         Ok(resp)
+    }
+
+    async fn close_processes(&self) {
+        let before = self.closes.fetch_add(1, Ordering::Relaxed);
+        if self.is(Fault::CloseNotIdempotent) && before > 0 {
+            panic!("close_processes called on closed processes");
+        }
+        self.resident
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 }
 
@@ -542,61 +448,6 @@ impl ReferenceDriver {
                 insert(p, StreamPayload::custom("text.content", "x"))
             }
             _ => {}
-        }
-    }
-}
-
-/// The reference codec, with optional faults.
-struct RefCodec {
-    inner: StandardSessionCodec,
-    fault: Option<Fault>,
-    calls: AtomicU64,
-}
-
-impl SessionCodec for RefCodec {
-    fn name(&self) -> &str {
-        if self.fault == Some(Fault::CodecEmptyName) {
-            ""
-        } else {
-            self.inner.name()
-        }
-    }
-
-    fn to_params(&self, state: Option<&SessionState>) -> SessionParams {
-        match (self.fault, state) {
-            (Some(Fault::CodecPanicsOnEmpty), None) => panic!("to_params(None) exploded"),
-            (Some(Fault::CodecNonZeroForNone), None) => SessionParams {
-                resume_id: "phantom".into(),
-                ..Default::default()
-            },
-            (Some(Fault::CodecDropsData), Some(s)) => {
-                let mut p = self.inner.to_params(Some(s));
-                p.values.clear();
-                p
-            }
-            _ => self.inner.to_params(state),
-        }
-    }
-
-    fn from_params(&self, params: &SessionParams) -> Option<SessionState> {
-        let mut s = self.inner.from_params(params)?;
-        match self.fault {
-            Some(Fault::CodecLossy) => s.data.clear(),
-            Some(Fault::CheckpointNotRoundTripping) => {
-                s.data.remove("unkept");
-            }
-            _ => {}
-        }
-        Some(s)
-    }
-
-    fn guard_fingerprint(&self, params: &SessionParams) -> String {
-        match self.fault {
-            Some(Fault::CodecDriftingGuard) => {
-                format!("guard-{}", self.calls.fetch_add(1, Ordering::Relaxed))
-            }
-            Some(Fault::CodecGuardIgnoresKeys) => "constant-guard".into(),
-            _ => self.inner.guard_fingerprint(params),
         }
     }
 }

@@ -1,0 +1,227 @@
+//! A `ThreadStore` that wraps a real one and breaks exactly one contract,
+//! to show the shared suite (`agent_adaptor_store::suite`) fails on a store
+//! that is wrong in that way. [`Fault::None`] passes every call through, so
+//! the same wrapper on the same backend is shown to pass.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_adaptor_core::driver::async_trait;
+use agent_adaptor_store::suite::{self, Failure};
+use agent_adaptor_store::{
+    FinalizeRequest, InterruptedRun, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
+};
+
+/// The contract the wrapper breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// None: every call goes to the wrapped store.
+    None,
+    /// `finalize` of a record that replaces another answers success but
+    /// writes nothing (the update is lost).
+    LosesUpdate,
+    /// `resolve` answers the first record it ever answered for a key
+    /// (a stale version).
+    StaleResolve,
+    /// A lease held by another owner does not make `acquire_lease` busy:
+    /// the newcomer gets a lease of its own (two leases coexist).
+    LeasesCoexist,
+}
+
+/// The wrapper.
+pub struct Broken {
+    inner: Arc<dyn ThreadStore>,
+    fault: Fault,
+    seen: Mutex<HashMap<(String, bool), ThreadRecord>>,
+}
+
+impl Broken {
+    /// `inner`, broken by `fault`.
+    pub fn wrap(inner: Arc<dyn ThreadStore>, fault: Fault) -> Arc<dyn ThreadStore> {
+        Arc::new(Broken {
+            inner,
+            fault,
+            seen: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn coexisting(
+        &self,
+        result: Result<Lease, StoreError>,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError> {
+        match result {
+            Err(StoreError::Busy { .. }) if self.fault == Fault::LeasesCoexist => Ok(Lease {
+                target: target.to_owned(),
+                owner: owner.to_owned(),
+                token: format!("forged-{:016x}", rand::random::<u64>()),
+                expires_at: chrono::Utc::now()
+                    + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX),
+            }),
+            other => other,
+        }
+    }
+}
+
+#[async_trait]
+impl ThreadStore for Broken {
+    async fn resolve(
+        &self,
+        key: &str,
+        include_archived: bool,
+    ) -> Result<Option<ThreadRecord>, StoreError> {
+        let fresh = self.inner.resolve(key, include_archived).await?;
+        if self.fault != Fault::StaleResolve {
+            return Ok(fresh);
+        }
+        let mut seen = self.seen.lock().unwrap();
+        match fresh {
+            Some(record) => Ok(Some(
+                seen.entry((key.to_owned(), include_archived))
+                    .or_insert(record)
+                    .clone(),
+            )),
+            None => Ok(None),
+        }
+    }
+
+    async fn acquire_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError> {
+        let result = self.inner.acquire_lease(target, owner, ttl).await;
+        self.coexisting(result, target, owner, ttl)
+    }
+
+    async fn acquire_run_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<Lease, StoreError> {
+        let result = self
+            .inner
+            .acquire_run_lease(target, owner, ttl, prompt)
+            .await;
+        self.coexisting(result, target, owner, ttl)
+    }
+
+    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
+        self.inner.renew_lease(lease, ttl).await
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        self.inner.release_lease(lease).await
+    }
+
+    async fn finalize(&self, request: FinalizeRequest) -> Result<ThreadRecord, StoreError> {
+        if self.fault == Fault::LosesUpdate && request.record.previous_id.is_some() {
+            let mut record = request.record;
+            record.status = RecordStatus::Active;
+            return Ok(record);
+        }
+        self.inner.finalize(request).await
+    }
+
+    async fn list(&self, limit: usize) -> Result<Vec<ThreadRecord>, StoreError> {
+        self.inner.list(limit).await
+    }
+
+    async fn delete(&self, key: &str) -> Result<u64, StoreError> {
+        self.inner.delete(key).await
+    }
+
+    async fn recover_instance(
+        &self,
+        instance: &str,
+        epoch: &str,
+    ) -> Result<Vec<InterruptedRun>, StoreError> {
+        self.inner.recover_instance(instance, epoch).await
+    }
+
+    async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
+        self.inner.interrupted_runs(key).await
+    }
+}
+
+/// Run the whole suite on `inner` broken by `fault`: with [`Fault::None`]
+/// it must pass; with a fault it must fail, and among the failed cases
+/// must be every one of `expected` (the cases that test that contract).
+pub async fn suite_judges(inner: Arc<dyn ThreadStore>, fault: Fault, expected: &[&str]) {
+    let outcome = suite::run_all(Broken::wrap(inner, fault)).await;
+    if fault == Fault::None {
+        assert_eq!(outcome, Ok(()), "the transparent wrapper passes the suite");
+        return;
+    }
+    let failures: Vec<Failure> = outcome.expect_err("the suite must fail on a broken store");
+    let failed: Vec<&str> = failures.iter().map(|f| f.case).collect();
+    for case in expected {
+        assert!(
+            failed.contains(case),
+            "{fault:?}: the suite did not fail {case}; failures: {failures:#?}"
+        );
+    }
+}
+
+/// One test per [`Fault`] on stores from `$factory` (an
+/// `async fn() -> Arc<dyn ThreadStore>`): the suite passes the transparent
+/// wrapper and fails each broken one on the cases that test its contract.
+#[macro_export]
+macro_rules! suite_checker_tests {
+    ($factory:path) => {
+        use $crate::common::broken::{Fault, suite_judges};
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_suite_passes_the_transparent_wrapper() {
+            suite_judges($factory().await, Fault::None, &[]).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_suite_fails_a_store_that_loses_an_update() {
+            suite_judges(
+                $factory().await,
+                Fault::LosesUpdate,
+                &[
+                    "finalize_archives_and_rebinds",
+                    "concurrent_turns_lose_nothing",
+                    "agent_two_turns_resume",
+                ],
+            )
+            .await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_suite_fails_a_store_that_resolves_a_stale_version() {
+            suite_judges(
+                $factory().await,
+                Fault::StaleResolve,
+                &[
+                    "finalize_archives_and_rebinds",
+                    "resolve_with_and_without_archived",
+                    "agent_two_turns_resume",
+                ],
+            )
+            .await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_suite_fails_a_store_that_lets_two_leases_coexist() {
+            suite_judges(
+                $factory().await,
+                Fault::LeasesCoexist,
+                &[
+                    "lease_busy_renew_release",
+                    "concurrent_acquires_exactly_one_wins",
+                    "agent_concurrent_runs_one_is_busy",
+                ],
+            )
+            .await;
+        }
+    };
+}
