@@ -1,8 +1,10 @@
 //! Load and disconnects: 500 concurrent SSE clients on scripted runs (every
 //! stream complete and ordered; p99 first-frame latency printed), and a
 //! client that disconnects mid-run gets its run cancelled within 1 s — with
-//! a scripted driver, and with a real CLI process (the testkit fake CLI
-//! behind the real Codex driver) whose pid must be gone within 1 s.
+//! a scripted driver, and with a CLI process (the testkit's fake CLI behind
+//! the Codex driver; not the real Codex) whose pid must be gone within 1 s.
+//! The 1 s bounds are why this binary runs alone, in the serial
+//! `process-timing` test group (.config/nextest.toml).
 //!
 //! Reproduce the latency figure:
 //! `cargo nextest run -p agent-adaptor-bridges --test agui_load --no-capture`
@@ -246,9 +248,10 @@ fn process_gone(pid: u32) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_disconnect_kills_the_real_cli_process_within_a_second() {
-    // The real Codex driver runs the testkit fake CLI, which prints its
-    // capture slowly (3 s per line) and then would hang forever. On cancel
+async fn a_disconnect_kills_the_fake_cli_process_behind_the_codex_driver_within_a_second() {
+    // The Codex driver runs the testkit's fake CLI (a child process, not
+    // the real Codex), which prints its capture slowly (3 s per line) and
+    // then would hang forever. On cancel
     // the driver closes stdin, waits its cancel grace, then signals the
     // process group: that grace (500 ms by default) is most of the time to
     // the kill, so it is set to 250 ms here to leave the bridge's share

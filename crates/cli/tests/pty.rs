@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use agent_adaptor_testkit::mock::MockServer;
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 
 /// A generous deadline for anything the tests wait for.
@@ -139,15 +140,60 @@ fn a_terminal_shows_the_run_live_and_asks_before_a_tool_runs() {
 
 #[test]
 fn a_denial_typed_at_the_terminal_reaches_the_model() {
+    // The playground's script, served by a mock the test holds, so the
+    // model's side of the conversation can be read back (the terminal
+    // echoes what is typed: the screen alone proves nothing).
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mock = rt
+        .block_on(MockServer::start(agent_adaptor_cli::playground::script(
+            None,
+        )))
+        .unwrap();
+    let base = format!("{}/v1", mock.base_url());
     let home = tempfile::tempdir().unwrap();
-    let mut term = Term::spawn(home.path(), &["run", "--playground", "hello"], &[]);
+    let mut term = Term::spawn(
+        home.path(),
+        &[
+            "run",
+            "--driver",
+            "llm",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "hello",
+        ],
+        &[],
+    );
     term.expect("[y] approve  [n] deny");
     term.send(b"not now\r");
     term.expect("approval rejected");
     term.expect("✗");
-    term.expect("not now");
     term.expect("Hello! I am the agent-adaptor playground");
     assert_eq!(term.wait(), 0, "{}", term.seen);
+    // The model was asked twice: the tool call, then the answer to the
+    // denial, which carries the reason typed at the terminal.
+    let requests = mock.requests();
+    let bodies: Vec<String> = requests
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    assert_eq!(bodies.len(), 2, "{bodies:#?}");
+    assert!(!bodies[0].contains("not now"), "{}", bodies[0]);
+    let after: serde_json::Value = serde_json::from_str(&bodies[1]).unwrap();
+    let tool_results: Vec<&serde_json::Value> = after["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert!(
+        tool_results
+            .iter()
+            .any(|m| m["content"].as_str().is_some_and(|c| c.contains("not now"))),
+        "the denial's reason reaches the model as the tool's result: {tool_results:#?}"
+    );
+    rt.block_on(mock.shutdown());
 }
 
 /// True while `pid` is a live (not zombie) process.

@@ -3,6 +3,8 @@
 //! and fuzzing.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod group_watch;
+
 use std::time::Duration;
 
 use agent_adaptor_conformance::fuzz::{FuzzConfig, fuzz_inputs};
@@ -18,6 +20,7 @@ use agent_adaptor_drivers::exit::ExitFacts;
 use agent_adaptor_drivers::pump::{LineProtocol, Out};
 use agent_adaptor_testkit::fixtures;
 use agent_adaptor_testkit::replay::{OPTS_ENV, fake_cli_binary};
+use group_watch::{GroupWatch, WithGroupMember};
 
 fn parse(
     rel: &str,
@@ -375,14 +378,32 @@ async fn an_http_error_is_a_run_error_with_the_message() {
 
 #[tokio::test]
 async fn cancellation_stops_a_hanging_codex() {
-    let agent = Agent::new(on_fake("codex/exec-basic.jsonl", "--hang --ignore-sigterm"));
+    let member = WithGroupMember::wrapping(&fake_cli_binary().unwrap());
+    let mut cfg = codex::Config {
+        command: member.path.clone(),
+        transport: codex::Transport::Exec,
+        ..Default::default()
+    };
+    cfg.env.insert(
+        OPTS_ENV.into(),
+        format!(
+            "--fixture {} --hang --ignore-sigterm",
+            fixtures::path("codex/exec-basic.jsonl").display()
+        ),
+    );
+    let agent = Agent::new(codex::driver(cfg));
     let mut stream = agent.stream("hi");
     let mut events = Vec::new();
+    let mut pid = None;
+    let mut watch = None;
     while let Some(e) = futures::StreamExt::next(&mut stream).await {
-        // Everything was printed and the CLI hangs: cancel once the turn's
-        // terminal item arrived.
-        if matches!(&e, Event::Notice(n) if n.item.as_ref().is_some_and(|i| i.kind == TranscriptKind::Result))
+        pid = pid.or_else(|| group_watch::spawned_pid(&e));
+        // Everything was printed and the CLI hangs, ignoring SIGTERM: cancel
+        // once the turn's terminal item arrived.
+        if watch.is_none()
+            && matches!(&e, Event::Notice(n) if n.item.as_ref().is_some_and(|i| i.kind == TranscriptKind::Result))
         {
+            watch = Some(GroupWatch::of(pid.expect("the spawn event came first")));
             stream.cancel();
         }
         events.push(e);
@@ -390,6 +411,9 @@ async fn cancellation_stops_a_hanging_codex() {
     assert!(matches!(events.last(), Some(Event::RunFinished(_))));
     let err = stream.result().await.unwrap_err();
     assert_eq!(err.as_run_error().unwrap().reason, FailureReason::Cancelled);
+    let watch = watch.expect("the CLI was watched at the cancel");
+    watch.assert_had_other_members();
+    watch.assert_gone("codex exec").await;
 }
 
 #[tokio::test]

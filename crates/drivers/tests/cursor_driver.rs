@@ -8,9 +8,8 @@
 #![cfg(feature = "cursor")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod group_watch;
 mod jsonl_common;
-
-use std::time::{Duration, Instant};
 
 use agent_adaptor_conformance::{Expect, Options, RunCase, record_run, test_driver};
 use agent_adaptor_core::{Agent, Event, FailureReason};
@@ -21,6 +20,7 @@ use agent_adaptor_drivers::cursor::parse::{CursorParsed, CursorParser};
 use agent_adaptor_drivers::cursor::{self, Config};
 use agent_adaptor_drivers::pump::Out;
 use agent_adaptor_testkit::replay::{ArgsRecord, OPTS_ENV, fake_cli_binary};
+use group_watch::{GroupWatch, WithGroupMember};
 use jsonl_common::{drain, exit, fixture, lines, notices, parse_with, payloads};
 
 /// All false: coarse lifecycles only.
@@ -564,26 +564,30 @@ async fn a_missing_checkpoint_is_still_a_success() {
 
 #[tokio::test]
 async fn cancellation_stops_a_hanging_cli() {
-    let agent = Agent::new(on_fake(
+    let member = WithGroupMember::wrapping(&fake_cli_binary().unwrap());
+    let mut cfg = config(
         "own/cursor/exit-without-result.jsonl",
         &["--hang", "--ignore-sigterm"],
-    ));
-    let mut cancelled_at = None;
+    );
+    cfg.command = member.path.clone();
+    let agent = Agent::new(cursor::driver(cfg));
+    let mut pid = None;
+    let mut watch = None;
     let run = drain(&agent, "hi", |e, stream| {
-        // The assistant message arrived; the CLI hangs without a result.
-        if cancelled_at.is_none()
+        pid = pid.or_else(|| group_watch::spawned_pid(e));
+        // The assistant message arrived; the CLI hangs without a result
+        // and ignores SIGTERM: only the kill after the grace stops it.
+        if watch.is_none()
             && matches!(e, Event::Notice(n) if n.item.as_ref().is_some_and(|i| i.kind == TranscriptKind::Assistant))
         {
-            cancelled_at = Some(Instant::now());
+            watch = Some(GroupWatch::of(pid.expect("the spawn event came first")));
             stream.cancel();
         }
     })
     .await;
-    let took = cancelled_at.unwrap().elapsed();
-    assert!(
-        took < Duration::from_secs(5),
-        "the run ended {took:?} after the cancel"
-    );
     assert!(matches!(run.events.last(), Some(Event::RunFinished(_))));
     assert_eq!(run.err().reason, FailureReason::Cancelled);
+    let watch = watch.expect("the CLI was watched at the cancel");
+    watch.assert_had_other_members();
+    watch.assert_gone("cursor").await;
 }

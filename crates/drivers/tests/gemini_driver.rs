@@ -6,9 +6,8 @@
 #![cfg(feature = "gemini")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod group_watch;
 mod jsonl_common;
-
-use std::time::{Duration, Instant};
 
 use agent_adaptor_conformance::{Expect, Options, RunCase, record_run, test_driver};
 use agent_adaptor_core::{Agent, Event, FailureReason};
@@ -20,6 +19,7 @@ use agent_adaptor_drivers::gemini::parse::{GeminiParsed, GeminiParser};
 use agent_adaptor_drivers::gemini::{self, ApprovalMode};
 use agent_adaptor_drivers::pump::Out;
 use agent_adaptor_testkit::replay::{ArgsRecord, OPTS_ENV, fake_cli_binary};
+use group_watch::{GroupWatch, WithGroupMember};
 use jsonl_common::{drain, exit, feed, fixture, lines, notices, parse_with, payloads, text_deltas};
 
 const CAP: StreamCapability = StreamCapability {
@@ -579,27 +579,29 @@ async fn a_crash_before_the_result_is_a_typed_failure() {
 
 #[tokio::test]
 async fn cancellation_stops_a_hanging_cli() {
-    let agent = Agent::new(on_fake(
-        "gemini/stream-basic.jsonl",
-        &["--hang", "--ignore-sigterm"],
-    ));
-    let mut cancelled_at = None;
+    let member = WithGroupMember::wrapping(&fake_cli_binary().unwrap());
+    let mut cfg = config("gemini/stream-basic.jsonl", &["--hang", "--ignore-sigterm"]);
+    cfg.command = member.path.clone();
+    let agent = Agent::new(gemini::driver(cfg));
+    let mut pid = None;
+    let mut watch = None;
     let run = drain(&agent, "hi", |e, stream| {
-        // Everything was printed and the CLI hangs: cancel on the result.
-        if matches!(e, Event::Notice(n) if n.item.as_ref().is_some_and(|i| i.kind == TranscriptKind::Result))
+        pid = pid.or_else(|| group_watch::spawned_pid(e));
+        // Everything was printed and the CLI hangs, ignoring SIGTERM:
+        // cancel on the result; only the kill after the grace stops it.
+        if watch.is_none()
+            && matches!(e, Event::Notice(n) if n.item.as_ref().is_some_and(|i| i.kind == TranscriptKind::Result))
         {
-            cancelled_at = Some(Instant::now());
+            watch = Some(GroupWatch::of(pid.expect("the spawn event came first")));
             stream.cancel();
         }
     })
     .await;
-    let took = cancelled_at.unwrap().elapsed();
-    assert!(
-        took < Duration::from_secs(5),
-        "the run ended {took:?} after the cancel"
-    );
     assert!(matches!(run.events.last(), Some(Event::RunFinished(_))));
     assert_eq!(run.err().reason, FailureReason::Cancelled);
+    let watch = watch.expect("the CLI was watched at the cancel");
+    watch.assert_had_other_members();
+    watch.assert_gone("gemini").await;
 }
 
 #[tokio::test]

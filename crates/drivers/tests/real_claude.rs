@@ -11,6 +11,7 @@
 #![cfg(feature = "real-clis")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod group_watch;
 #[macro_use]
 mod real_common;
 

@@ -15,6 +15,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 mod codex_support;
+mod group_watch;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -37,6 +38,7 @@ use agent_adaptor_testkit::mock::{
 };
 use codex_support::{Dir, SchemaCheck};
 use futures::StreamExt;
+use group_watch::GroupWatch;
 use serde_json::{Value, json};
 
 /// Every real run's bound.
@@ -585,22 +587,6 @@ async fn provider_failures_are_run_errors_with_the_providers_message() {
     assert_eq!(run.message, "mock http error 400: Bad Request");
 }
 
-fn group_gone(pid: &str) -> bool {
-    // The process group led by the CLI: no process left in it.
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    !entries.flatten().any(|e| {
-        std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
-            let fields: Vec<&str> = s
-                .rsplit_once(") ")
-                .map(|(_, r)| r.split(' ').collect())
-                .unwrap_or_default();
-            fields.get(2) == Some(&pid) && fields.first() != Some(&"Z")
-        })
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_mid_turn_stops_codex_quickly() {
     let h = Harness::start(Script::new().on_prompt(
@@ -617,14 +603,11 @@ async fn cancel_mid_turn_stops_codex_quickly() {
         let mut stream = agent.stream("SLOW please");
         let mut pid = None;
         let mut cancelled_at = None;
+        let mut watch = None;
         let before = h.server.requests().len();
         let drained = tokio::time::timeout(RUN_TIMEOUT, async {
             while let Some(ev) = stream.next().await {
-                if let Event::ProcessInfo(p) = &ev
-                    && p.kind == ProcessKind::Spawn
-                {
-                    pid = p.metadata.get("pid").cloned();
-                }
+                pid = pid.or_else(|| group_watch::spawned_pid(&ev));
                 let mid_turn = match transport {
                     // The first token arrived: the turn is under way.
                     Transport::AppServer => {
@@ -643,6 +626,8 @@ async fn cancel_mid_turn_stops_codex_quickly() {
                     }
                 };
                 if mid_turn && cancelled_at.is_none() {
+                    // Codex and whatever it started run in its group now.
+                    watch = Some(GroupWatch::of(pid.expect("the spawn event came first")));
                     cancelled_at = Some(Instant::now());
                     stream.cancel();
                 }
@@ -655,11 +640,10 @@ async fn cancel_mid_turn_stops_codex_quickly() {
         assert_eq!(err.as_run_error().unwrap().reason, FailureReason::Cancelled);
         eprintln!("{transport:?}: cancel → result in {took:?}");
         assert!(took < Duration::from_secs(5), "{transport:?}: {took:?}");
-        let pid = pid.unwrap();
-        assert!(
-            group_gone(&pid),
-            "{transport:?}: codex's process group is gone"
-        );
+        watch
+            .expect("codex was watched at the cancel")
+            .assert_gone(&format!("{transport:?}"))
+            .await;
         if transport == Transport::AppServer {
             let sent = Harness::stdin_log(&cfg);
             assert!(sent.contains("\"turn/interrupt\""), "{sent}");

@@ -14,6 +14,7 @@
 #![cfg(feature = "gemini")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod group_watch;
 #[allow(dead_code)]
 mod jsonl_common;
 
@@ -28,6 +29,7 @@ use agent_adaptor_drivers::gemini::{self, ApprovalMode};
 use agent_adaptor_testkit::clis::{GEMINI, ScratchDir};
 use agent_adaptor_testkit::mock::{MockServer, RecordedRequest, Reply, Script};
 use futures::StreamExt;
+use group_watch::group_members;
 use jsonl_common::Run;
 use serde_json::{Value, json};
 
@@ -367,25 +369,6 @@ async fn resumes_the_session() {
     for earlier in ["zebra-7731", "first-answer-alpha", SECOND_PROMPT] {
         assert!(body.contains(earlier), "run 2's request holds {earlier:?}");
     }
-}
-
-/// The running processes of group `pgid` (zombies excluded).
-fn group_members(pgid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            let Some((_, rest)) = stat.rsplit_once(") ") else {
-                return false;
-            };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            fields.first() != Some(&"Z") && fields.get(2) == Some(&pgid.to_string().as_str())
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

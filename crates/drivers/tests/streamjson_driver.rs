@@ -4,6 +4,8 @@
 //! line, missing terminal, missing checkpoint, cancellation).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod group_watch;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -15,6 +17,7 @@ use agent_adaptor_drivers::{claude, codebuddy};
 use agent_adaptor_testkit::fixtures;
 use agent_adaptor_testkit::replay::{OPTS_ENV, fake_cli_binary};
 use futures::StreamExt;
+use group_watch::{GroupWatch, WithGroupMember};
 
 /// A config whose CLI is the fake CLI replaying `fixture` with `opts`.
 fn fake(mut cfg: Config, fixture: &str, opts: &str) -> Config {
@@ -385,20 +388,35 @@ async fn control_transport_missing_terminal_fails() {
 
 #[tokio::test]
 async fn control_transport_cancellation_stops_the_cli() {
-    let agent = Agent::new(control_on(
+    let member = WithGroupMember::wrapping(&fake_cli_binary().unwrap());
+    let mut cfg = fake(
+        claude::config(),
         CONTROL,
         "--stdin-check type --hang --ignore-sigterm",
-    ));
+    );
+    cfg.host_approvals = true;
+    cfg.command = member.path.clone();
+    let agent = Agent::new(claude::driver(cfg));
     let mut stream = agent.stream("RUNTOOL TOUCH please");
+    let mut pid = None;
+    let mut watch = None;
     while let Some(ev) = stream.next().await {
+        pid = pid.or_else(|| group_watch::spawned_pid(&ev));
         if let Event::ApprovalRequest(req) = &ev {
             req.approve().unwrap();
         }
-        if matches!(&ev, Event::Notice(n) if n.item.as_ref().is_some_and(|i| i.kind == agent_adaptor_driver::TranscriptKind::Result))
+        // The CLI hangs after its result and ignores SIGTERM: only the
+        // kill after the grace stops it.
+        if watch.is_none()
+            && matches!(&ev, Event::Notice(n) if n.item.as_ref().is_some_and(|i| i.kind == agent_adaptor_driver::TranscriptKind::Result))
         {
+            watch = Some(GroupWatch::of(pid.expect("the spawn event came first")));
             stream.cancel();
         }
     }
     let err = stream.result().await.unwrap_err();
     assert_eq!(err.as_run_error().unwrap().reason, FailureReason::Cancelled);
+    let watch = watch.expect("the CLI was watched at the cancel");
+    watch.assert_had_other_members();
+    watch.assert_gone("control transport").await;
 }

@@ -185,7 +185,11 @@ async fn dropping_a_live_process_kills_its_group() {
     let mut p = Process::spawn(&sh(script)).unwrap();
     let pid = p.pid();
     p.next_line(&sink).await.unwrap().unwrap();
-    assert!(common::group_members(pid).len() >= 3);
+    let before = running_members(pid);
+    assert!(
+        before.len() >= 3 && before.contains(&(pid as i32)),
+        "the shell and its two background sleeps run before the drop: {before:?}"
+    );
     drop(p);
     // SIGKILL was sent synchronously in drop: nothing of the group may keep
     // running, and the leader is reaped by tokio's orphan reaper.
@@ -202,6 +206,12 @@ async fn dropping_a_pending_next_line_future_and_the_process_kills_the_group() {
     let mut p = Process::spawn(&sh("sleep 30 & echo ready; exec sleep 30")).unwrap();
     let pid = p.pid();
     p.next_line(&sink).await.unwrap().unwrap();
+    // The background sleep was forked before `ready` was written.
+    let before = running_members(pid);
+    assert!(
+        before.iter().any(|m| *m != pid as i32),
+        "a background member of group {pid} runs before the drop: {before:?}"
+    );
     // a driver future dropped while awaiting output
     let pending = tokio::time::timeout(Duration::from_millis(50), p.next_line(&sink)).await;
     assert!(pending.is_err(), "no line was due");
@@ -227,6 +237,15 @@ async fn a_dropped_lone_child_is_reaped() {
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
+}
+
+/// The running (non-zombie) members of group `pgid`.
+fn running_members(pgid: u32) -> Vec<i32> {
+    common::group_members(pgid)
+        .into_iter()
+        .filter(|p| p.state != 'Z')
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// A sink whose every emit waits forever (a consumer that never reads).

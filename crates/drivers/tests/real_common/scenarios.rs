@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::group_watch::group_members;
 use agent_adaptor_conformance::{
     Expect, LiveRun, Options, Report, RunCase, record_run, test_driver, verify_trace,
 };
@@ -357,26 +358,6 @@ pub async fn http_400_is_a_run_error_with_the_providers_message(cli: &'static Cl
 
 // ---------------------------------------------------------------------------
 // 6. Cancel mid-stream.
-
-/// The processes of group `pgid` that are still running (zombies excluded).
-fn group_members(pgid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            // pid (comm) state ppid pgrp ...: comm may hold spaces and ')'.
-            let Some((_, rest)) = stat.rsplit_once(") ") else {
-                return false;
-            };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            fields.first() != Some(&"Z") && fields.get(2) == Some(&pgid.to_string().as_str())
-        })
-        .collect()
-}
 
 /// Polls group `pgid` from now until it has no running member or `deadline`
 /// passes; returns what is left and when it was last looked at.
