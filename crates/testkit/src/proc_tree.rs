@@ -249,9 +249,15 @@ pub fn stat(pid: u32) -> Option<Stat> {
 }
 
 /// Every PID now running.
+///
+/// # Panics
+///
+/// When `/proc` cannot be read: a check that could not look must not pass
+/// as "nothing left".
 pub fn all_pids() -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
+    let dir = match std::fs::read_dir("/proc") {
+        Ok(dir) => dir,
+        Err(err) => panic!("cannot read /proc to check processes: {err}"),
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect()
