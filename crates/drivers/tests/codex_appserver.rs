@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_conformance::fuzz::{FuzzConfig, fuzz_inputs};
-use agent_adaptor_conformance::{Expect, Options, RunCase, record_run, test_driver};
+use agent_adaptor_conformance::{CancelCase, Expect, Options, RunCase, record_run, test_driver};
 use agent_adaptor_core::{Agent, Event, FailureReason, Runner};
 use agent_adaptor_driver::{
     DecisionKind, DecisionResult, Driver, FailureCode, LifecycleChecker, Request, RunEvent,
@@ -978,4 +978,16 @@ fn capability_and_descriptor_describe_the_streaming_transport() {
     });
     assert_eq!(exec.stream_capability(), Some(codex::EXEC_CAPABILITY));
     assert!(!exec.descriptor().run_policy.permission.ask);
+}
+
+/// RUN-05: a run cancelled mid-turn (the CLI printed a little, then hangs)
+/// returns within the grace, and nothing of the CLI's process group is left.
+#[tokio::test]
+async fn conformance_cancellation_mid_turn() {
+    let report = test_driver(
+        || on_fake(&capture_path(), "--truncate-after 3 --hang"),
+        Options::new().cancel(CancelCase::new("cancel mid-turn", "hi", true, 2)),
+    )
+    .await;
+    assert!(report.passed("RUN-05"), "codex app-server:\n{report}");
 }

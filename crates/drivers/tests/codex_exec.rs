@@ -8,7 +8,7 @@ mod group_watch;
 use std::time::Duration;
 
 use agent_adaptor_conformance::fuzz::{FuzzConfig, fuzz_inputs};
-use agent_adaptor_conformance::{Expect, Options, RunCase, record_run, test_driver};
+use agent_adaptor_conformance::{CancelCase, Expect, Options, RunCase, record_run, test_driver};
 use agent_adaptor_core::{Agent, Event, FailureReason, Runner};
 use agent_adaptor_driver::{
     LifecycleChecker, Request, RunEvent, SessionContext, StreamCapability, StreamKind,
@@ -568,4 +568,16 @@ fn a_burst_means_what_its_lines_mean_one_by_one() {
             );
         }
     }
+}
+
+/// RUN-05: a run cancelled mid-turn (the CLI printed a little, then hangs)
+/// returns within the grace, and nothing of the CLI's process group is left.
+#[tokio::test]
+async fn conformance_cancellation_mid_turn() {
+    let report = test_driver(
+        || on_fake("codex/exec-basic.jsonl", "--truncate-after 2 --hang"),
+        Options::new().cancel(CancelCase::new("cancel mid-turn", "hi", true, 2)),
+    )
+    .await;
+    assert!(report.passed("RUN-05"), "codex exec:\n{report}");
 }

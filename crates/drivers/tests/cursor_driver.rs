@@ -11,7 +11,7 @@
 mod group_watch;
 mod jsonl_common;
 
-use agent_adaptor_conformance::{Expect, Options, RunCase, record_run, test_driver};
+use agent_adaptor_conformance::{CancelCase, Expect, Options, RunCase, record_run, test_driver};
 use agent_adaptor_core::{Agent, Event, FailureReason};
 use agent_adaptor_driver::{
     Request, SessionContext, SessionState, StreamCapability, StreamKind, TranscriptKind,
@@ -590,4 +590,21 @@ async fn cancellation_stops_a_hanging_cli() {
     let watch = watch.expect("the CLI was watched at the cancel");
     watch.assert_had_other_members();
     watch.assert_gone("cursor").await;
+}
+
+/// RUN-05: a run cancelled mid-turn (the CLI printed a little, then hangs)
+/// returns within the grace, and nothing of the CLI's process group is left.
+#[tokio::test]
+async fn conformance_cancellation_mid_turn() {
+    let report = test_driver(
+        || {
+            on_fake(
+                "own/cursor/malformed-line.jsonl",
+                &["--truncate-after", "2", "--hang"],
+            )
+        },
+        Options::new().cancel(CancelCase::new("cancel mid-turn", "hi", true, 2)),
+    )
+    .await;
+    assert!(report.passed("RUN-05"), "cursor:\n{report}");
 }

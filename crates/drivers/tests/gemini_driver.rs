@@ -9,7 +9,7 @@
 mod group_watch;
 mod jsonl_common;
 
-use agent_adaptor_conformance::{Expect, Options, RunCase, record_run, test_driver};
+use agent_adaptor_conformance::{CancelCase, Expect, Options, RunCase, record_run, test_driver};
 use agent_adaptor_core::{Agent, Event, FailureReason};
 use agent_adaptor_driver::{
     DriverError, Request, SessionContext, SessionState, StreamCapability, StreamKind,
@@ -618,4 +618,21 @@ async fn a_prompt_gemini_would_truncate_is_refused() {
     let too_large = e.downcast_ref::<gemini::PromptTooLarge>().unwrap();
     assert_eq!(too_large.len, gemini::MAX_PROMPT_BYTES + 1);
     assert!(trace.emitted.is_empty(), "nothing ran");
+}
+
+/// RUN-05: a run cancelled mid-turn (the CLI printed a little, then hangs)
+/// returns within the grace, and nothing of the CLI's process group is left.
+#[tokio::test]
+async fn conformance_cancellation_mid_turn() {
+    let report = test_driver(
+        || {
+            on_fake(
+                "gemini/stream-basic.jsonl",
+                &["--truncate-after", "2", "--hang"],
+            )
+        },
+        Options::new().cancel(CancelCase::new("cancel mid-turn", "hi", true, 2)),
+    )
+    .await;
+    assert!(report.passed("RUN-05"), "gemini:\n{report}");
 }

@@ -9,7 +9,7 @@ mod group_watch;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_adaptor_conformance::{Expect, Options, RunCase, test_driver};
+use agent_adaptor_conformance::{CancelCase, Expect, Options, RunCase, test_driver};
 use agent_adaptor_core::{Agent, Event, FailureReason, Phase, RunCause, Runner, notice_kind};
 use agent_adaptor_driver::{SessionState, StandardSessionCodec};
 use agent_adaptor_drivers::streamjson::{Config, StreamJsonDriver};
@@ -419,4 +419,16 @@ async fn control_transport_cancellation_stops_the_cli() {
     let watch = watch.expect("the CLI was watched at the cancel");
     watch.assert_had_other_members();
     watch.assert_gone("control transport").await;
+}
+
+/// RUN-05: a run cancelled mid-turn (the CLI printed a little, then hangs)
+/// returns within the grace, and nothing of the CLI's process group is left.
+#[tokio::test]
+async fn conformance_cancellation_mid_turn() {
+    let report = test_driver(
+        || claude_on("claude/print-basic.jsonl", "--truncate-after 2 --hang"),
+        Options::new().cancel(CancelCase::new("cancel mid-turn", "hi", true, 2)),
+    )
+    .await;
+    assert!(report.passed("RUN-05"), "claude:\n{report}");
 }
