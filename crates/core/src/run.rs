@@ -461,13 +461,12 @@ async fn conclude(
         // The provider's own report of a failure is its message; stderr
         // (warnings, stack traces) is kept beside it. A CLI that ended
         // without saying why has its stderr in the message.
-        let (msg, tail, details) =
-            if f.metadata.get("reason").map(String::as_str) == Some("missing_terminal") {
-                with_stderr(f.message.clone(), &ending.stderr)
-            } else {
-                let (_, tail, details) = with_stderr(String::new(), &ending.stderr);
-                (f.message.clone(), tail, details)
-            };
+        let (msg, tail, details) = if f.is_missing_terminal() {
+            with_stderr(f.message.clone(), &ending.stderr)
+        } else {
+            let (_, tail, details) = with_stderr(String::new(), &ending.stderr);
+            (f.message.clone(), tail, details)
+        };
         if let Some(tail) = tail {
             f.metadata.entry("stderr_tail".into()).or_insert(tail);
         }

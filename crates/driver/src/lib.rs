@@ -94,8 +94,8 @@ pub use policy::{
 pub use redact::{redact_text, redact_url};
 pub use request::{AgentIdentity, OnInvalid, OutputSchema, Request};
 pub use response::{
-    FailureCode, HumanDecisionFailure, RawBytes, RawSource, RawStreams, Response, RunFailure,
-    RuntimeServiceReport, StructuredOutput, StructuredOutputSource, TerminalPayload,
+    FailureCode, HumanDecisionFailure, MISSING_TERMINAL, RawBytes, RawSource, RawStreams, Response,
+    RunFailure, RuntimeServiceReport, StructuredOutput, StructuredOutputSource, TerminalPayload,
 };
 pub use session::{
     Checkpoint, FingerprintError, SessionCodec, SessionContext, SessionMode, SessionParams,

@@ -264,7 +264,26 @@ impl RunFailure {
             human_decision: None,
         }
     }
+
+    /// An [`AgentError`](FailureCode::AgentError) for a provider that ended
+    /// without its terminal event: metadata `reason` is
+    /// [`MISSING_TERMINAL`] (the provider said nothing of why, so its
+    /// stderr is the why — core puts its last lines in the message).
+    pub fn missing_terminal(message: impl Into<String>) -> Self {
+        let mut f = RunFailure::new(FailureCode::AgentError, message);
+        f.metadata.insert("reason".into(), MISSING_TERMINAL.into());
+        f
+    }
+
+    /// Whether this is a [`missing_terminal`](RunFailure::missing_terminal) failure.
+    pub fn is_missing_terminal(&self) -> bool {
+        self.metadata.get("reason").map(String::as_str) == Some(MISSING_TERMINAL)
+    }
 }
+
+/// The metadata `reason` of a failure whose provider ended without its
+/// terminal event.
+pub const MISSING_TERMINAL: &str = "missing_terminal";
 
 /// The code of a [`RunFailure`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -11,8 +11,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use agent_adaptor_driver::{
-    Checkpoint, FailureCode, OperationalEvent, ProviderCoords, RunEvent, RunFailure, StreamPayload,
-    Transcript, TranscriptItem, TranscriptKind, describe_exit,
+    Checkpoint, OperationalEvent, ProviderCoords, RunEvent, RunFailure, StreamPayload, Transcript,
+    TranscriptItem, TranscriptKind, describe_exit,
 };
 use agent_adaptor_process::{Command, Finished, StdinMode};
 use bytes::Bytes;
@@ -192,12 +192,8 @@ pub fn missing_terminal(driver: &str, terminal: &str, exit: &Exit) -> RunFailure
         exit.process.code,
         exit.process.signaled.then_some("a signal"),
     );
-    let mut f = RunFailure::new(
-        FailureCode::AgentError,
-        format!("{driver} ended without a {terminal} line ({code})"),
-    );
-    f.metadata
-        .insert("reason".into(), "missing_terminal".into());
+    let mut f =
+        RunFailure::missing_terminal(format!("{driver} ended without a {terminal} line ({code})"));
     if let Some(c) = exit.process.code {
         f.metadata.insert("exit_code".into(), c.to_string());
     }

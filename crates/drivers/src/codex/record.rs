@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
-    Checkpoint, FailureCode, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure,
-    SeenIds, SessionState, StreamPayload, TerminalPayload, Transcript, TranscriptItem,
-    TranscriptKind, Usage, describe_exit,
+    Checkpoint, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SeenIds,
+    SessionState, StreamPayload, TerminalPayload, Transcript, TranscriptItem, TranscriptKind,
+    Usage, describe_exit,
 };
 use serde_json::{Value, json};
 
@@ -636,9 +636,7 @@ impl Recorder {
                     );
                     format!("codex ended without {terminal_name} ({exit})")
                 });
-            let mut f = RunFailure::new(FailureCode::AgentError, why);
-            f.metadata
-                .insert("reason".into(), "missing_terminal".into());
+            let mut f = RunFailure::missing_terminal(why);
             self.ignored.annotate(&mut f);
             self.fail(&mut out, None, f);
         }

@@ -662,16 +662,11 @@ impl Parser {
         if !self.terminated {
             let exit = exit.unwrap_or_default();
             self.close_all(&mut out);
-            let mut f = RunFailure::new(
-                FailureCode::AgentError,
-                format!(
-                    "{} ended without a result line ({})",
-                    self.family.driver_type,
-                    describe_exit(exit.code, exit.signaled.then_some("a signal"))
-                ),
-            );
-            f.metadata
-                .insert("reason".into(), "missing_terminal".into());
+            let mut f = RunFailure::missing_terminal(format!(
+                "{} ended without a result line ({})",
+                self.family.driver_type,
+                describe_exit(exit.code, exit.signaled.then_some("a signal"))
+            ));
             self.ignored.annotate(&mut f);
             let mut item = TranscriptItem::new(TranscriptKind::Failure, f.message.clone());
             item.metadata
