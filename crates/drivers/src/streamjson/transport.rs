@@ -1,7 +1,7 @@
 //! Running a stream-json CLI: spawn it through the process helper, feed
 //! every stdout line to the parser, deliver what it means to the sink, answer
 //! control requests, and form the response. A thread run is served by a
-//! resident process instead (`persistent.rs`) when the configuration allows.
+//! resident process instead (`resident.rs`) when the configuration allows.
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +17,7 @@ use super::Family;
 use super::config::{Config, Transport, argv_with};
 use super::control;
 use super::parse::{ControlFrame, ExitFacts, Out, Parser};
-use super::persistent;
+use super::resident;
 use crate::exit::{CliName, notice_if_stopped};
 use crate::pump::Batches;
 use crate::resident::Pool;
@@ -34,8 +34,8 @@ pub(crate) async fn run(
     // The run policy's flags and transport, for this run only.
     let applied = super::policy::table(family, cfg).apply(cfg, &req.policy);
     let cfg = &*applied;
-    if persistent::eligible(cfg, &req) {
-        return persistent::run(family, cfg, pool, ctx, req, sink).await;
+    if resident::eligible(cfg, &req) {
+        return resident::run(family, cfg, pool, ctx, req, sink).await;
     }
     if let Some(id) = resume_id(&req) {
         // This run continues the session in a process of its own: a
