@@ -93,6 +93,12 @@ pub trait LineProtocol: Send {
     fn observe(&mut self, observed: bool) {
         let _ = observed;
     }
+    /// Add what the protocol knows about the run (e.g. its transport) to
+    /// the [`RunEvent::Spawn`] notice of [`run`] and [`run_duplex`],
+    /// before it is emitted. The default adds nothing.
+    fn describe_spawn(&self, spawn: &mut OperationalEvent) {
+        let _ = spawn;
+    }
 }
 
 /// The transport side of a bidirectional protocol.
@@ -172,6 +178,7 @@ trait Side: Send {
     fn lines_into(&mut self, lines: &[&[u8]], out: &mut Vec<Out>);
     fn terminated(&self) -> bool;
     fn observe(&mut self, observed: bool);
+    fn describe_spawn(&self, spawn: &mut OperationalEvent);
     fn controller(&mut self) -> Option<&mut dyn Controller>;
 }
 
@@ -189,6 +196,9 @@ impl Side for Split<'_, '_> {
     }
     fn observe(&mut self, observed: bool) {
         self.proto.observe(observed);
+    }
+    fn describe_spawn(&self, spawn: &mut OperationalEvent) {
+        self.proto.describe_spawn(spawn);
     }
     fn controller(&mut self) -> Option<&mut dyn Controller> {
         match &mut self.controller {
@@ -210,6 +220,9 @@ impl Side for Joined<'_> {
     fn observe(&mut self, observed: bool) {
         self.0.observe(observed);
     }
+    fn describe_spawn(&self, spawn: &mut OperationalEvent) {
+        LineProtocol::describe_spawn(&*self.0, spawn);
+    }
     fn controller(&mut self) -> Option<&mut dyn Controller> {
         Some(&mut *self.0)
     }
@@ -229,6 +242,7 @@ async fn drive(
     spawn
         .metadata
         .insert("program".into(), proc.program().to_owned());
+    side.describe_spawn(&mut spawn);
     let mut stdin = proc.take_stdin();
     let pumped = async {
         sink.emit(RunEvent::Spawn(spawn)).await?;
