@@ -368,3 +368,85 @@ fn with_cwd(mut cp: Checkpoint, cwd: Option<&Path>) -> Checkpoint {
     }
     cp
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use agent_adaptor_driver::{Emit, RunEvent, StreamPayload};
+
+    use super::*;
+    use crate::streamjson::CLAUDE;
+
+    /// A sink that takes everything and can answer no decision.
+    struct Null;
+
+    impl EventSink for Null {
+        fn emit(&self, _event: RunEvent) -> Emit<'_> {
+            Emit::ready(Ok(()))
+        }
+        fn emit_stream(&self, _payload: StreamPayload) -> Emit<'_> {
+            Emit::ready(Ok(()))
+        }
+    }
+
+    fn gated() -> Session {
+        let cfg = Config::new(&CLAUDE);
+        let mut session = Session::new(&CLAUDE, &cfg, true, Transcript::new());
+        session.gate(control::user_frame("now"));
+        session
+    }
+
+    fn lines(session: &mut Session, lines: &[&str]) -> Vec<Out> {
+        let mut out = Vec::new();
+        for l in lines {
+            session.line_into(l.as_bytes(), &mut out);
+        }
+        out
+    }
+
+    const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s1"}"#;
+    const RESULT: &str =
+        r#"{"type":"result","subtype":"success","session_id":"s1","result":"ok","is_error":false}"#;
+    const ANSWER: &str = r#"{"type":"control_response","response":{"subtype":"success","request_id":"init_1","response":{}}}"#;
+
+    fn skipped(out: &Out) -> Option<String> {
+        match out {
+            Out::Event(RunEvent::Lifecycle(ev)) => ev.metadata.get("skipped_lines").cloned(),
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_before_the_answer_are_skipped_and_counted_and_a_later_result_is_believed() {
+        let mut session = gated();
+        // A replayed history, its result line included, is not this turn.
+        let out = lines(&mut session, &[INIT, "", RESULT, "not json"]);
+        assert!(out.is_empty(), "{out:?}");
+        assert!(!LineProtocol::terminated(&session));
+        let mut out = lines(&mut session, &[ANSWER]);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!(skipped(&out[0]).as_deref(), Some("4"));
+        let Some(Out::Control(frame)) = out.pop() else {
+            panic!("no answer frame");
+        };
+        assert!(matches!(&frame, ControlFrame::Response { id, result: Ok(_) } if id == INIT_ID));
+        // The answer opens the gate (the prompt goes to stdin, gone here).
+        session.control(frame, &mut None, &Null).await.unwrap();
+        assert!(session.flush_gate().is_none());
+        let out = lines(&mut session, &[INIT, RESULT]);
+        assert!(LineProtocol::terminated(&session), "{out:?}");
+        assert!(out.iter().all(|o| skipped(o).is_none()));
+    }
+
+    #[test]
+    fn the_end_of_stdout_with_the_gate_open_still_gives_the_notice() {
+        let mut session = gated();
+        assert!(lines(&mut session, &[INIT, RESULT]).is_empty());
+        let notice = session.flush_gate();
+        assert_eq!(notice.as_ref().and_then(skipped).as_deref(), Some("2"));
+        assert!(session.flush_gate().is_none(), "told once");
+        // Nothing skipped, nothing told.
+        assert!(gated().flush_gate().is_none());
+    }
+}
