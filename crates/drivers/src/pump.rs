@@ -423,21 +423,21 @@ async fn deliver_lines(
 /// consumer woken — before the reader has to wait. A CLI that prints a line
 /// at a time costs one wake per line; one that floods stdout costs one wake
 /// per burst (the host still wakes its consumer as its queue fills).
-pub(crate) struct Batches<'s> {
+struct Batches<'s> {
     sink: &'s dyn EventSink,
     open: Option<Batch<'s>>,
 }
 
 impl<'s> Batches<'s> {
     /// No batch open yet.
-    pub(crate) fn new(sink: &'s dyn EventSink) -> Self {
+    fn new(sink: &'s dyn EventSink) -> Self {
         Batches { sink, open: None }
     }
 
     /// Await `next` (the next line): when it is not ready at once, close the
     /// open batch first, so the consumer sees everything so far while the
     /// reader waits.
-    pub(crate) async fn next<F: Future>(&mut self, next: F) -> F::Output {
+    async fn next<F: Future>(&mut self, next: F) -> F::Output {
         let mut next = std::pin::pin!(next);
         if self.open.is_some() {
             let polled = std::future::poll_fn(|cx| {
@@ -456,14 +456,14 @@ impl<'s> Batches<'s> {
     }
 
     /// Make sure a batch is open (before delivering a line).
-    pub(crate) fn open(&mut self) {
+    fn open(&mut self) {
         if self.open.is_none() {
             self.open = Some(Batch::new(self.sink));
         }
     }
 
     /// Close the open batch, if any.
-    pub(crate) fn close(&mut self) {
+    fn close(&mut self) {
         self.open = None;
     }
 }

@@ -15,7 +15,8 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::Family;
-use super::config::{Config, Transport, argv_with};
+use super::argv::argv_with;
+use super::config::{Config, Transport};
 use super::control;
 use super::parse::{ControlFrame, ExitFacts, Out, Parser};
 use super::resident;
