@@ -1,7 +1,10 @@
-//! Running a stream-json CLI: spawn it through the process helper, feed
-//! every stdout line to the parser, deliver what it means to the sink, answer
-//! control requests, and form the response. A thread run is served by a
-//! resident process instead (`resident.rs`) when the configuration allows.
+//! Running a stream-json CLI in a process of its own: the [`Session`] is the
+//! parser plus the answers to control requests, a
+//! [`Duplex`](crate::pump::Duplex) that the shared pump drives (spawn,
+//! reading, cancellation, the exit grace); this file sets it up and forms
+//! the response. A thread run is served by a resident process instead
+//! (`resident.rs`, the same session on [`pump::run_turn`]) when the
+//! configuration allows.
 
 use std::path::{Path, PathBuf};
 
