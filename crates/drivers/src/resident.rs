@@ -37,7 +37,7 @@
 //! sent again, the run fails with [`lost_failure`]), [`Pool::settle`] (keep
 //! a process only after a successful turn with a valid checkpoint), and the
 //! events ([`spawn_event`], [`notice_reused`], [`notice_fallback`]). The
-//! transports (`streamjson/persistent.rs`, `codex/persistent.rs`) add their
+//! transports (`streamjson/resident.rs`, `codex/persistent.rs`) add their
 //! handshake and parse.
 //!
 //! Resident processes belong to the tokio runtime that spawned them; use a
@@ -241,11 +241,16 @@ pub async fn notice(
     text: String,
     metadata: &[(&str, String)],
 ) -> Result<(), SinkError> {
+    sink.emit(notice_event(text, metadata)).await
+}
+
+/// A lifecycle notice with metadata (see [`notice`]).
+pub fn notice_event(text: String, metadata: &[(&str, String)]) -> RunEvent {
     let mut ev = OperationalEvent::text(text);
     for (k, v) in metadata {
         ev.metadata.insert((*k).to_owned(), v.clone());
     }
-    sink.emit(RunEvent::Lifecycle(ev)).await
+    RunEvent::Lifecycle(ev)
 }
 
 /// The notice of a reuse: "reused resident process pid N" (`resident` =
