@@ -30,9 +30,12 @@ pub mod json_line;
 pub mod jsonl;
 pub mod policy;
 pub mod pump;
+#[cfg(any(feature = "claude", feature = "codebuddy", feature = "codex"))]
 pub mod resident;
+#[cfg(any(feature = "claude", feature = "codebuddy"))]
 pub mod streamjson;
 #[cfg(any(feature = "cursor", feature = "gemini"))]
 mod structured;
+#[cfg(any(feature = "claude", feature = "codebuddy", feature = "codex"))]
 mod tagged;
 pub mod terminal_guard;

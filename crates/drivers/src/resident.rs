@@ -58,6 +58,9 @@ use serde_json::json;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+/// Report a lifecycle notice with metadata (it lives in [`crate::exit`]).
+pub use crate::exit::notice;
+
 /// How long a resident process may stay idle before it is stopped (5 min,
 /// as the Go library).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -233,24 +236,6 @@ pub async fn deliver<S>(resident: &mut Resident<S>, frame: &str) -> Delivery {
             }
         }
     }
-}
-
-/// Report a lifecycle notice with metadata.
-pub async fn notice(
-    sink: &dyn EventSink,
-    text: String,
-    metadata: &[(&str, String)],
-) -> Result<(), SinkError> {
-    sink.emit(notice_event(text, metadata)).await
-}
-
-/// A lifecycle notice with metadata (see [`notice`]).
-pub fn notice_event(text: String, metadata: &[(&str, String)]) -> RunEvent {
-    let mut ev = OperationalEvent::text(text);
-    for (k, v) in metadata {
-        ev.metadata.insert((*k).to_owned(), v.clone());
-    }
-    RunEvent::Lifecycle(ev)
 }
 
 /// The notice of a reuse: "reused resident process pid N" (`resident` =

@@ -241,7 +241,7 @@ impl Session {
 
     fn skipped_notice(&self, skipped: usize) -> Option<Out> {
         (skipped > 0).then(|| {
-            Out::Event(crate::resident::notice_event(
+            Out::Event(crate::exit::notice_event(
                 format!(
                     "{} printed {skipped} lines before answering initialize (a resumed session's history); they are not part of this turn",
                     self.family.display_name
