@@ -34,7 +34,7 @@ use agent_adaptor_driver::{
 use serde::Serialize;
 
 use crate::child_env::{EnvPolicy, EnvVars};
-use crate::jsonl::{self, OneShot};
+use crate::one_shot::{self, OneShot};
 use parse::CursorParser;
 
 /// Cursor Agent driver configuration. Every field but the cancel grace is
@@ -108,7 +108,7 @@ const OWNED: &[&str] = &[
 
 impl Config {
     fn validate(&self) -> Result<(), ConfigError> {
-        jsonl::validate_common(
+        one_shot::validate_common(
             "cursor",
             &self.command,
             &self.env_policy,
@@ -190,14 +190,14 @@ impl Driver for CursorDriver {
             prompt: &req.prompt,
             cancel_grace: cfg.cancel_grace,
         };
-        let who = jsonl::Runner {
+        let who = one_shot::Runner {
             display_name: "Cursor Agent",
             terminal: "result",
             provider: "cursor",
             model: req.model_override.as_deref().or(cfg.model.as_deref()),
         };
         let mut parser = CursorParser::new(req.streaming).with_transcript(req.new_transcript());
-        jsonl::run_one_shot(who, spec, &ctx, sink, &mut parser).await
+        one_shot::run_one_shot(who, spec, &ctx, sink, &mut parser).await
     }
 }
 

@@ -26,12 +26,12 @@ use agent_adaptor_driver::{
 use serde_json::Value;
 
 use super::wire::{Line, Message, ResultUsage};
-use crate::jsonl::{Emitter, Exit, missing_terminal};
+use crate::one_shot::{Emitter, Exit, missing_terminal};
 use crate::pump::{LineProtocol, Out};
 use crate::terminal_guard::{IgnoredTerminals, session_mismatch};
 
 /// Every layer the parse formed.
-pub type CursorParsed = crate::jsonl::Parsed;
+pub type CursorParsed = crate::one_shot::Parsed;
 
 #[derive(Debug)]
 struct Terminal {
@@ -465,7 +465,7 @@ fn text_of(v: &Value) -> String {
     }
 }
 
-impl crate::jsonl::OneShotParser for CursorParser {
+impl crate::one_shot::OneShotParser for CursorParser {
     fn finish(&mut self, exit: &Exit) -> (Vec<Out>, CursorParsed) {
         CursorParser::finish(self, exit)
     }

@@ -28,12 +28,12 @@ use agent_adaptor_driver::{
 use serde_json::{Value, json};
 
 use super::wire::{ErrorBody, Event, Stats};
-use crate::jsonl::{Emitter, Exit, missing_terminal};
+use crate::one_shot::{Emitter, Exit, missing_terminal};
 use crate::pump::{LineProtocol, Out};
 use crate::terminal_guard::{IgnoredTerminals, session_mismatch};
 
 /// Every layer the parse formed.
-pub type GeminiParsed = crate::jsonl::Parsed;
+pub type GeminiParsed = crate::one_shot::Parsed;
 
 #[derive(Debug)]
 struct Segment {
@@ -442,7 +442,7 @@ pub fn readable(message: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-impl crate::jsonl::OneShotParser for GeminiParser {
+impl crate::one_shot::OneShotParser for GeminiParser {
     fn finish(&mut self, exit: &Exit) -> (Vec<Out>, GeminiParsed) {
         GeminiParser::finish(self, exit)
     }
