@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod child_env;
+pub mod emitter;
 pub mod exit;
 pub mod json_line;
 pub mod one_shot;

@@ -1,8 +1,10 @@
-//! What the one-shot JSONL CLI drivers (Gemini CLI, Cursor Agent) share: the
-//! run-lifecycle and transcript bookkeeping of their parsers ([`Emitter`]),
-//! how a run that never printed its terminal line fails
-//! ([`missing_terminal`]), what the process told about its end ([`Exit`]),
-//! and the command they are started with ([`one_shot_command`]).
+//! A one-shot CLI: it reads the prompt on stdin, prints one JSON object per
+//! line and exits at the end of the turn (Gemini CLI, Cursor Agent). What
+//! its drivers share: the run itself ([`run_one_shot`], on the
+//! [`pump`](crate::pump)), the parser's conventions ([`Emitter`]), how a run
+//! that never printed its terminal line fails ([`missing_terminal`]), what
+//! the process told about its end ([`Exit`]), and the command it is started
+//! with ([`one_shot_command`]).
 //!
 //! Protocol semantics stay in each driver's parser; nothing here looks
 //! inside a provider's JSON.
@@ -11,147 +13,16 @@ use std::path::Path;
 use std::time::Duration;
 
 use agent_adaptor_driver::{
-    Checkpoint, OperationalEvent, ProviderCoords, RunEvent, RunFailure, StreamPayload, Transcript,
-    TranscriptItem, TranscriptKind, describe_exit,
+    Checkpoint, DriverError, EventSink, RawStreams, Request, Response, RunContext, RunFailure,
+    Transcript, describe_exit,
 };
 use agent_adaptor_process::{Command, Finished, StdinMode};
 use bytes::Bytes;
-use serde_json::{Value, json};
 
 use crate::child_env::{EnvPolicy, EnvVars};
+pub use crate::emitter::Emitter;
 use crate::exit::{CliName, ExitFacts};
 use crate::pump::Out;
-
-/// Longest stdout line kept in a notice (the whole line is in the raw capture).
-const NOTICE_PREVIEW_BYTES: usize = 2048;
-
-/// The bookkeeping every JSONL parser does around its protocol: `run.started`
-/// exactly once and first, live payloads only when the request streams, the
-/// transcript kept item by item as it is emitted (the mirror the response
-/// returns), and the shapes of notices and custom payloads.
-#[derive(Debug, Clone)]
-pub struct Emitter {
-    driver: &'static str,
-    payloads: bool,
-    started: bool,
-    items: Transcript,
-}
-
-impl Emitter {
-    /// An emitter for `driver` (the prefix of notices and custom kinds);
-    /// `payloads` turns live payloads on.
-    pub fn new(driver: &'static str, payloads: bool) -> Self {
-        Emitter {
-            driver,
-            payloads,
-            started: false,
-            items: Transcript::new(),
-        }
-    }
-
-    /// True when live payloads are emitted.
-    pub fn payloads(&self) -> bool {
-        self.payloads
-    }
-
-    /// Emit `run.started` with the provider's coordinates, unless it was
-    /// emitted already (or payloads are off).
-    pub fn start(&mut self, out: &mut Vec<Out>, source: ProviderCoords) {
-        if self.payloads && !self.started {
-            self.started = true;
-            out.push(Out::Stream(
-                StreamPayload::run_started().with_source(source),
-            ));
-        }
-    }
-
-    /// Emit a live payload (after `run.started`), when payloads are on.
-    pub fn stream(&mut self, out: &mut Vec<Out>, payload: StreamPayload) {
-        if self.payloads {
-            self.start(out, ProviderCoords::default());
-            out.push(Out::Stream(payload));
-        }
-    }
-
-    /// Emit a transcript item and keep it for the response.
-    pub fn item(&mut self, out: &mut Vec<Out>, item: TranscriptItem) {
-        out.push(Out::Event(RunEvent::Item(self.items.share(item))));
-    }
-
-    /// The transcript so far, in emission order.
-    pub fn transcript(&self) -> &Transcript {
-        &self.items
-    }
-
-    /// Record the transcript into `transcript` (empty, made with the
-    /// request's budget by [`Request::new_transcript`](agent_adaptor_driver::Request::new_transcript))
-    /// instead of one with the default budget.
-    pub fn set_transcript(&mut self, transcript: Transcript) {
-        self.items = transcript;
-    }
-
-    /// Hand the transcript over to the response (no copy), leaving an
-    /// empty one.
-    pub fn take_transcript(&mut self) -> Transcript {
-        std::mem::take(&mut self.items)
-    }
-
-    /// An operational notice `"<driver>: <what>"` about one stdout line, with
-    /// a bounded preview of the line.
-    pub fn notice(&self, out: &mut Vec<Out>, what: &str, raw: &[u8]) {
-        let mut ev = OperationalEvent::text(format!("{}: {what}", self.driver));
-        ev.metadata.insert("bytes".into(), raw.len().to_string());
-        let preview = String::from_utf8_lossy(&raw[..raw.len().min(NOTICE_PREVIEW_BYTES)]);
-        ev.data = Some(json!({ "line": preview }));
-        out.push(Out::Event(RunEvent::Lifecycle(ev)));
-    }
-
-    /// A stdout line that is not a protocol frame: a notice saying whether it
-    /// looked like JSON (malformed) or was plain text.
-    pub fn not_protocol(&self, out: &mut Vec<Out>, raw: &[u8], error: &serde_json::Error) {
-        let what = if raw.first() == Some(&b'{') {
-            format!("malformed protocol line ({error})")
-        } else {
-            "non-JSON stdout line".to_owned()
-        };
-        self.notice(out, &what, raw);
-    }
-
-    /// An event the parser does not know, kept whole: a custom payload
-    /// `"<driver>.<kind>"` carrying the raw JSON when payloads are on, else a
-    /// notice carrying it.
-    pub fn unknown(&mut self, out: &mut Vec<Out>, kind: &str, raw: Value) {
-        let name = format!("{}.{kind}", self.driver);
-        if self.payloads {
-            self.stream(
-                out,
-                StreamPayload::custom(name, String::new()).with_raw(raw),
-            );
-        } else {
-            let mut ev = OperationalEvent::text(format!("{}: unknown event {kind:?}", self.driver));
-            ev.metadata.insert("kind".into(), name);
-            ev.data = Some(raw);
-            out.push(Out::Event(RunEvent::Lifecycle(ev)));
-        }
-    }
-
-    /// A warning or error the provider reported without ending the run.
-    pub fn warning(&self, out: &mut Vec<Out>, message: &str, severity: &str) {
-        let mut ev = OperationalEvent::text(format!("{}: {message}", self.driver));
-        ev.metadata.insert("kind".into(), "warning".into());
-        ev.metadata.insert("severity".into(), severity.to_owned());
-        out.push(Out::Event(RunEvent::Lifecycle(ev)));
-    }
-
-    /// End the run as failed: a failure transcript item, then `run.error`.
-    pub fn fail(&mut self, out: &mut Vec<Out>, failure: &RunFailure) {
-        let mut item = TranscriptItem::new(TranscriptKind::Failure, failure.message.clone());
-        item.metadata
-            .insert("code".into(), failure.code.as_str().to_owned());
-        self.item(out, item);
-        self.stream(out, StreamPayload::run_error(failure.clone()));
-    }
-}
 
 /// How the CLI process ended, as the parser needs to know it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -219,7 +90,9 @@ pub fn with_cwd(checkpoint: Option<Checkpoint>, cwd: Option<&Path>) -> Option<Ch
     })
 }
 
-/// What a one-shot CLI run is started with.
+/// How a one-shot CLI run is started, as configured; the request adds the
+/// prompt (written to stdin, which is then closed), its workspace and its
+/// model override.
 #[derive(Debug, Clone, Copy)]
 pub struct OneShot<'a> {
     /// The program.
@@ -232,24 +105,32 @@ pub struct OneShot<'a> {
     pub env_policy: &'a EnvPolicy,
     /// The host variables the CLI documents (names or `PREFIX_*`).
     pub env_allowlist: &'static [&'static str],
-    /// The working directory.
+    /// The working directory when the request names no workspace.
     pub cwd: Option<&'a Path>,
-    /// Written to stdin, which is then closed (never left open).
-    pub prompt: &'a str,
+    /// The model when the request overrides none and the CLI names none.
+    pub model: Option<&'a str>,
     /// On cancel: the wait after stdin closed, and twice that after SIGTERM.
     pub cancel_grace: Duration,
 }
 
-/// The command of a one-shot CLI run.
-pub fn one_shot_command(spec: OneShot<'_>) -> Command {
+impl<'a> OneShot<'a> {
+    /// The working directory of a run of `req`: its workspace, else the
+    /// configured one.
+    pub fn cwd_for(&self, req: &'a Request) -> Option<&'a Path> {
+        req.workspace.as_deref().or(self.cwd)
+    }
+}
+
+/// The command of a one-shot CLI run of `req`.
+pub fn one_shot_command(spec: &OneShot<'_>, req: &Request) -> Command {
     let mut cmd = Command::new(spec.program);
     cmd.args(spec.args);
     spec.env_policy
         .apply(&mut cmd, spec.env_allowlist, &[], spec.env);
-    if let Some(dir) = spec.cwd {
+    if let Some(dir) = spec.cwd_for(req) {
         cmd.cwd(dir);
     }
-    cmd.stdin(StdinMode::Bytes(Bytes::from(spec.prompt.to_owned())))
+    cmd.stdin(StdinMode::Bytes(Bytes::from(req.prompt.clone())))
         .close_grace(spec.cancel_grace)
         .term_grace(spec.cancel_grace * 2);
     cmd
@@ -284,24 +165,6 @@ pub fn validate_common(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unknown_events_are_kept_whole() {
-        let mut e = Emitter::new("x", false);
-        let mut out = Vec::new();
-        e.unknown(&mut out, "new", json!({"type": "new", "a": 1}));
-        assert!(matches!(&out[0], Out::Event(RunEvent::Lifecycle(ev))
-            if ev.data == Some(json!({"type": "new", "a": 1}))));
-        let mut e = Emitter::new("x", true);
-        let mut out = Vec::new();
-        e.unknown(&mut out, "new", json!({"type": "new"}));
-        assert_eq!(out.len(), 2, "run.started, then the custom payload");
-    }
-}
-
 /// Every layer a one-shot JSONL parser forms.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Parsed {
@@ -327,9 +190,9 @@ pub trait OneShotParser: crate::pump::LineProtocol {
     fn finish(&mut self, exit: &Exit) -> (Vec<Out>, Parsed);
 }
 
-/// Who runs: the names and the model fallback of one one-shot run.
+/// Who runs: the names a one-shot CLI is known by.
 #[derive(Debug, Clone, Copy)]
-pub struct Runner<'a> {
+pub struct OneShotCli<'a> {
     /// Shown in the spawn notice (e.g. "Gemini CLI").
     pub display_name: &'a str,
     /// The name of the protocol's terminal line (e.g. `"result"`), for the
@@ -337,45 +200,52 @@ pub struct Runner<'a> {
     pub terminal: &'a str,
     /// `Response::provider`.
     pub provider: &'a str,
-    /// The model when the CLI names none.
-    pub model: Option<&'a str>,
 }
 
-/// Run one one-shot CLI to its end and form the response: the one loop the
-/// JSONL drivers share.
+/// Run one one-shot CLI on `req` to its end and form the response: the one
+/// loop the JSONL drivers share. Cancellation (`ctx.cancel`) stops the CLI's
+/// process group — stdin closed, SIGTERM after the cancel grace, SIGKILL
+/// after twice that — and returns [`DriverError::Cancelled`].
+///
+/// # Errors
+///
+/// The CLI could not be started ([`DriverError::Spawn`]) or read, the run
+/// was cancelled, or the sink refused an event (the run is over).
 pub async fn run_one_shot(
-    who: Runner<'_>,
+    cli: OneShotCli<'_>,
     spec: OneShot<'_>,
-    ctx: &agent_adaptor_driver::RunContext,
-    sink: &dyn agent_adaptor_driver::EventSink,
+    req: &Request,
+    ctx: &RunContext,
+    sink: &dyn EventSink,
     parser: &mut dyn OneShotParser,
-) -> Result<agent_adaptor_driver::Response, agent_adaptor_driver::DriverError> {
-    let cmd = one_shot_command(spec);
-    let cli = CliName {
-        name: who.display_name,
-        terminal: who.terminal,
+) -> Result<Response, DriverError> {
+    let cmd = one_shot_command(&spec, req);
+    let name = CliName {
+        name: cli.display_name,
+        terminal: cli.terminal,
     };
-    let finished = crate::pump::run(cli, &cmd, ctx, sink, parser, None, &[]).await?;
+    let finished = crate::pump::run(name, &cmd, ctx, sink, parser, None, &[]).await?;
     let exit = Exit::of(&finished, parser.terminated());
     let (tail, parsed) = parser.finish(&exit);
     for out in tail {
         crate::pump::deliver(out, sink, &mut None, &mut None).await?;
     }
-    let mut resp = agent_adaptor_driver::Response {
+    let model = req.model_override.as_deref().or(spec.model);
+    let mut resp = Response {
         output: parsed.output,
-        raw: agent_adaptor_driver::RawStreams {
+        raw: RawStreams {
             stdout: finished.stdout.clone(),
             stderr: finished.stderr.clone(),
             terminal: parsed.terminal,
         },
         transcript: parsed.transcript,
         usage: parsed.usage,
-        checkpoint: with_cwd(parsed.checkpoint, spec.cwd),
+        checkpoint: with_cwd(parsed.checkpoint, spec.cwd_for(req)),
         failure: parsed.failure,
-        provider: who.provider.to_owned(),
+        provider: cli.provider.to_owned(),
         model: parsed
             .model
-            .or_else(|| who.model.map(str::to_owned))
+            .or_else(|| model.map(str::to_owned))
             .unwrap_or_default(),
         ..Default::default()
     };

@@ -34,7 +34,7 @@ use agent_adaptor_driver::{
 use serde::Serialize;
 
 use crate::child_env::{EnvPolicy, EnvVars};
-use crate::one_shot::{self, OneShot};
+use crate::one_shot::{self, OneShot, OneShotCli};
 use parse::CursorParser;
 
 /// Cursor Agent driver configuration. Every field but the cancel grace is
@@ -90,6 +90,13 @@ impl Default for Config {
 
 /// The host variables the CLI documents: Cursor Agent's API key and settings.
 pub const ENV_ALLOWLIST: &[&str] = &["CURSOR_*"];
+
+/// The names the CLI is known by.
+const CLI: OneShotCli<'static> = OneShotCli {
+    display_name: "Cursor Agent",
+    terminal: "result",
+    provider: "cursor",
+};
 
 /// Flags the driver sets, or that change the protocol it parses.
 const OWNED: &[&str] = &[
@@ -178,7 +185,6 @@ impl Driver for CursorDriver {
         // The run policy's flags, for this run only.
         let applied = policy::table().apply(&self.config, &req.policy);
         let cfg = &*applied;
-        let cwd = req.workspace.clone().or_else(|| cfg.cwd.clone());
         let args = argv::argv(cfg, &req);
         let spec = OneShot {
             program: &cfg.command,
@@ -186,18 +192,12 @@ impl Driver for CursorDriver {
             env: &cfg.env,
             env_policy: &cfg.env_policy,
             env_allowlist: ENV_ALLOWLIST,
-            cwd: cwd.as_deref(),
-            prompt: &req.prompt,
+            cwd: cfg.cwd.as_deref(),
+            model: cfg.model.as_deref(),
             cancel_grace: cfg.cancel_grace,
         };
-        let who = one_shot::Runner {
-            display_name: "Cursor Agent",
-            terminal: "result",
-            provider: "cursor",
-            model: req.model_override.as_deref().or(cfg.model.as_deref()),
-        };
         let mut parser = CursorParser::new(req.streaming).with_transcript(req.new_transcript());
-        one_shot::run_one_shot(who, spec, &ctx, sink, &mut parser).await
+        one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser).await
     }
 }
 

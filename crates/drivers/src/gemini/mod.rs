@@ -34,7 +34,7 @@ use agent_adaptor_driver::{
 use serde::Serialize;
 
 use crate::child_env::{EnvPolicy, EnvVars};
-use crate::one_shot::{self, OneShot};
+use crate::one_shot::{self, OneShot, OneShotCli};
 use parse::GeminiParser;
 
 /// The most prompt bytes Gemini CLI reads from stdin (it truncates the rest).
@@ -111,6 +111,13 @@ impl Default for Config {
 
 /// The host variables the CLI documents: Gemini CLI's API key, base URL and Vertex/Cloud settings.
 pub const ENV_ALLOWLIST: &[&str] = &["GEMINI_*", "GOOGLE_*"];
+
+/// The names the CLI is known by.
+const CLI: OneShotCli<'static> = OneShotCli {
+    display_name: "Gemini CLI",
+    terminal: "result",
+    provider: "gemini",
+};
 
 /// Flags the driver sets (or must not be combined with its transport).
 const OWNED: &[&str] = &[
@@ -225,7 +232,6 @@ impl Driver for GeminiDriver {
                 len: req.prompt.len(),
             })));
         }
-        let cwd = req.workspace.clone().or_else(|| cfg.cwd.clone());
         let args = argv::argv(cfg, &req);
         let spec = OneShot {
             program: &cfg.command,
@@ -233,18 +239,12 @@ impl Driver for GeminiDriver {
             env: &cfg.env,
             env_policy: &cfg.env_policy,
             env_allowlist: ENV_ALLOWLIST,
-            cwd: cwd.as_deref(),
-            prompt: &req.prompt,
+            cwd: cfg.cwd.as_deref(),
+            model: cfg.model.as_deref(),
             cancel_grace: cfg.cancel_grace,
         };
-        let who = one_shot::Runner {
-            display_name: "Gemini CLI",
-            terminal: "result",
-            provider: "gemini",
-            model: req.model_override.as_deref().or(cfg.model.as_deref()),
-        };
         let mut parser = GeminiParser::new(req.streaming).with_transcript(req.new_transcript());
-        one_shot::run_one_shot(who, spec, &ctx, sink, &mut parser).await
+        one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser).await
     }
 }
 
