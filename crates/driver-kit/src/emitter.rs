@@ -74,6 +74,15 @@ impl Emitter {
         }
     }
 
+    /// An emitter for a run of `req`: live payloads when it streams, its
+    /// transcript recorded with its budget
+    /// ([`Request::new_transcript`](agent_adaptor_driver::Request::new_transcript)).
+    pub fn for_request(driver: &'static str, req: &agent_adaptor_driver::Request) -> Self {
+        let mut em = Emitter::new(driver, req.streaming);
+        em.set_transcript(req.new_transcript());
+        em
+    }
+
     /// True when live payloads are emitted.
     pub fn payloads(&self) -> bool {
         self.payloads
