@@ -478,7 +478,7 @@ pub enum TurnEnd {
 }
 
 /// Drive one turn of `session` on a process that keeps running afterwards
-/// (a resident process, see [`crate::resident`]): deliver what each stdout
+/// (a resident process, kept between the turns of a thread): deliver what each stdout
 /// line means, answer control frames on `stdin`, and return at the
 /// protocol's terminal event — stdin stays open, the process is not waited
 /// for — or at the end of stdout. On cancellation the session is asked to
