@@ -43,12 +43,61 @@ pub(crate) trait Fields<'de> {
     /// Deserialize them as a struct (unknown fields ignored).
     fn read<T: Deserialize<'de>>(self) -> Result<T, Self::Error>;
 
+    /// Deserialize them as a struct, the string field `id` taken out first
+    /// (`""` when absent): the common field of a tagged object whose
+    /// variants do not declare it. Nothing is buffered; the other keys go
+    /// straight to `T`.
+    #[cfg_attr(not(feature = "codex"), allow(dead_code))] // Only Codex items have an `id`.
+    fn read_with_id<T: Deserialize<'de>>(self) -> Result<(String, T), Self::Error>;
+
     /// Skip them (still checking they are well-formed).
     fn skip(self) -> Result<(), Self::Error>
     where
         Self: Sized,
     {
         self.read::<IgnoredAny>().map(|_| ())
+    }
+}
+
+/// The variant of `T` that `tag` names, read from `fields` with their `id`
+/// taken out (see [`Fields::read_with_id`]): a struct made of a common `id`
+/// and a tagged enum, decoded in one pass.
+#[cfg_attr(not(feature = "codex"), allow(dead_code))] // Only Codex items have an `id`.
+pub(crate) fn variant_with_id<'de, T, F>(tag: &str, fields: F) -> Result<(String, T), F::Error>
+where
+    T: Tagged<'de>,
+    F: Fields<'de>,
+{
+    let mut id = String::new();
+    let value = T::variant(
+        tag,
+        WithId {
+            fields,
+            id: &mut id,
+        },
+    )?;
+    Ok((id, value))
+}
+
+/// Fields whose `id` is taken out into `id` whatever the variant reads.
+#[cfg_attr(not(feature = "codex"), allow(dead_code))] // Only Codex items have an `id`.
+struct WithId<'a, F> {
+    fields: F,
+    id: &'a mut String,
+}
+
+impl<'de, F: Fields<'de>> Fields<'de> for WithId<'_, F> {
+    type Error = F::Error;
+
+    fn read<T: Deserialize<'de>>(self) -> Result<T, F::Error> {
+        let (id, value) = self.fields.read_with_id()?;
+        *self.id = id;
+        Ok(value)
+    }
+
+    fn read_with_id<T: Deserialize<'de>>(self) -> Result<(String, T), F::Error> {
+        // The `id` is already taken out: the variant sees none.
+        Ok((String::new(), self.read()?))
     }
 }
 
@@ -208,6 +257,61 @@ impl<'de, A: MapAccess<'de>> Fields<'de> for Rest<'de, A> {
             map: self.map,
         }))
     }
+
+    fn read_with_id<T: Deserialize<'de>>(self) -> Result<(String, T), A::Error> {
+        fn read<'de, T: Deserialize<'de>, M: MapAccess<'de>>(
+            map: M,
+        ) -> Result<(String, T), M::Error> {
+            let mut map = TakeId { map, id: None };
+            let value = T::deserialize(MapAccessDeserializer::new(&mut map))?;
+            Ok((map.id.unwrap_or_default(), value))
+        }
+        if self.before.is_empty() {
+            return read(self.map);
+        }
+        read(Replay {
+            before: self.before.into_iter(),
+            value: None,
+            map: self.map,
+        })
+    }
+}
+
+/// The name of the field [`Fields::read_with_id`] takes out.
+#[cfg_attr(not(feature = "codex"), allow(dead_code))] // Only Codex items have an `id`.
+const ID: &str = "id";
+
+/// A map without its `id` field, which is kept aside.
+#[cfg_attr(not(feature = "codex"), allow(dead_code))] // Only Codex items have an `id`.
+struct TakeId<A> {
+    map: A,
+    id: Option<String>,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for TakeId<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        loop {
+            let Some(Str(key)) = self.map.next_key::<Str<'de>>()? else {
+                return Ok(None);
+            };
+            if key != ID {
+                return give_key(seed, key).map(Some);
+            }
+            if self.id.is_some() {
+                return Err(de::Error::duplicate_field(ID));
+            }
+            self.id = Some(self.map.next_value()?);
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
 }
 
 /// The fields read before the tag, then the rest of the object.
@@ -231,11 +335,7 @@ where
         match self.before.next() {
             Some((key, value)) => {
                 self.value = Some(value);
-                let key = match key {
-                    Cow::Borrowed(k) => seed.deserialize(BorrowedStrDeserializer::new(k)),
-                    Cow::Owned(k) => seed.deserialize(StringDeserializer::new(k)),
-                };
-                key.map(Some)
+                give_key(seed, key).map(Some)
             }
             None => self.map.next_key_seed(seed),
         }
@@ -247,6 +347,19 @@ where
             Some(Held::Value(value)) => seed.deserialize(value).map_err(de::Error::custom),
             None => self.map.next_value_seed(seed),
         }
+    }
+}
+
+/// A key already read, handed to `seed` as the input would have: borrowed
+/// when it borrows from the input.
+fn give_key<'de, K, E>(seed: K, key: Cow<'de, str>) -> Result<K::Value, E>
+where
+    K: DeserializeSeed<'de>,
+    E: de::Error,
+{
+    match key {
+        Cow::Borrowed(k) => seed.deserialize(BorrowedStrDeserializer::new(k)),
+        Cow::Owned(k) => seed.deserialize(StringDeserializer::new(k)),
     }
 }
 
@@ -298,18 +411,106 @@ impl<'de, E: de::Error> Deserializer<'de> for HeldStr<'de, E> {
     }
 }
 
-/// `impl Deserialize` through [`deserialize`] (tag first) for each listed
-/// type that implements [`Tagged`].
-macro_rules! deserialize_tagged {
-    ($($ty:ty),+ $(,)?) => {$(
-        impl<'de> serde::Deserialize<'de> for $ty {
+/// Declares an enum tagged by its `type` field together with its tag
+/// table, once: each variant is a tag and a struct (read with
+/// [`Fields::read`]) or a unit (its fields skipped); the last is `_`, the
+/// unit catch-all for any other tag. Emits the enum, its [`Tagged`] impl
+/// (`EXPECTING` is "internally tagged enum <Name>", as serde's derive
+/// says) and its `Deserialize` (tag first, through [`deserialize`]).
+///
+/// ```ignore
+/// tagged_enum! {
+///     /// A content block.
+///     #[derive(Debug, Clone)]
+///     pub enum Block {
+///         /// Text.
+///         "text" => Text(TextBlock),
+///         /// Redacted reasoning.
+///         "redacted_thinking" => RedactedThinking,
+///         /// Any other block type.
+///         _ => Other,
+///     }
+/// }
+/// ```
+///
+/// Under `cfg(test)` it also emits `derived_debug`, the same enum decoded
+/// by serde's own `#[serde(tag = "type")]` derive and printed with `Debug`:
+/// the reference the tag-first decoding is tested against.
+macro_rules! tagged_enum {
+    (
+        $(#[$attr:meta])*
+        $vis:vis enum $name:ident { $($body:tt)* }
+    ) => {
+        $crate::tagged::tagged_enum!(@enum [$(#[$attr])* $vis enum $name] $($body)*);
+
+        #[cfg(test)]
+        impl $name {
+            /// `json` decoded by serde's derive (the reference), as `Debug`.
+            #[allow(dead_code)]
+            pub(crate) fn derived_debug(json: &str) -> Result<String, serde_json::Error> {
+                $crate::tagged::tagged_enum!(@derived $name [] $($body)*);
+                serde_json::from_str::<$name>(json).map(|v| format!("{v:?}"))
+            }
+        }
+    };
+    (
+        @enum [$(#[$attr:meta])* $vis:vis enum $name:ident]
+        $($(#[$vattr:meta])* $tag:pat => $variant:ident $(($ty:ty))?,)+
+    ) => {
+        $(#[$attr])*
+        $vis enum $name {
+            $($(#[$vattr])* $variant $(($ty))?,)+
+        }
+
+        impl<'de> $crate::tagged::Tagged<'de> for $name {
+            const EXPECTING: &'static str = concat!("internally tagged enum ", stringify!($name));
+
+            fn variant<F: $crate::tagged::Fields<'de>>(
+                tag: &str,
+                f: F,
+            ) -> Result<Self, F::Error> {
+                Ok(match tag {
+                    $($tag => $crate::tagged::tagged_enum!(@read f, $name, $variant $(($ty))?),)+
+                })
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 $crate::tagged::deserialize(d)
             }
         }
-    )+};
+    };
+    (@read $f:ident, $name:ident, $variant:ident ($ty:ty)) => {
+        $name::$variant($f.read::<$ty>()?)
+    };
+    (@read $f:ident, $name:ident, $variant:ident) => {{
+        $f.skip()?;
+        $name::$variant
+    }};
+    (@derived $name:ident [$($done:tt)*]) => {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(tag = "type")]
+        enum $name {
+            $($done)*
+        }
+    };
+    (
+        @derived $name:ident [$($done:tt)*]
+        $(#[$vattr:meta])* _ => $variant:ident, $($rest:tt)*
+    ) => {
+        $crate::tagged::tagged_enum!(@derived $name [$($done)* #[serde(other)] $variant,] $($rest)*);
+    };
+    (
+        @derived $name:ident [$($done:tt)*]
+        $(#[$vattr:meta])* $tag:literal => $variant:ident $(($ty:ty))?, $($rest:tt)*
+    ) => {
+        $crate::tagged::tagged_enum!(
+            @derived $name [$($done)* #[serde(rename = $tag)] $variant $(($ty))?,] $($rest)*
+        );
+    };
 }
-pub(crate) use deserialize_tagged;
+pub(crate) use tagged_enum;
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,11 @@
 use serde_json::{Value, json};
 
 use super::record::{Parsed, Recorder, ToolOutcome, Totals};
-use super::wire::{ExecEvent, ExecUsage, Item, ItemDetails};
+use super::wire::{
+    AgentMessage, CommandExecution, ExecEvent, ExecUsage, FileChange, Item, ItemDetails, ItemError,
+    ItemEvent, McpToolCall, Reasoning, StreamError, ThreadStarted, TurnCompleted, TurnFailed,
+    WebSearch,
+};
 use crate::exit::ExitFacts;
 use crate::pump::{LineProtocol, Out};
 
@@ -63,19 +67,19 @@ impl ExecParser {
     /// The tool a tool-like item stands for: its name and arguments.
     fn tool_of(details: &ItemDetails) -> Option<(String, Value)> {
         match details {
-            ItemDetails::CommandExecution { command, .. } => {
+            ItemDetails::CommandExecution(CommandExecution { command, .. }) => {
                 Some(("command_execution".into(), json!({ "command": command })))
             }
-            ItemDetails::FileChange { changes, .. } => {
+            ItemDetails::FileChange(FileChange { changes, .. }) => {
                 Some(("file_change".into(), json!({ "changes": changes })))
             }
-            ItemDetails::McpToolCall {
+            ItemDetails::McpToolCall(McpToolCall {
                 server,
                 tool,
                 arguments,
                 ..
-            } => Some((format!("mcp:{server}/{tool}"), arguments.clone())),
-            ItemDetails::WebSearch { query } => {
+            }) => Some((format!("mcp:{server}/{tool}"), arguments.clone())),
+            ItemDetails::WebSearch(WebSearch { query }) => {
                 Some(("web_search".into(), json!({ "query": query })))
             }
             _ => None,
@@ -95,29 +99,29 @@ impl ExecParser {
         // nobody will see it.
         let shown = self.rec.shows_tool(&item.id);
         let (text, is_error, result) = match item.details {
-            ItemDetails::CommandExecution {
+            ItemDetails::CommandExecution(CommandExecution {
                 aggregated_output,
                 exit_code,
                 status,
                 ..
-            } => {
+            }) => {
                 let result = shown.then(|| {
                     json!({"exit_code": exit_code, "status": status, "output": aggregated_output})
                 });
                 let is_error = status != "completed" || exit_code.is_some_and(|c| c != 0);
                 (aggregated_output, is_error, result)
             }
-            ItemDetails::FileChange { status, .. } => {
+            ItemDetails::FileChange(FileChange { status, .. }) => {
                 let result = shown.then(|| json!({ "status": status }));
                 let is_error = status != "completed";
                 (status, is_error, result)
             }
-            ItemDetails::McpToolCall {
+            ItemDetails::McpToolCall(McpToolCall {
                 result,
                 error,
                 status,
                 ..
-            } => (
+            }) => (
                 result
                     .as_ref()
                     .map(Value::to_string)
@@ -140,14 +144,18 @@ impl ExecParser {
 
     fn completed(&mut self, item: Item, raw: &[u8], out: &mut Vec<Out>) {
         match item.details {
-            ItemDetails::AgentMessage { text } => self.rec.text_done(out, &item.id, text),
-            ItemDetails::Reasoning { text } => self.rec.reasoning_done(out, &item.id, text),
+            ItemDetails::AgentMessage(AgentMessage { text }) => {
+                self.rec.text_done(out, &item.id, text)
+            }
+            ItemDetails::Reasoning(Reasoning { text }) => {
+                self.rec.reasoning_done(out, &item.id, text)
+            }
             // Error *items* are warnings (e.g. unknown model metadata).
-            ItemDetails::Error { message } => Recorder::warning(out, message),
-            ItemDetails::CommandExecution { .. }
-            | ItemDetails::FileChange { .. }
-            | ItemDetails::McpToolCall { .. }
-            | ItemDetails::WebSearch { .. } => self.tool_completed(item, out),
+            ItemDetails::Error(ItemError { message }) => Recorder::warning(out, message),
+            ItemDetails::CommandExecution(_)
+            | ItemDetails::FileChange(_)
+            | ItemDetails::McpToolCall(_)
+            | ItemDetails::WebSearch(_) => self.tool_completed(item, out),
             ItemDetails::Other => self.unknown_item(raw, out),
         }
     }
@@ -213,8 +221,8 @@ impl ExecParser {
             return;
         }
         let terminal = match &event {
-            ExecEvent::TurnCompleted { .. } => Some("turn.completed"),
-            ExecEvent::TurnFailed { .. } => Some("turn.failed"),
+            ExecEvent::TurnCompleted(_) => Some("turn.completed"),
+            ExecEvent::TurnFailed(_) => Some("turn.failed"),
             _ => None,
         };
         if let Some(name) = terminal
@@ -227,10 +235,12 @@ impl ExecParser {
             return;
         }
         match event {
-            ExecEvent::ThreadStarted { thread_id } => self.rec.thread(out, &thread_id),
+            ExecEvent::ThreadStarted(ThreadStarted { thread_id }) => {
+                self.rec.thread(out, &thread_id)
+            }
             ExecEvent::TurnStarted => self.rec.step_started(out),
-            ExecEvent::ItemStarted { item } => match &item.details {
-                ItemDetails::AgentMessage { .. } | ItemDetails::Reasoning { .. } => {}
+            ExecEvent::ItemStarted(ItemEvent { item }) => match &item.details {
+                ItemDetails::AgentMessage(_) | ItemDetails::Reasoning(_) => {}
                 ItemDetails::Other => self.unknown_item(raw, out),
                 details => {
                     if let Some((name, args)) = Self::tool_of(details) {
@@ -238,10 +248,10 @@ impl ExecParser {
                     }
                 }
             },
-            ExecEvent::ItemUpdated { .. } => self.unknown_item(raw, out),
-            ExecEvent::ItemCompleted { item } => self.completed(item, raw, out),
-            ExecEvent::Error { message } => self.rec.stream_error(out, message),
-            ExecEvent::TurnCompleted { usage } => {
+            ExecEvent::ItemUpdated(_) => self.unknown_item(raw, out),
+            ExecEvent::ItemCompleted(ItemEvent { item }) => self.completed(item, raw, out),
+            ExecEvent::Error(StreamError { message }) => self.rec.stream_error(out, message),
+            ExecEvent::TurnCompleted(TurnCompleted { usage }) => {
                 // exec reports the thread's cumulative usage: this turn's is
                 // the difference with what the checkpoint carried.
                 let cumulative = usage.map(Totals::from);
@@ -249,7 +259,7 @@ impl ExecParser {
                 self.rec.set_usage(turn, cumulative);
                 self.rec.succeed(out, "turn.completed", raw);
             }
-            ExecEvent::TurnFailed { error } => {
+            ExecEvent::TurnFailed(TurnFailed { error }) => {
                 let message = error.map(|e| e.message);
                 let message = self
                     .rec

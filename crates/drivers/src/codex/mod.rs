@@ -30,7 +30,6 @@ mod persistent;
 pub mod policy;
 pub mod record;
 pub mod wire;
-mod wire_de;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

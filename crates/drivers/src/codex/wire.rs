@@ -5,49 +5,71 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-/// One stdout line of `codex exec --json` (deserialized tag first, see
-/// `wire_de.rs`).
-#[derive(Debug, Clone)]
-pub enum ExecEvent {
-    /// The thread (session) id: the resume identifier.
-    ThreadStarted {
-        /// The thread id.
-        thread_id: String,
-    },
-    /// A turn began.
-    TurnStarted,
-    /// An item began (command execution, MCP call, todo list …).
-    ItemStarted {
-        /// The item.
-        item: Item,
-    },
-    /// An item changed.
-    ItemUpdated {
-        /// The item.
-        item: Item,
-    },
-    /// An item completed (the authoritative item).
-    ItemCompleted {
-        /// The item.
-        item: Item,
-    },
-    /// The turn completed: the successful terminal event.
-    TurnCompleted {
-        /// Cumulative usage of the thread.
-        usage: Option<ExecUsage>,
-    },
-    /// The turn failed: the failure terminal event.
-    TurnFailed {
-        /// The error.
-        error: Option<ErrorBody>,
-    },
-    /// A fatal stream error (comes before `turn.failed`).
-    Error {
-        /// The message.
-        message: String,
-    },
-    /// Anything else.
-    Unknown,
+use crate::tagged::{self, Fields, Tagged, tagged_enum};
+
+tagged_enum! {
+    /// One stdout line of `codex exec --json` (deserialized tag first, see
+    /// [`crate::tagged`]).
+    #[derive(Debug, Clone)]
+    pub enum ExecEvent {
+        /// The thread (session) id: the resume identifier.
+        "thread.started" => ThreadStarted(ThreadStarted),
+        /// A turn began.
+        "turn.started" => TurnStarted,
+        /// An item began (command execution, MCP call, todo list …).
+        "item.started" => ItemStarted(ItemEvent),
+        /// An item changed.
+        "item.updated" => ItemUpdated(ItemEvent),
+        /// An item completed (the authoritative item).
+        "item.completed" => ItemCompleted(ItemEvent),
+        /// The turn completed: the successful terminal event.
+        "turn.completed" => TurnCompleted(TurnCompleted),
+        /// The turn failed: the failure terminal event.
+        "turn.failed" => TurnFailed(TurnFailed),
+        /// A fatal stream error (comes before `turn.failed`).
+        "error" => Error(StreamError),
+        /// Anything else.
+        _ => Unknown,
+    }
+}
+
+/// `thread.started`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ThreadStarted {
+    /// The thread id.
+    pub thread_id: String,
+}
+
+/// `item.started`, `item.updated`, `item.completed`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ItemEvent {
+    /// The item.
+    pub item: Item,
+}
+
+/// `turn.completed`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct TurnCompleted {
+    /// Cumulative usage of the thread.
+    pub usage: Option<ExecUsage>,
+}
+
+/// `turn.failed`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct TurnFailed {
+    /// The error.
+    pub error: Option<ErrorBody>,
+}
+
+/// `error`: a fatal stream error.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct StreamError {
+    /// The message.
+    pub message: String,
 }
 
 /// An error body.
@@ -72,8 +94,8 @@ pub struct ExecUsage {
     pub reasoning_output_tokens: u64,
 }
 
-/// A thread item: the common fields plus the type-specific ones
-/// (deserialized tag first, see `wire_de.rs`).
+/// A thread item: the common `id` plus the type-specific fields, decoded
+/// in one pass, tag first (see [`crate::tagged::variant_with_id`]).
 #[derive(Debug, Clone)]
 pub struct Item {
     /// A per-process counter (`item_0` …); not a stable identifier.
@@ -82,80 +104,236 @@ pub struct Item {
     pub details: ItemDetails,
 }
 
-/// The item types (`ThreadItemDetails`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ItemDetails {
-    /// Assistant text (a JSON string with `--output-schema`).
-    AgentMessage {
-        /// The text.
-        #[serde(default)]
-        text: String,
-    },
-    /// Reasoning summary.
-    Reasoning {
-        /// The text.
-        #[serde(default)]
-        text: String,
-    },
-    /// A shell command.
-    CommandExecution {
-        /// The command line.
-        #[serde(default)]
-        command: String,
-        /// Combined output.
-        #[serde(default)]
-        aggregated_output: String,
-        /// Exit code, once finished.
-        #[serde(default)]
-        exit_code: Option<i64>,
-        /// `in_progress`, `completed`, `failed`, `declined`.
-        #[serde(default)]
-        status: String,
-    },
-    /// File edits.
-    FileChange {
-        /// The changes.
-        #[serde(default)]
-        changes: Value,
-        /// `completed`, `failed`.
-        #[serde(default)]
-        status: String,
-    },
-    /// An MCP tool call.
-    McpToolCall {
-        /// The server.
-        #[serde(default)]
-        server: String,
-        /// The tool.
-        #[serde(default)]
-        tool: String,
-        /// The arguments.
-        #[serde(default)]
-        arguments: Value,
-        /// The result.
-        #[serde(default)]
-        result: Option<Value>,
-        /// The error.
-        #[serde(default)]
-        error: Option<Value>,
-        /// The status.
-        #[serde(default)]
-        status: String,
-    },
-    /// A web search.
-    WebSearch {
-        /// The query.
-        #[serde(default)]
-        query: String,
-    },
-    /// A non-fatal error (a warning).
-    Error {
-        /// The message.
-        #[serde(default)]
-        message: String,
-    },
-    /// Anything else (todo_list, plan, collab_tool_call …).
-    #[serde(other)]
-    Other,
+impl<'de> Tagged<'de> for Item {
+    const EXPECTING: &'static str = "struct Item";
+
+    fn variant<F: Fields<'de>>(tag: &str, fields: F) -> Result<Self, F::Error> {
+        let (id, details) = tagged::variant_with_id(tag, fields)?;
+        Ok(Item { id, details })
+    }
+}
+
+impl<'de> Deserialize<'de> for Item {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged::deserialize(d)
+    }
+}
+
+tagged_enum! {
+    /// The item types (`ThreadItemDetails`).
+    #[derive(Debug, Clone)]
+    pub enum ItemDetails {
+        /// Assistant text (a JSON string with `--output-schema`).
+        "agent_message" => AgentMessage(AgentMessage),
+        /// Reasoning summary.
+        "reasoning" => Reasoning(Reasoning),
+        /// A shell command.
+        "command_execution" => CommandExecution(CommandExecution),
+        /// File edits.
+        "file_change" => FileChange(FileChange),
+        /// An MCP tool call.
+        "mcp_tool_call" => McpToolCall(McpToolCall),
+        /// A web search.
+        "web_search" => WebSearch(WebSearch),
+        /// A non-fatal error (a warning).
+        "error" => Error(ItemError),
+        /// Anything else (todo_list, plan, collab_tool_call …).
+        _ => Other,
+    }
+}
+
+/// `agent_message`: assistant text.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct AgentMessage {
+    /// The text (a JSON string with `--output-schema`).
+    pub text: String,
+}
+
+/// `reasoning`: a reasoning summary.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Reasoning {
+    /// The text.
+    pub text: String,
+}
+
+/// `command_execution`: a shell command.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct CommandExecution {
+    /// The command line.
+    pub command: String,
+    /// Combined output.
+    pub aggregated_output: String,
+    /// Exit code, once finished.
+    pub exit_code: Option<i64>,
+    /// `in_progress`, `completed`, `failed`, `declined`.
+    pub status: String,
+}
+
+/// `file_change`: file edits.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct FileChange {
+    /// The changes.
+    pub changes: Value,
+    /// `completed`, `failed`.
+    pub status: String,
+}
+
+/// `mcp_tool_call`: an MCP tool call.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct McpToolCall {
+    /// The server.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// The arguments.
+    pub arguments: Value,
+    /// The result.
+    pub result: Option<Value>,
+    /// The error.
+    pub error: Option<Value>,
+    /// The status.
+    pub status: String,
+}
+
+/// `web_search`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct WebSearch {
+    /// The query.
+    pub query: String,
+}
+
+/// `error` item: a non-fatal error (a warning).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ItemError {
+    /// The message.
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// `json` decoded as the derived `#[serde(flatten)]` form of `Item`
+    /// would: the `id` (a string, `""` when absent) and the details by
+    /// serde's own tagged derive, as `Debug`.
+    fn derived_item(json: &str) -> Result<(String, String), String> {
+        let v: Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        let id = match v.get("id") {
+            None => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => return Err(format!("id {other}")),
+        };
+        let details = ItemDetails::derived_debug(json).map_err(|e| e.to_string())?;
+        Ok((id, details))
+    }
+
+    #[test]
+    fn items_agree_with_the_derived_form() {
+        let cases = [
+            r#"{"id":"item_1","type":"agent_message","text":"hé"}"#,
+            r#"{"type":"reasoning","id":"item_2","text":"r"}"#,
+            r#"{"text":"t","type":"agent_message"}"#,
+            r#"{"id":"i","type":"command_execution","command":"ls","aggregated_output":"a","exit_code":0,"status":"completed"}"#,
+            r#"{"id":"i","type":"command_execution","exit_code":null,"status":"in_progress"}"#,
+            r#"{"status":"completed","id":"i","command":"ls","type":"command_execution","exit_code":1}"#,
+            r#"{"id":"i","type":"file_change","changes":[{"path":"a","kind":"add"}],"status":"completed"}"#,
+            r#"{"id":"i","type":"mcp_tool_call","server":"s","tool":"t","arguments":{"a":1},"result":{"content":[]},"error":null,"status":"completed"}"#,
+            r#"{"id":"i","type":"web_search","query":"q"}"#,
+            r#"{"id":"i","type":"error","message":"m"}"#,
+            r#"{"id":"i","type":"todo_list","items":[{"text":"x","completed":false}]}"#,
+            r#"{"type":"todo_list","id":"i"}"#,
+            r#"{"id":"a\"b","type":"agent_message","text":"t"}"#,
+            r#"{"id":7,"type":"agent_message","text":"t"}"#,
+            r#"{"type":"agent_message","id":7,"text":"t"}"#,
+            r#"{"id":"i","type":"agent_message","text":7}"#,
+            r#"{"id":"i"}"#,
+            r#"{"id":"i","type":"agent_message","text":"t""#,
+            r#"{"id":"i","type":"todo_list","items":[}"#,
+        ];
+        for case in cases {
+            let ours =
+                serde_json::from_str::<Item>(case).map(|i| (i.id, format!("{:?}", i.details)));
+            let reference = derived_item(case);
+            match (&ours, &reference) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{case}"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("{case}: ours {ours:?}, derived {reference:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_duplicate_item_id_is_an_error() {
+        let e =
+            serde_json::from_str::<Item>(r#"{"id":"a","type":"web_search","id":"b"}"#).unwrap_err();
+        assert!(e.to_string().contains("duplicate field `id`"), "{e}");
+    }
+
+    #[test]
+    fn events_agree_with_the_derived_form() {
+        let cases = [
+            r#"{"type":"thread.started","thread_id":"t"}"#,
+            r#"{"thread_id":"t","type":"thread.started"}"#,
+            r#"{"type":"thread.started"}"#,
+            r#"{"type":"turn.started","x":1}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":3,"cached_input_tokens":1}}"#,
+            r#"{"type":"turn.completed"}"#,
+            r#"{"type":"turn.failed","error":{"message":"m"}}"#,
+            r#"{"type":"error","message":"boom"}"#,
+            r#"{"type":"session.configured","x":[1]}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":"3"}}"#,
+            r#"{"type":"session.configured","x":[1}"#,
+            r#"{"thread_id":"t"}"#,
+        ];
+        for case in cases {
+            let ours = serde_json::from_str::<ExecEvent>(case).map(|e| format!("{e:?}"));
+            let reference = ExecEvent::derived_debug(case);
+            match (&ours, &reference) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{case}"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("{case}: ours {ours:?}, derived {reference:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn events_decode_and_unknown_ones_are_caught() {
+        let e: ExecEvent = serde_json::from_str(
+            r#"{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"done"}}"#,
+        )
+        .unwrap();
+        let ExecEvent::ItemCompleted(ItemEvent { item }) = e else {
+            panic!()
+        };
+        assert_eq!(item.id, "item_3");
+        assert!(matches!(item.details, ItemDetails::AgentMessage(m) if m.text == "done"));
+        let e: ExecEvent =
+            serde_json::from_str(r#"{"type":"turn.completed","usage":{"input_tokens":3}}"#)
+                .unwrap();
+        assert!(matches!(
+            e,
+            ExecEvent::TurnCompleted(TurnCompleted { usage: Some(u) }) if u.input_tokens == 3
+        ));
+        let e: ExecEvent = serde_json::from_str(r#"{"type":"turn.started","x":1}"#).unwrap();
+        assert!(matches!(e, ExecEvent::TurnStarted));
+        let e: ExecEvent = serde_json::from_str(r#"{"type":"session.configured"}"#).unwrap();
+        assert!(matches!(e, ExecEvent::Unknown));
+        for bad in [
+            r#"{"type":"item.completed"}"#,
+            r#"{"type":"item.completed","item":{"id":"x"}}"#,
+            r#"{"thread_id":"t"}"#,
+            r#"{"type":"thread.started","thread_id":"t""#,
+        ] {
+            assert!(serde_json::from_str::<ExecEvent>(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -47,7 +47,6 @@ pub mod policy;
 mod resident;
 mod transport;
 pub mod wire;
-mod wire_de;
 
 pub use argv::argv_with;
 pub use config::{Config, Transport};

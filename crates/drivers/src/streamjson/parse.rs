@@ -22,7 +22,9 @@ use serde_json::{Value, json};
 
 use super::Family;
 use super::wire::{
-    AssistantLine, Block, Delta, Line, ResultLine, SseEvent, SystemLine, UserContent, UserLine,
+    AssistantLine, Block, ContentBlockDelta, ContentBlockStart, ContentBlockStop, Delta,
+    InputJsonDelta, Line, MessageStart, ResultLine, SseEvent, SystemLine, TextBlock, TextDelta,
+    ThinkingBlock, ThinkingDelta, ToolResultBlock, ToolUseBlock, UserContent, UserLine,
 };
 use crate::terminal_guard::{IgnoredTerminals, session_mismatch};
 
@@ -373,7 +375,7 @@ impl Parser {
             };
             let id = self.fresh_id(format!("{msg}:{n}"));
             match block {
-                Block::Text { text } if !text.is_empty() => {
+                Block::Text(TextBlock { text }) if !text.is_empty() => {
                     let mut item = TranscriptItem::assistant(text.clone());
                     if let Some(p) = &nested {
                         item.metadata.insert("parent_tool_use_id".into(), p.clone());
@@ -391,7 +393,7 @@ impl Parser {
                     }
                     self.item(out, item);
                 }
-                Block::Thinking { thinking } if !thinking.is_empty() => {
+                Block::Thinking(ThinkingBlock { thinking }) if !thinking.is_empty() => {
                     if nested.is_none() && !self.partials {
                         self.emit(out, StreamPayload::reasoning_start(id.clone()));
                         self.emit(
@@ -406,11 +408,11 @@ impl Parser {
                     }
                     self.item(out, item);
                 }
-                Block::ToolUse {
+                Block::ToolUse(ToolUseBlock {
                     id: call,
                     name,
                     input,
-                } if !call.is_empty() && !name.is_empty() => {
+                }) if !call.is_empty() && !name.is_empty() => {
                     if nested.is_none() && !self.partials && self.tools.insert(call.clone()) {
                         self.emit(
                             out,
@@ -436,11 +438,11 @@ impl Parser {
             return;
         };
         for block in blocks {
-            let Block::ToolResult {
+            let Block::ToolResult(ToolResultBlock {
                 tool_use_id,
                 content,
                 is_error,
-            } = block
+            }) = block
             else {
                 continue;
             };
@@ -475,24 +477,24 @@ impl Parser {
 
     fn sse(&mut self, event: SseEvent, out: &mut Vec<Out>) {
         match event {
-            SseEvent::MessageStart { message } => {
+            SseEvent::MessageStart(MessageStart { message }) => {
                 self.current_message = self.message_id(&message.id);
             }
-            SseEvent::ContentBlockStart {
+            SseEvent::ContentBlockStart(ContentBlockStart {
                 index,
                 content_block,
-            } => {
+            }) => {
                 let id = self.fresh_id(format!("{}:{index}", self.current_message));
                 let open = match content_block {
-                    Block::Text { .. } => {
+                    Block::Text(_) => {
                         self.emit(out, StreamPayload::text_start(id.clone()));
                         Open::Text(id)
                     }
-                    Block::Thinking { .. } => {
+                    Block::Thinking(_) => {
                         self.emit(out, StreamPayload::reasoning_start(id.clone()));
                         Open::Reasoning(id)
                     }
-                    Block::ToolUse { id: call, name, .. }
+                    Block::ToolUse(ToolUseBlock { id: call, name, .. })
                         if !call.is_empty() && !name.is_empty() && !self.tools.contains(&call) =>
                     {
                         let call_id = LifecycleId::from(call.as_str());
@@ -510,20 +512,20 @@ impl Parser {
                     self.close(previous, out);
                 }
             }
-            SseEvent::ContentBlockDelta { index, delta } => {
+            SseEvent::ContentBlockDelta(ContentBlockDelta { index, delta }) => {
                 let Some(open) = self.open.get(&index).cloned() else {
                     return;
                 };
                 match (open, delta) {
-                    (Open::Text(id), Delta::TextDelta { text }) if !text.is_empty() => {
+                    (Open::Text(id), Delta::TextDelta(TextDelta { text })) if !text.is_empty() => {
                         self.emit(out, StreamPayload::text_content(id, text));
                     }
-                    (Open::Reasoning(id), Delta::ThinkingDelta { thinking })
+                    (Open::Reasoning(id), Delta::ThinkingDelta(ThinkingDelta { thinking }))
                         if !thinking.is_empty() =>
                     {
                         self.emit(out, StreamPayload::reasoning_content(id, thinking));
                     }
-                    (Open::Tool(id), Delta::InputJsonDelta { partial_json })
+                    (Open::Tool(id), Delta::InputJsonDelta(InputJsonDelta { partial_json }))
                         if !partial_json.is_empty() =>
                     {
                         self.emit(out, StreamPayload::tool_call_args(id, partial_json));
@@ -531,7 +533,7 @@ impl Parser {
                     _ => {}
                 }
             }
-            SseEvent::ContentBlockStop { index } => {
+            SseEvent::ContentBlockStop(ContentBlockStop { index }) => {
                 if let Some(open) = self.open.remove(&index) {
                     self.close(open, out);
                 }
@@ -756,7 +758,7 @@ fn text_of_blocks(blocks: &[Block]) -> String {
     blocks
         .iter()
         .filter_map(|b| match b {
-            Block::Text { text } => Some(text.as_str()),
+            Block::Text(t) => Some(t.text.as_str()),
             _ => None,
         })
         .collect()
