@@ -12,7 +12,7 @@
 //!   tool items, per-turn usage and approval requests routed to the host.
 //!
 //! A thread's app-server turns are served by one *resident* server
-//! ([`Config::resident`], `persistent.rs`): the next turn is a `turn/start`
+//! ([`Config::resident`], `resident.rs`): the next turn is a `turn/start`
 //! on the server that ran the previous one.
 //!
 //! [`Config::transport`] can force one. Both produce every response layer
@@ -26,9 +26,9 @@ pub mod appserver;
 pub mod argv;
 mod config;
 pub mod exec;
-mod persistent;
 pub mod policy;
 pub mod record;
+mod resident;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -87,7 +87,7 @@ pub struct InvalidOutputSchema(#[source] serde_json::Error);
 #[derive(Debug, Clone)]
 pub struct CodexDriver {
     config: Config,
-    pool: Pool<persistent::Loaded>,
+    pool: Pool<resident::Loaded>,
 }
 
 /// A Codex driver.
@@ -184,8 +184,8 @@ impl Driver for CodexDriver {
             None => None,
         };
         let cwd = req.workspace.clone().or_else(|| self.config.cwd.clone());
-        if persistent::eligible(&self.config, &req) {
-            return persistent::run(self, &ctx, &req, sink, cwd.as_deref(), schema).await;
+        if resident::eligible(&self.config, &req) {
+            return resident::run(self, &ctx, &req, sink, cwd.as_deref(), schema).await;
         }
         if let Some(id) = resume_id(&req)
             && let Some(pid) = self.pool.retire(&id).await
