@@ -25,11 +25,14 @@
 pub mod appserver;
 pub mod argv;
 mod config;
-pub mod exec;
+pub mod parse;
 pub mod policy;
 pub mod record;
 mod resident;
 pub mod wire;
+
+/// The `codex exec --json` parser under its former name.
+pub use parse as exec;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -52,7 +55,7 @@ use appserver::AppServerParser;
 use appserver::protocol::ThreadParams;
 use appserver::transport::{Plan, Session};
 pub use config::{Config, ENV_ALLOWLIST, Transport};
-use exec::ExecParser;
+use parse::ExecParser;
 use record::{Parsed, Totals};
 use wire::ExecUsage;
 
