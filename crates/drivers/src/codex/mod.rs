@@ -1,7 +1,7 @@
 //! OpenAI Codex, over two transports that share one turn recorder
 //! ([`record`]):
 //!
-//! * **`codex exec --json`** ([`exec`]) when `Request::streaming` is false:
+//! * **`codex exec --json`** ([`parse`]) when `Request::streaming` is false:
 //!   one JSON event per line and no text deltas, so text and reasoning
 //!   lifecycles are coarse (one content frame per completed item);
 //!   `turn.completed.usage` is cumulative for the thread, and a resumed turn
@@ -21,6 +21,29 @@
 //! is the thread id, valid only after a successful terminal with exit 0.
 //! With `Request::output_schema`, exec gets `--output-schema FILE` and the
 //! app-server `turn/start.outputSchema`; the final agent message is the JSON.
+//!
+//! # Files
+//!
+//! The roles every CLI driver folder uses, plus what Codex's two transports
+//! add:
+//!
+//! * `mod.rs` — the [`CodexDriver`]: descriptor, run policy, choosing the
+//!   transport, and forming the [`Response`] from a parse.
+//! * `config.rs`, [`argv`], [`policy`] — the configuration, the command
+//!   lines, the run-policy table.
+//! * [`wire`] — the serde types of `codex exec --json`; [`parse`] — its
+//!   line parser.
+//! * `transport.rs` — the one-shot processes: the command, an exec run
+//!   (with its `--output-schema` file), an app-server run.
+//! * `resident.rs` — the resident app-servers (a thread's turns on one live
+//!   server, through `crate::resident`'s pool).
+//! * [`record`] — the turn recorder both parsers report facts to: one
+//!   implementation of the lifecycle, transcript, usage, checkpoint and
+//!   failure rules.
+//! * [`appserver`] — the app-server protocol as a folder of its own: its
+//!   message types (`protocol`), its line parser (`parse`), the client side
+//!   of a run as a pump `Duplex` (`transport`) and whose a notification is
+//!   (`scope`).
 
 pub mod appserver;
 pub mod argv;
@@ -29,14 +52,14 @@ pub mod parse;
 pub mod policy;
 pub mod record;
 mod resident;
+mod transport;
 pub mod wire;
 
 /// The `codex exec --json` parser under its former name.
 pub use parse as exec;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use agent_adaptor_driver::{
     ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, RawBytes,
@@ -44,20 +67,12 @@ use agent_adaptor_driver::{
     StreamCapability, StructuredOutput, StructuredOutputCapability, StructuredOutputSource,
     async_trait, canonical_session_config_fingerprint,
 };
-use agent_adaptor_process::{Command, ExitInfo, Finished, StdinMode};
-use bytes::Bytes;
+use agent_adaptor_process::ExitInfo;
 use serde_json::Value;
 
-use crate::exit::{CliName, ExitFacts};
-use crate::pump;
 use crate::resident::Pool;
-use appserver::AppServerParser;
-use appserver::protocol::ThreadParams;
-use appserver::transport::{Plan, Session};
 pub use config::{Config, ENV_ALLOWLIST, Transport};
-use parse::ExecParser;
 use record::{Parsed, Totals};
-use wire::ExecUsage;
 
 /// exec's stream capability: a formal event protocol, whole items only.
 pub const EXEC_CAPABILITY: StreamCapability = StreamCapability {
@@ -225,96 +240,6 @@ impl Driver for CodexDriver {
     }
 }
 
-impl CodexDriver {
-    fn command(&self, args: Vec<String>, cwd: Option<&Path>, stdin: StdinMode) -> Command {
-        let cfg = &self.config;
-        let mut cmd = Command::new(&cfg.command);
-        cmd.args(args);
-        cfg.env_policy.apply(&mut cmd, ENV_ALLOWLIST, &[], &cfg.env);
-        if let Some(dir) = cwd {
-            cmd.cwd(dir);
-        }
-        cmd.stdin(stdin)
-            .close_grace(cfg.cancel_grace)
-            .term_grace(cfg.cancel_grace * 2);
-        cmd
-    }
-
-    async fn run_exec(
-        &self,
-        ctx: &RunContext,
-        req: &Request,
-        sink: &dyn EventSink,
-        cwd: Option<&Path>,
-        schema: Option<&Value>,
-    ) -> Result<(Finished, Parsed), DriverError> {
-        let schema_file = schema.map(SchemaFile::write).transpose()?;
-        let args = argv::exec_argv(
-            &self.config,
-            req,
-            cwd,
-            schema_file.as_ref().map(|f| f.0.as_path()),
-        );
-        let prompt = StdinMode::Bytes(Bytes::from(req.prompt.clone().into_bytes()));
-        let cmd = self.command(args, cwd, prompt);
-        let mut parser = ExecParser::new(req.streaming, previous_usage(req))
-            .with_transcript(req.new_transcript());
-        let cli = CliName {
-            name: "Codex",
-            terminal: "turn.completed",
-        };
-        let finished = pump::run(cli, &cmd, ctx, sink, &mut parser, None, &[]).await?;
-        let (tail, parsed) = parser.finish(ExitFacts::of(&finished.exit));
-        for out in tail {
-            pump::deliver(out, sink, &mut None, &mut None).await?;
-        }
-        Ok((finished, parsed))
-    }
-
-    /// What an app-server run asks of the server.
-    fn plan(&self, req: &Request, cwd: Option<&Path>, schema: Option<Value>) -> Plan {
-        let cfg = &self.config;
-        Plan {
-            thread: ThreadParams {
-                cwd: cwd.map(|d| d.to_string_lossy().into_owned()),
-                approval_policy: cfg.approval_policy.clone(),
-                sandbox: cfg.sandbox.clone(),
-                model: req.model_override.clone().or_else(|| cfg.model.clone()),
-            },
-            resume: resume_id(req),
-            prompt: req.prompt.clone(),
-            output_schema: schema,
-        }
-    }
-
-    async fn run_app_server(
-        &self,
-        ctx: &RunContext,
-        req: &Request,
-        sink: &dyn EventSink,
-        cwd: Option<&Path>,
-        schema: Option<Value>,
-    ) -> Result<(Finished, Parsed), DriverError> {
-        let cfg = &self.config;
-        let plan = self.plan(req, cwd, schema);
-        let parser =
-            AppServerParser::new(req.streaming, plan.resume.is_some(), previous_totals(req))
-                .with_transcript(req.new_transcript());
-        let (mut session, setup) = Session::new(parser, plan);
-        let cmd = self.command(argv::app_server_argv(cfg), cwd, StdinMode::Pipe);
-        let cli = CliName {
-            name: "Codex app-server",
-            terminal: "turn/completed",
-        };
-        let finished = pump::run_duplex(cli, &cmd, ctx, sink, &mut session, &setup).await?;
-        let (tail, parsed) = session.parser.finish(ExitFacts::of(&finished.exit));
-        for out in tail {
-            pump::deliver(out, sink, &mut None, &mut None).await?;
-        }
-        Ok((finished, parsed))
-    }
-}
-
 /// The thread's cumulative usage the resumed checkpoint carried.
 fn previous_totals(req: &Request) -> Option<Totals> {
     req.session
@@ -402,101 +327,4 @@ fn resume_id(req: &Request) -> Option<String> {
         .and_then(|s| s.state.as_ref())
         .map(|s| s.resume_id.clone())
         .filter(|id| !id.is_empty())
-}
-
-/// The thread's cumulative usage before this turn, from the resumed state.
-fn previous_usage(req: &Request) -> Option<ExecUsage> {
-    let data = &req.session.as_ref()?.state.as_ref()?.data;
-    let t = Totals::from_state(data)?;
-    Some(ExecUsage {
-        input_tokens: t.input,
-        cached_input_tokens: t.cached_input,
-        output_tokens: t.output,
-        reasoning_output_tokens: t.reasoning,
-    })
-}
-
-/// exec's `--output-schema` file: created by this process (never an
-/// existing file or a planted link), readable by its owner only (0600 on
-/// Unix), removed when dropped, i.e. when the run ends however it ends.
-struct SchemaFile(PathBuf);
-
-impl SchemaFile {
-    fn write(schema: &Value) -> Result<SchemaFile, DriverError> {
-        use std::io::Write as _;
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let mut nonce = [0u8; 8];
-        nonce_bytes(&mut nonce);
-        let path = std::env::temp_dir().join(format!(
-            "agent-adaptor-codex-schema-{}-{}-{}.json",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed),
-            nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        ));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            options.mode(0o600);
-        }
-        let mut file = options.open(&path)?;
-        // From here on the file is ours: dropping the guard removes it.
-        let guard = SchemaFile(path);
-        file.write_all(schema.to_string().as_bytes())?;
-        file.sync_all()?;
-        Ok(guard)
-    }
-
-    /// The file's path.
-    #[cfg(test)]
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-/// Unpredictable bytes for a temp file name (the standard library's
-/// randomly seeded hasher; no extra dependency).
-fn nonce_bytes(out: &mut [u8; 8]) {
-    use std::hash::{BuildHasher as _, Hasher as _};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    *out = h.finish().to_le_bytes();
-}
-
-impl Drop for SchemaFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-#[cfg(test)]
-mod schema_file_tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn the_schema_file_is_private_complete_and_removed_on_drop() {
-        let schema = serde_json::json!({"type": "object", "required": ["a"]});
-        let file = SchemaFile::write(&schema).unwrap();
-        let path = file.path().to_owned();
-        let written: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        assert_eq!(written, schema);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600, "{mode:o}");
-        }
-        let other = SchemaFile::write(&schema).unwrap();
-        assert_ne!(other.path(), path, "every run gets a file of its own");
-        drop(file);
-        assert!(!path.exists());
-        assert!(other.path().exists());
-    }
 }

@@ -7,7 +7,7 @@
 //! rules every protocol shares (key, signature, single writer, eviction,
 //! never replaying a request that may have been delivered) are
 //! `crate::resident`; the stream-json family does the same in
-//! `streamjson/persistent.rs`.
+//! `streamjson/resident.rs`.
 //!
 //! The signature covers the app-server command line and environment *and*
 //! the thread parameters the handshake sent (working directory, approval

@@ -9,7 +9,7 @@ use crate::tagged::{self, Fields, Tagged, tagged_enum};
 
 tagged_enum! {
     /// One stdout line of `codex exec --json` (deserialized tag first, see
-    /// [`crate::tagged`]).
+    /// `crate::tagged`).
     #[derive(Debug, Clone)]
     pub enum ExecEvent {
         /// The thread (session) id: the resume identifier.
@@ -95,7 +95,7 @@ pub struct ExecUsage {
 }
 
 /// A thread item: the common `id` plus the type-specific fields, decoded
-/// in one pass, tag first (see [`crate::tagged::variant_with_id`]).
+/// in one pass, tag first (see `crate::tagged::variant_with_id`).
 #[derive(Debug, Clone)]
 pub struct Item {
     /// A per-process counter (`item_0` …); not a stable identifier.

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::tagged::tagged_enum;
 
 tagged_enum! {
-    /// One stdout line (deserialized tag first, see [`crate::tagged`]).
+    /// One stdout line (deserialized tag first, see `crate::tagged`).
     #[derive(Debug, Clone)]
     pub enum Line {
         /// `system/*`: init, status, permission_denied, task and hook notes …
@@ -87,7 +87,7 @@ pub struct ApiMessage {
 }
 
 tagged_enum! {
-    /// A content block (deserialized tag first, see [`crate::tagged`]).
+    /// A content block (deserialized tag first, see `crate::tagged`).
     #[derive(Debug, Clone)]
     pub enum Block {
         /// Text.
@@ -191,7 +191,7 @@ pub struct StreamEventLine {
 
 tagged_enum! {
     /// A raw Anthropic streaming event (deserialized tag first, see
-    /// [`crate::tagged`]).
+    /// `crate::tagged`).
     #[derive(Debug, Clone)]
     pub enum SseEvent {
         /// A message begins.
@@ -240,7 +240,7 @@ pub struct ContentBlockStop {
 }
 
 tagged_enum! {
-    /// A content block delta (deserialized tag first, see [`crate::tagged`]).
+    /// A content block delta (deserialized tag first, see `crate::tagged`).
     #[derive(Debug, Clone)]
     pub enum Delta {
         /// Text.
