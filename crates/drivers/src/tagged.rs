@@ -512,6 +512,28 @@ macro_rules! tagged_enum {
 }
 pub(crate) use tagged_enum;
 
+/// Asserts that `ours` decodes each of `cases` as `reference` does: to the
+/// same value, or both to an error.
+#[cfg(test)]
+pub(crate) fn assert_agree<T, E1, E2>(
+    cases: &[&str],
+    ours: impl Fn(&str) -> Result<T, E1>,
+    reference: impl Fn(&str) -> Result<T, E2>,
+) where
+    T: fmt::Debug + PartialEq,
+    E1: fmt::Debug,
+    E2: fmt::Debug,
+{
+    for case in cases {
+        let (a, b) = (ours(case), reference(case));
+        match (&a, &b) {
+            (Ok(x), Ok(y)) => assert_eq!(x, y, "{case}"),
+            (Err(_), Err(_)) => {}
+            _ => panic!("{case}: ours {a:?}, derived {b:?}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde::Deserialize;
@@ -660,15 +682,11 @@ mod tests {
             r#"42"#,
             "",
         ];
-        for case in cases {
-            let ours = serde_json::from_str::<Shape>(case);
-            let reference = serde_json::from_str::<Derived>(case).map(same);
-            match (&ours, &reference) {
-                (Ok(a), Ok(b)) => assert_eq!(a, b, "{case}"),
-                (Err(_), Err(_)) => {}
-                _ => panic!("{case}: ours {ours:?}, derived {reference:?}"),
-            }
-        }
+        assert_agree(
+            &cases,
+            |c| serde_json::from_str::<Shape>(c),
+            |c| serde_json::from_str::<Derived>(c).map(same),
+        );
     }
 
     #[test]

@@ -221,6 +221,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::tagged::assert_agree;
 
     /// `json` decoded as the derived `#[serde(flatten)]` form of `Item`
     /// would: the `id` (a string, `""` when absent) and the details by
@@ -252,6 +253,9 @@ mod tests {
             r#"{"id":"i","type":"todo_list","items":[{"text":"x","completed":false}]}"#,
             r#"{"type":"todo_list","id":"i"}"#,
             r#"{"id":"a\"b","type":"agent_message","text":"t"}"#,
+            r#"{"i\u0064":"x","type":"web_search","query":"q"}"#,
+            r#"{"type":"web_search","i\u0064":"x","qu\u0065ry":"q"}"#,
+            r#"{"type":"web_search","query":"q","id":"x"}"#,
             r#"{"id":7,"type":"agent_message","text":"t"}"#,
             r#"{"type":"agent_message","id":7,"text":"t"}"#,
             r#"{"id":"i","type":"agent_message","text":7}"#,
@@ -259,16 +263,9 @@ mod tests {
             r#"{"id":"i","type":"agent_message","text":"t""#,
             r#"{"id":"i","type":"todo_list","items":[}"#,
         ];
-        for case in cases {
-            let ours =
-                serde_json::from_str::<Item>(case).map(|i| (i.id, format!("{:?}", i.details)));
-            let reference = derived_item(case);
-            match (&ours, &reference) {
-                (Ok(a), Ok(b)) => assert_eq!(a, b, "{case}"),
-                (Err(_), Err(_)) => {}
-                _ => panic!("{case}: ours {ours:?}, derived {reference:?}"),
-            }
-        }
+        let ours =
+            |c: &str| serde_json::from_str::<Item>(c).map(|i| (i.id, format!("{:?}", i.details)));
+        assert_agree(&cases, ours, derived_item);
     }
 
     #[test]
@@ -294,15 +291,8 @@ mod tests {
             r#"{"type":"session.configured","x":[1}"#,
             r#"{"thread_id":"t"}"#,
         ];
-        for case in cases {
-            let ours = serde_json::from_str::<ExecEvent>(case).map(|e| format!("{e:?}"));
-            let reference = ExecEvent::derived_debug(case);
-            match (&ours, &reference) {
-                (Ok(a), Ok(b)) => assert_eq!(a, b, "{case}"),
-                (Err(_), Err(_)) => {}
-                _ => panic!("{case}: ours {ours:?}, derived {reference:?}"),
-            }
-        }
+        let ours = |c: &str| serde_json::from_str::<ExecEvent>(c).map(|e| format!("{e:?}"));
+        assert_agree(&cases, ours, ExecEvent::derived_debug);
     }
 
     #[test]
