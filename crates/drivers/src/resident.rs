@@ -37,7 +37,7 @@
 //! sent again, the run fails with [`lost_failure`]), [`Pool::settle`] (keep
 //! a process only after a successful turn with a valid checkpoint), and the
 //! events ([`spawn_event`], [`notice_reused`], [`notice_fallback`]). The
-//! transports (`streamjson/resident.rs`, `codex/persistent.rs`) add their
+//! transports (`streamjson/resident.rs`, `codex/resident.rs`) add their
 //! handshake and parse.
 //!
 //! Resident processes belong to the tokio runtime that spawned them; use a
