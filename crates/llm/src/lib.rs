@@ -28,20 +28,17 @@
 pub mod accumulator;
 pub mod agent;
 pub mod collector;
-mod drivers;
 mod error;
 mod event;
 mod http;
 mod message;
+mod protocols;
 mod provider;
 mod reasoning;
 pub mod retry;
 pub mod sse;
 
 pub use collector::{CollectedTurn, TurnLimits, TurnTiming, collect_turn, limit_stream};
-pub use drivers::{
-    AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, OpenRouterDriver,
-};
 pub use error::{LlmError, LlmErrorKind, LlmStreamError};
 pub use event::{
     HostedToolCall, HostedToolCallStatus, LlmCompletionMetadata, LlmStreamEvent, ToolCallDelta,
@@ -50,6 +47,9 @@ pub use event::{
 pub use message::{
     LlmCallConfig, Message, MessageRole, ReasoningEffort, ResponseFormat, ToolCall, ToolDefinition,
     fold_system_messages,
+};
+pub use protocols::{
+    AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, OpenRouterDriver,
 };
 pub use provider::{
     BearerAuth, ChatDriver, LlmResponseStream, Provider, ProviderAuth, ProviderEndpoint,
