@@ -16,7 +16,7 @@
 //! schema ([`example_for_schema`]), so structured output can be tried
 //! offline too.
 
-use agent_adaptor_llm::{OpenAiChatDriver, Provider};
+use agent_adaptor_llm::{OpenAiChat, Provider};
 use agent_adaptor_testkit::mock::{MockServer, Reply, Script};
 use serde_json::{Map, Value, json};
 
@@ -76,7 +76,7 @@ impl Playground {
     /// playground's script.
     pub async fn start(schema: Option<&Value>) -> std::io::Result<Playground> {
         let server = MockServer::start(script(schema)).await?;
-        let provider = Provider::new("playground", OpenAiChatDriver::new())
+        let provider = Provider::new("playground", OpenAiChat::new())
             .base_url(format!("{}/v1", server.base_url()))
             .api_key("playground");
         Ok(Playground {

@@ -13,8 +13,7 @@ use std::sync::Arc;
 use agent_adaptor_driver::{Driver, redact_url};
 use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_llm::{
-    AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, OpenRouterDriver,
-    Provider,
+    AnthropicMessages, GeminiGenerateContent, OpenAiChat, OpenAiResponses, OpenRouter, Provider,
 };
 use serde_json::Value;
 
@@ -213,11 +212,11 @@ pub fn llm_driver(
     }
     let name = provider.as_str();
     let mut p = match provider {
-        ProviderName::Openai => Provider::new(name, OpenAiChatDriver::new()),
-        ProviderName::OpenaiResponses => Provider::new(name, OpenAiResponsesDriver::new()),
-        ProviderName::Anthropic => Provider::new(name, AnthropicDriver::new()),
-        ProviderName::Gemini => Provider::new(name, GeminiDriver::new()),
-        ProviderName::Openrouter => Provider::new(name, OpenRouterDriver::new()),
+        ProviderName::Openai => Provider::new(name, OpenAiChat::new()),
+        ProviderName::OpenaiResponses => Provider::new(name, OpenAiResponses::new()),
+        ProviderName::Anthropic => Provider::new(name, AnthropicMessages::new()),
+        ProviderName::Gemini => Provider::new(name, GeminiGenerateContent::new()),
+        ProviderName::Openrouter => Provider::new(name, OpenRouter::new()),
     };
     if let Some(url) = base_url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {

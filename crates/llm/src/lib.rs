@@ -4,19 +4,19 @@
 //! * The vocabulary: [`LlmStreamEvent`] (see its docs for the contract),
 //!   [`LlmCompletionMetadata`], [`LlmStreamError`], [`LlmError`].
 //! * Where a call goes: [`Provider`] = a name, a [`ProviderEndpoint`] (base
-//!   URL, [`BearerAuth`] / [`StaticHeaderAuth`]) and a [`ChatDriver`].
-//! * The drivers: [`OpenAiChatDriver`] (Chat Completions, any
-//!   OpenAI-protocol server), [`OpenAiResponsesDriver`] (Responses),
-//!   [`AnthropicDriver`] (Messages, thinking with signatures),
-//!   [`GeminiDriver`] (`streamGenerateContent` SSE), [`OpenRouterDriver`].
-//!   Each takes [`with_retry_config`](OpenAiChatDriver::with_retry_config).
+//!   URL, [`BearerAuth`] / [`StaticHeaderAuth`]) and a [`Protocol`].
+//! * The protocols: [`OpenAiChat`] (Chat Completions, any
+//!   OpenAI-protocol server), [`OpenAiResponses`] (Responses),
+//!   [`AnthropicMessages`] (Messages, thinking with signatures),
+//!   [`GeminiGenerateContent`] (`streamGenerateContent` SSE), [`OpenRouter`].
+//!   Each takes [`with_retry_config`](OpenAiChat::with_retry_config).
 //! * Folding a turn: [`collect_turn`] with [`TurnLimits`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), agent_adaptor_llm::LlmError> {
-//! use agent_adaptor_llm::{AnthropicDriver, LlmCallConfig, Message, Provider};
+//! use agent_adaptor_llm::{AnthropicMessages, LlmCallConfig, Message, Provider};
 //!
-//! let provider = Provider::new("anthropic", AnthropicDriver::new()).api_key("sk-ant-...");
+//! let provider = Provider::new("anthropic", AnthropicMessages::new()).api_key("sk-ant-...");
 //! let turn = provider
 //!     .chat_completion(&[Message::user("Say hi")], &LlmCallConfig::new("claude-sonnet-4-5"))
 //!     .await?;
@@ -49,10 +49,10 @@ pub use message::{
     fold_system_messages,
 };
 pub use protocols::{
-    AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, OpenRouterDriver,
+    AnthropicMessages, GeminiGenerateContent, OpenAiChat, OpenAiResponses, OpenRouter,
 };
 pub use provider::{
-    BearerAuth, ChatDriver, LlmResponseStream, Provider, ProviderAuth, ProviderEndpoint,
+    BearerAuth, LlmResponseStream, Protocol, Provider, ProviderAuth, ProviderEndpoint,
     StaticHeaderAuth,
 };
 pub use reasoning::{ReasoningContentPart, ReasoningText};

@@ -107,7 +107,7 @@ impl ChatDriver {
     }
 
     fn protocol(&self) -> &str {
-        self.provider.driver().id()
+        self.provider.protocol().id()
     }
 
     fn call_config(&self, req: &Request) -> Result<LlmCallConfig, DriverError> {
