@@ -30,7 +30,47 @@
 //! ```
 //!
 //! Drivers implement [`driver::Driver`] from the `agent-adaptor-driver` SPI
-//! crate, re-exported here as [`driver`].
+//! crate, re-exported here as [`driver`] (singular: the trait a provider
+//! integration implements). The built-in drivers are `drivers` (plural:
+//! `drivers::claude`, `drivers::codex` …, one feature each).
+//!
+//! ## Features
+//!
+//! One crate to depend on; each feature re-exports one part. Without any,
+//! the facade is the core API with the scripted driver and [`MemoryStore`].
+//!
+//! | feature | module | what |
+//! |---|---|---|
+//! | `claude`, `codebuddy`, `codex`, `cursor`, `gemini` (default) | `drivers::claude` … | the CLI drivers (`agent-adaptor-drivers`), one feature each |
+//! | `sqlite` (default) | `store`, `SqliteStore` | the durable SQLite thread store, the embedded default |
+//! | `postgres` | `store`, `PgStore` | the PostgreSQL thread store: several hosts share threads |
+//! | `llm` | `llm` | LLM HTTP providers (Chat Completions, Responses, Anthropic, Gemini, OpenRouter) and `llm::agent::LlmDriver` |
+//! | `bridges` | `bridges` | the web: `bridges::agui` (AG-UI and raw SSE, an axum `Router` to mount), `bridges::a2a` |
+//!
+//! ```toml
+//! # Claude Code with SQLite threads, served over AG-UI:
+//! agent-adaptor = { version = "0.1", default-features = false, features = ["claude", "sqlite", "bridges"] }
+//! ```
+//!
+//! `crates/agent-adaptor/examples/` has one program per main use:
+//! `quickstart` (no feature), `claude_approvals`, `durable_thread`,
+//! `llm_agent` and `agui_axum`.
+//!
+//! ```no_run
+//! # #[cfg(feature = "claude")]
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use agent_adaptor::drivers::claude;
+//! use agent_adaptor::{Agent, Runner};
+//!
+//! let mut config = claude::config(); // `claude` from PATH
+//! config.host_approvals = true; // permission requests come to the host
+//! let agent = Agent::builder(claude::driver(config))
+//!     .approval_handler(agent_adaptor::approve_all())
+//!     .build()?;
+//! println!("{}", agent.run("Summarise README.md").await?.text);
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! ## Threads and their stores
 //!
@@ -38,7 +78,7 @@
 //! [`MemoryStore`] (always here), `SqliteStore` (feature `sqlite`, on by
 //! default: one file, the embedded default) and `PgStore` (feature
 //! `postgres`: several hosts share threads). The stores live in the
-//! `agent-adaptor-store` crate, also re-exported as `store` when either
+//! `agent-adaptor-store` crate, re-exported as `store` when either
 //! feature is on.
 //!
 //! ```
@@ -68,6 +108,28 @@
 
 pub use agent_adaptor_core::*;
 
+/// The built-in CLI drivers (`agent-adaptor-drivers`): `drivers::claude`,
+/// `drivers::codebuddy`, `drivers::codex`, `drivers::cursor`,
+/// `drivers::gemini`, each behind the feature of that name.
+#[cfg(any(
+    feature = "claude",
+    feature = "codebuddy",
+    feature = "codex",
+    feature = "cursor",
+    feature = "gemini"
+))]
+pub use agent_adaptor_drivers as drivers;
+
+/// The LLM HTTP providers and their agent driver (`agent-adaptor-llm`,
+/// feature `llm`).
+#[cfg(feature = "llm")]
+pub use agent_adaptor_llm as llm;
+
+/// The web bridges (`agent-adaptor-bridges`, feature `bridges`): AG-UI and
+/// raw SSE, A2A.
+#[cfg(feature = "bridges")]
+pub use agent_adaptor_bridges as bridges;
+
 /// The durable thread stores (`agent-adaptor-store`).
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use agent_adaptor_store as store;
@@ -76,3 +138,9 @@ pub use agent_adaptor_store as store;
 pub use agent_adaptor_store::{Durability, SqliteConfig, SqliteStore};
 #[cfg(feature = "postgres")]
 pub use agent_adaptor_store::{PgConfig, PgStore};
+
+/// README.md's Rust examples, compiled (and run, where they need no CLI) as
+/// doctests: they use this facade only.
+#[cfg(all(doctest, feature = "claude", feature = "sqlite"))]
+#[doc = include_str!("../../../README.md")]
+struct Readme;

@@ -4,7 +4,7 @@
 //! above its baseline after a small warm-up run. The thread is then listed
 //! with its title and read back complete.
 //!
-//! The aim is under 3× the answer; `docs/performance.md` ("Large answers")
+//! The aim is under 3× the answer; `docs/performance.md` ("Memory of one large answer in `serve`")
 //! says which copies remain and why. This test holds the line reached so
 //! far ([`MAX_PEAK_FACTOR`]); before the copies removed with it the peak
 //! was ~14×.

@@ -14,7 +14,10 @@
 //! ([`resident`]): turn N+1 is written to the process that served turn N.
 #![forbid(unsafe_code)]
 
-pub mod child_env;
+// The driver kit's modules, where the drivers (and their users) have
+// always found them.
+pub use agent_adaptor_driver_kit::{child_env, exit, json_line, one_shot, pump, terminal_guard};
+
 #[cfg(feature = "claude")]
 pub mod claude;
 #[cfg(feature = "codebuddy")]
@@ -23,16 +26,14 @@ pub mod codebuddy;
 pub mod codex;
 #[cfg(feature = "cursor")]
 pub mod cursor;
-pub mod exit;
 #[cfg(feature = "gemini")]
 pub mod gemini;
-pub mod json_line;
-pub mod jsonl;
 pub mod policy;
-pub mod pump;
+#[cfg(any(feature = "claude", feature = "codebuddy", feature = "codex"))]
 pub mod resident;
+#[cfg(any(feature = "claude", feature = "codebuddy"))]
 pub mod streamjson;
 #[cfg(any(feature = "cursor", feature = "gemini"))]
 mod structured;
+#[cfg(any(feature = "claude", feature = "codebuddy", feature = "codex"))]
 mod tagged;
-pub mod terminal_guard;

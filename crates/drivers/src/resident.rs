@@ -37,7 +37,7 @@
 //! sent again, the run fails with [`lost_failure`]), [`Pool::settle`] (keep
 //! a process only after a successful turn with a valid checkpoint), and the
 //! events ([`spawn_event`], [`notice_reused`], [`notice_fallback`]). The
-//! transports (`streamjson/persistent.rs`, `codex/persistent.rs`) add their
+//! transports (`streamjson/resident.rs`, `codex/persistent.rs`) add their
 //! handshake and parse.
 //!
 //! Resident processes belong to the tokio runtime that spawned them; use a
@@ -57,6 +57,9 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+
+/// Report a lifecycle notice with metadata (it lives in [`crate::exit`]).
+pub use crate::exit::notice;
 
 /// How long a resident process may stay idle before it is stopped (5 min,
 /// as the Go library).
@@ -233,19 +236,6 @@ pub async fn deliver<S>(resident: &mut Resident<S>, frame: &str) -> Delivery {
             }
         }
     }
-}
-
-/// Report a lifecycle notice with metadata.
-pub async fn notice(
-    sink: &dyn EventSink,
-    text: String,
-    metadata: &[(&str, String)],
-) -> Result<(), SinkError> {
-    let mut ev = OperationalEvent::text(text);
-    for (k, v) in metadata {
-        ev.metadata.insert((*k).to_owned(), v.clone());
-    }
-    sink.emit(RunEvent::Lifecycle(ev)).await
 }
 
 /// The notice of a reuse: "reused resident process pid N" (`resident` =

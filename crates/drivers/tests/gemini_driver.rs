@@ -259,7 +259,7 @@ fn a_checkpoint_needs_a_session_id_a_success_and_a_clean_exit() {
         &mut GeminiParser::new(true),
         &lines("gemini/stream-basic.jsonl"),
         |p| {
-            p.finish(&agent_adaptor_drivers::jsonl::Exit {
+            p.finish(&agent_adaptor_drivers::one_shot::Exit {
                 process: agent_adaptor_drivers::exit::ExitFacts {
                     code: None,
                     signaled: true,

@@ -14,7 +14,7 @@ use agent_adaptor_driver::{RunEvent, RunFailure};
 use agent_adaptor_drivers::claude;
 use agent_adaptor_drivers::cursor::parse::CursorParser;
 use agent_adaptor_drivers::gemini::parse::GeminiParser;
-use agent_adaptor_drivers::jsonl::Exit;
+use agent_adaptor_drivers::one_shot::Exit;
 use agent_adaptor_drivers::pump::Out as PumpOut;
 use agent_adaptor_drivers::streamjson::{CLAUDE, CODEBUDDY, ExitFacts, Family, Out, Parser};
 use agent_adaptor_drivers::terminal_guard::PROTOCOL_VIOLATION;

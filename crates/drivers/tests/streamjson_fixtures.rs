@@ -393,6 +393,6 @@ fn control_requests_are_handed_to_the_transport() {
         br#"{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash"}}"#,
     );
     assert!(
-        matches!(&outs[..], [Out::Control(agent_adaptor_drivers::streamjson::ControlFrame::Request { request_id, .. })] if request_id == "r1")
+        matches!(&outs[..], [Out::Control(agent_adaptor_drivers::streamjson::ControlFrame::Request { id, .. })] if id == "r1")
     );
 }

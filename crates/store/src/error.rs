@@ -31,6 +31,7 @@ fn describe(e: &sqlx::Error) -> String {
     }
 }
 
+#[cfg(feature = "postgres")]
 /// The constraint a unique violation hit, if `e` is one.
 pub(crate) fn unique_violation(e: &sqlx::Error) -> Option<&str> {
     match e {
@@ -62,6 +63,7 @@ pub(crate) async fn settle<DB: sqlx::Database, T>(
     }
 }
 
+#[cfg(feature = "postgres")]
 /// `message` with every occurrence of the connection string `url`, its
 /// password, and the password's percent-decoded form replaced by `***`.
 pub(crate) fn scrub(message: &str, url: &str) -> String {
@@ -79,6 +81,7 @@ pub(crate) fn scrub(message: &str, url: &str) -> String {
     out
 }
 
+#[cfg(feature = "postgres")]
 /// The password part of `scheme://user:password@host…`, as written.
 fn url_password(url: &str) -> Option<&str> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
@@ -88,6 +91,7 @@ fn url_password(url: &str) -> Option<&str> {
     Some(password)
 }
 
+#[cfg(feature = "postgres")]
 fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -109,7 +113,7 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "postgres"))]
 mod tests {
     use super::*;
 

@@ -81,16 +81,35 @@
 //! The `store_worker` binary is the worker those process tests spawn; it is
 //! not a user-facing tool.
 //!
+//! ## Features
+//!
+//! | feature | turns on |
+//! |---|---|
+//! | `sqlite` (default) | `SqliteStore` (`sqlx/sqlite`) |
+//! | `postgres` (default) | `PgStore` (`sqlx/postgres`) |
+//! | `postgres-tests` | `postgres` and the PostgreSQL integration tests |
+//!
+//! The [`suite`], [`MemoryStore`] and the re-exported store contract are
+//! always here. The `agent-adaptor` facade turns on only the backend the
+//! host asks for.
+//!
 //! This crate owns the schemas and SQL of the durable stores. It must not
 //! change the `ThreadStore` contract (core owns it) nor name a driver.
 #![forbid(unsafe_code)]
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod error;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod pool;
+#[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod record;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod recovery;
+#[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
 mod sqlite_tx;
 pub mod suite;
 
@@ -98,7 +117,9 @@ pub use agent_adaptor_core::thread::store::InterruptedRun;
 pub use agent_adaptor_core::thread::{
     FinalizeRequest, Lease, MemoryStore, RecordStatus, StoreError, ThreadRecord, ThreadStore,
 };
+#[cfg(feature = "postgres")]
 pub use postgres::{PgConfig, PgStore};
+#[cfg(feature = "sqlite")]
 pub use sqlite::{Durability, SqliteConfig, SqliteStore};
 
 /// The longest lease TTL the SQL stores honour; longer TTLs are clamped to

@@ -18,115 +18,29 @@
 //! which copies are deltas would duplicate text), so the flag is rejected.
 
 pub mod argv;
+pub mod config;
 pub mod parse;
 pub mod policy;
 pub mod wire;
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_adaptor_driver::{
     ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, Request, Response,
     RunContext, SessionCodec, StandardSessionCodec, StreamCapability, async_trait,
     canonical_session_config_fingerprint,
 };
-use serde::Serialize;
 
-use crate::child_env::{EnvPolicy, EnvVars};
-use crate::jsonl::{self, OneShot};
+use crate::one_shot::{self, OneShot, OneShotCli};
+pub use config::{Config, ENV_ALLOWLIST};
 use parse::CursorParser;
 
-/// Cursor Agent driver configuration. Every field but the cancel grace is
-/// provider-visible and part of the session config fingerprint
-/// (environment values included: hashed, never logged).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Config {
-    /// The program: `agent` (older installs: `cursor-agent`).
-    pub command: PathBuf,
-    /// `--model`.
-    pub model: Option<String>,
-    /// `--mode agent|plan|ask`.
-    pub mode: Option<String>,
-    /// `--force`: run every tool without asking (print mode cannot ask the
-    /// host; without it only what `cli-config.json` allows runs).
-    pub force: bool,
-    /// `--trust` (default true): trust the workspace without the interactive
-    /// prompt headless mode cannot show.
-    pub trust_workspace: bool,
-    /// The working directory when the request names none.
-    pub cwd: Option<PathBuf>,
-    /// Extra arguments, appended last; flags the driver owns are rejected.
-    pub extra_args: Vec<String>,
-    /// Environment bindings (`CURSOR_API_KEY` …).
-    pub env: EnvVars,
-    /// Which host variables the CLI inherits (default: the allowlist plus
-    /// [`ENV_ALLOWLIST`]; see [`crate::child_env`]). Not part of the
-    /// session fingerprint.
-    #[serde(skip)]
-    pub env_policy: EnvPolicy,
-    /// On cancel: the wait after stdin closed before SIGTERM, and twice
-    /// that before SIGKILL.
-    #[serde(skip)]
-    pub cancel_grace: Duration,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            command: PathBuf::from("agent"),
-            model: None,
-            mode: None,
-            force: false,
-            trust_workspace: true,
-            cwd: None,
-            extra_args: Vec::new(),
-            env: EnvVars::new(),
-            env_policy: EnvPolicy::default(),
-            cancel_grace: Duration::from_millis(500),
-        }
-    }
-}
-
-/// The host variables the CLI documents: Cursor Agent's API key and settings.
-pub const ENV_ALLOWLIST: &[&str] = &["CURSOR_*"];
-
-/// Flags the driver sets, or that change the protocol it parses.
-const OWNED: &[&str] = &[
-    "-p",
-    "--print",
-    "--output-format",
-    "--stream-partial-output",
-    "--force",
-    "--yolo",
-    "--trust",
-    "--model",
-    "-m",
-    "--mode",
-    "--resume",
-];
-
-impl Config {
-    fn validate(&self) -> Result<(), ConfigError> {
-        jsonl::validate_common(
-            "cursor",
-            &self.command,
-            &self.env_policy,
-            &self.env,
-            &self.extra_args,
-            OWNED,
-        )?;
-        if let Some(m) = &self.mode
-            && !["agent", "plan", "ask"].contains(&m.as_str())
-        {
-            return Err(ConfigError {
-                driver: "cursor".into(),
-                reason: format!("unknown mode {m:?} (agent, plan or ask)"),
-            });
-        }
-        Ok(())
-    }
-}
+/// The names the CLI is known by.
+const CLI: OneShotCli<'static> = OneShotCli {
+    display_name: "Cursor Agent",
+    terminal: "result",
+    provider: "cursor",
+};
 
 /// A configured Cursor Agent driver.
 #[derive(Debug, Clone)]
@@ -178,7 +92,6 @@ impl Driver for CursorDriver {
         // The run policy's flags, for this run only.
         let applied = policy::table().apply(&self.config, &req.policy);
         let cfg = &*applied;
-        let cwd = req.workspace.clone().or_else(|| cfg.cwd.clone());
         let args = argv::argv(cfg, &req);
         let spec = OneShot {
             program: &cfg.command,
@@ -186,18 +99,12 @@ impl Driver for CursorDriver {
             env: &cfg.env,
             env_policy: &cfg.env_policy,
             env_allowlist: ENV_ALLOWLIST,
-            cwd: cwd.as_deref(),
-            prompt: &req.prompt,
+            cwd: cfg.cwd.as_deref(),
+            model: cfg.model.as_deref(),
             cancel_grace: cfg.cancel_grace,
         };
-        let who = jsonl::Runner {
-            display_name: "Cursor Agent",
-            terminal: "result",
-            provider: "cursor",
-            model: req.model_override.as_deref().or(cfg.model.as_deref()),
-        };
         let mut parser = CursorParser::new(req.streaming).with_transcript(req.new_transcript());
-        jsonl::run_one_shot(who, spec, &ctx, sink, &mut parser).await
+        one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser).await
     }
 }
 

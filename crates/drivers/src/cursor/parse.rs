@@ -16,22 +16,18 @@
 //!   its session when both name one; any other is a protocol-violation
 //!   notice ([`crate::terminal_guard`]) and the run goes on.
 
-use foldhash::fast::RandomState;
-use std::collections::HashSet;
-
 use agent_adaptor_driver::{
-    Checkpoint, FailureCode, ProviderCoords, RunFailure, SessionState, StreamPayload,
-    TerminalPayload, TranscriptItem, TranscriptKind, Usage,
+    FailureCode, ProviderCoords, RunFailure, StreamPayload, TranscriptItem, TranscriptKind, Usage,
 };
 use serde_json::Value;
 
 use super::wire::{Line, Message, ResultUsage};
-use crate::jsonl::{Emitter, Exit, missing_terminal};
+use crate::one_shot::{Emitter, Exit};
 use crate::pump::{LineProtocol, Out};
 use crate::terminal_guard::{IgnoredTerminals, session_mismatch};
 
 /// Every layer the parse formed.
-pub type CursorParsed = crate::jsonl::Parsed;
+pub type CursorParsed = crate::one_shot::Parsed;
 
 #[derive(Debug)]
 struct Terminal {
@@ -39,22 +35,15 @@ struct Terminal {
     session_id: Option<String>,
     text: Option<String>,
     usage: Option<Usage>,
-    line: String,
 }
 
 /// The parser of one Cursor Agent run.
 #[derive(Debug)]
 pub struct CursorParser {
     em: Emitter,
-    terminated: bool,
     model: Option<String>,
-    messages: Vec<String>,
     thinking: String,
-    open_tools: Vec<String>,
-    tools: HashSet<String, RandomState>,
-    results: HashSet<String, RandomState>,
     terminal: Option<Terminal>,
-    failure: Option<RunFailure>,
     /// The first `system/init` was seen, with this session id (if any).
     init: Option<Option<String>>,
     ignored: IgnoredTerminals,
@@ -65,15 +54,9 @@ impl CursorParser {
     pub fn new(payloads: bool) -> Self {
         CursorParser {
             em: Emitter::new("cursor", payloads),
-            terminated: false,
             model: None,
-            messages: Vec::new(),
             thinking: String::new(),
-            open_tools: Vec::new(),
-            tools: HashSet::default(),
-            results: HashSet::default(),
             terminal: None,
-            failure: None,
             init: None,
             ignored: IgnoredTerminals::new(),
         }
@@ -145,30 +128,12 @@ impl CursorParser {
                 }
             }
         }
-        if text.is_empty() {
-            return;
-        }
-        let id = format!("message-{}", self.messages.len() + 1);
-        self.em.stream(out, StreamPayload::text_start(&id));
-        self.em
-            .stream(out, StreamPayload::text_content(&id, text.clone()));
-        self.em.stream(out, StreamPayload::text_end(&id));
-        self.em.item(out, TranscriptItem::assistant(text.clone()));
-        self.messages.push(text);
+        self.em.message(out, text);
     }
 
     fn tool_started(&mut self, id: &str, call: &Value, out: &mut Vec<Out>) {
-        if !self.tools.insert(id.to_owned()) {
-            return;
-        }
         let (name, args) = describe(call);
-        self.open_tools.push(id.to_owned());
-        self.em.stream(
-            out,
-            StreamPayload::tool_call_start(id, &name, Some(args.clone())),
-        );
-        self.em
-            .item(out, TranscriptItem::tool_call(id, name, Some(args)));
+        self.em.tool_call(out, id, &name, args);
     }
 
     fn tool_completed(&mut self, id: &str, call: &Value, out: &mut Vec<Out>) {
@@ -180,26 +145,12 @@ impl CursorParser {
             .cloned()
             .unwrap_or(Value::Null);
         let (text, is_error) = outcome(&result);
-        if let Some(pos) = self.open_tools.iter().position(|t| t == id) {
-            self.open_tools.remove(pos);
-            self.em.stream(out, StreamPayload::tool_call_end(id, None));
-            if self.results.insert(id.to_owned()) {
-                self.em.stream(
-                    out,
-                    StreamPayload::tool_call_result(id, Some(result.clone())),
-                );
-            }
-        }
-        let mut item = TranscriptItem::tool_result(id, text, is_error);
-        item.data = Some(result);
-        self.em.item(out, item);
+        self.em.tool_result(out, id, text, is_error, result);
     }
 
     fn close_all(&mut self, out: &mut Vec<Out>) {
         self.flush_thinking(out);
-        for id in std::mem::take(&mut self.open_tools) {
-            self.em.stream(out, StreamPayload::tool_call_end(id, None));
-        }
+        self.em.close_all(out);
     }
 
     fn result(&mut self, line: Line, raw: &[u8], out: &mut Vec<Out>) {
@@ -238,16 +189,14 @@ impl CursorParser {
                 .map_or_else(|| format!("cursor reported {subtype:?}"), str::to_owned);
             let mut f = RunFailure::new(FailureCode::AgentError, message);
             f.metadata.insert("subtype".into(), subtype);
-            self.em.fail(out, &f);
-            self.failure = Some(f);
+            self.em.fail(out, f);
         }
-        self.terminated = true;
+        self.em.terminal("result", raw);
         self.terminal = Some(Terminal {
             success,
             session_id,
             text: result,
             usage,
-            line: String::from_utf8_lossy(raw).into_owned(),
         });
     }
 
@@ -255,61 +204,35 @@ impl CursorParser {
     /// and form every layer.
     pub fn finish(&mut self, exit: &Exit) -> (Vec<Out>, CursorParsed) {
         let mut out = Vec::new();
-        if !self.terminated {
-            self.close_all(&mut out);
-            let mut f = missing_terminal("cursor", "result", exit);
-            self.ignored.annotate(&mut f);
-            self.em.fail(&mut out, &f);
-            self.failure = Some(f);
-            self.terminated = true;
+        if !self.em.ended() {
+            self.flush_thinking(&mut out);
+            let f = self
+                .em
+                .missing_terminal(&mut out, "result", exit, &self.ignored);
+            self.em.fail(&mut out, f);
         }
         let t = self.terminal.as_ref();
-        let succeeded = t.is_some_and(|t| t.success);
-        let checkpoint = t
-            .and_then(|t| t.session_id.as_ref())
-            .filter(|id| succeeded && self.failure.is_none() && exit.clean() && !id.is_empty())
-            .map(|id| {
-                Checkpoint::valid(SessionState {
-                    resume_id: id.clone(),
-                    display_id: id.clone(),
-                    data: Default::default(),
-                })
-            });
         let output = t
             .filter(|t| t.success)
             .and_then(|t| t.text.clone())
             .filter(|text| !text.is_empty())
-            .unwrap_or_else(|| self.messages.concat());
-        let parsed = CursorParsed {
+            .unwrap_or_else(|| self.em.messages().concat());
+        let parsed = self.em.finish(
+            exit,
+            t.and_then(|t| t.session_id.as_deref()),
             output,
-            terminal: t.and_then(|t| TerminalPayload::new("result", &t.line).ok()),
-            transcript: self.em.take_transcript(),
-            usage: t.and_then(|t| t.usage.clone()),
-            checkpoint,
-            failure: self.failure.clone(),
-            model: self.model.clone(),
-        };
+            t.and_then(|t| t.usage.clone()),
+            self.model.clone(),
+        );
         (out, parsed)
     }
 }
 
 impl LineProtocol for CursorParser {
     fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
-        let raw = raw.trim_ascii();
-        if raw.is_empty() {
+        let Some((line, raw)) = self.em.decode::<Line>(out, raw) else {
             return;
-        }
-        let line = match crate::json_line::from_line::<Line>(raw) {
-            Ok(l) => l,
-            Err(e) => {
-                self.em.not_protocol(out, raw, &e);
-                return;
-            }
         };
-        if self.terminated {
-            self.em.notice(out, "line after the result line", raw);
-            return;
-        }
         match line {
             Line::System { ref subtype, .. } if subtype == "init" => self.init(line, out),
             Line::System { subtype, .. } => self.unknown(&format!("system.{subtype}"), raw, out),
@@ -354,7 +277,7 @@ impl LineProtocol for CursorParser {
     }
 
     fn terminated(&self) -> bool {
-        self.terminated
+        self.em.ended()
     }
 }
 
@@ -465,7 +388,7 @@ fn text_of(v: &Value) -> String {
     }
 }
 
-impl crate::jsonl::OneShotParser for CursorParser {
+impl crate::one_shot::OneShotParser for CursorParser {
     fn finish(&mut self, exit: &Exit) -> (Vec<Out>, CursorParsed) {
         CursorParser::finish(self, exit)
     }

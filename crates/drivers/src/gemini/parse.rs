@@ -18,52 +18,28 @@
 //!   session if it names one; any other is a protocol-violation notice
 //!   ([`crate::terminal_guard`]) and the run goes on.
 
-use foldhash::fast::RandomState;
-use std::collections::HashSet;
-
 use agent_adaptor_driver::{
-    Checkpoint, FailureCode, LifecycleId, ProviderCoords, RunFailure, SessionState, StreamPayload,
-    TerminalPayload, TranscriptItem, TranscriptKind, Usage,
+    FailureCode, ProviderCoords, RunFailure, StreamPayload, TranscriptItem, TranscriptKind, Usage,
 };
 use serde_json::{Value, json};
 
 use super::wire::{ErrorBody, Event, Stats};
-use crate::jsonl::{Emitter, Exit, missing_terminal};
+use crate::one_shot::{Emitter, Exit};
 use crate::pump::{LineProtocol, Out};
 use crate::terminal_guard::{IgnoredTerminals, session_mismatch};
 
 /// Every layer the parse formed.
-pub type GeminiParsed = crate::jsonl::Parsed;
-
-#[derive(Debug)]
-struct Segment {
-    id: LifecycleId,
-    text: String,
-}
-
-#[derive(Debug)]
-struct Terminal {
-    success: bool,
-    usage: Option<Usage>,
-    line: String,
-}
+pub type GeminiParsed = crate::one_shot::Parsed;
 
 /// The parser of one Gemini CLI run.
 #[derive(Debug)]
 pub struct GeminiParser {
     em: Emitter,
-    terminated: bool,
     session_id: Option<String>,
     model: Option<String>,
-    segment: Option<Segment>,
-    segments: u64,
-    last_text: String,
-    open_tools: Vec<String>,
-    tools: HashSet<String, RandomState>,
-    results: HashSet<String, RandomState>,
     last_error: Option<String>,
-    terminal: Option<Terminal>,
-    failure: Option<RunFailure>,
+    /// The usage the `result` line reported.
+    usage: Option<Usage>,
     /// This run's `init` was seen (its session is `session_id`).
     init_seen: bool,
     ignored: IgnoredTerminals,
@@ -74,18 +50,10 @@ impl GeminiParser {
     pub fn new(payloads: bool) -> Self {
         GeminiParser {
             em: Emitter::new("gemini", payloads),
-            terminated: false,
             session_id: None,
             model: None,
-            segment: None,
-            segments: 0,
-            last_text: String::new(),
-            open_tools: Vec::new(),
-            tools: HashSet::default(),
-            results: HashSet::default(),
             last_error: None,
-            terminal: None,
-            failure: None,
+            usage: None,
             init_seen: false,
             ignored: IgnoredTerminals::new(),
         }
@@ -119,51 +87,15 @@ impl GeminiParser {
         self.em.item(out, item);
     }
 
-    fn text(&mut self, chunk: String, out: &mut Vec<Out>) {
-        if chunk.is_empty() {
-            return;
-        }
-        if self.segment.is_none() {
-            self.segments += 1;
-            let id = LifecycleId::from(format!("message-{}", self.segments));
-            self.em.stream(out, StreamPayload::text_start(id.clone()));
-            self.segment = Some(Segment {
-                id,
-                text: String::new(),
-            });
-        }
-        let Some(segment) = self.segment.as_mut() else {
-            return;
-        };
-        segment.text.push_str(&chunk);
-        let id = segment.id.clone();
-        self.em.stream(out, StreamPayload::text_content(id, chunk));
-    }
-
-    fn close_text(&mut self, out: &mut Vec<Out>) {
-        if let Some(s) = self.segment.take() {
-            self.em.stream(out, StreamPayload::text_end(s.id));
-            self.em.item(out, TranscriptItem::assistant(s.text.clone()));
-            self.last_text = s.text;
-        }
-    }
-
     fn tool_use(&mut self, name: String, id: String, args: Value, raw: &[u8], out: &mut Vec<Out>) {
         if id.is_empty() || name.is_empty() {
             return self
                 .em
                 .notice(out, "tool_use without a tool_id or tool_name", raw);
         }
-        if !self.tools.insert(id.clone()) {
-            return self.em.notice(out, "a repeated tool_use", raw);
+        if !self.em.tool_call(out, &id, &name, args) {
+            self.em.notice(out, "a repeated tool_use", raw);
         }
-        self.open_tools.push(id.clone());
-        self.em.stream(
-            out,
-            StreamPayload::tool_call_start(&id, &name, Some(args.clone())),
-        );
-        self.em
-            .item(out, TranscriptItem::tool_call(id, name, Some(args)));
     }
 
     fn tool_result(
@@ -189,26 +121,7 @@ impl GeminiParser {
             "output": output,
             "error": error.as_ref().map(|e| json!({"type": e.kind, "message": e.message})),
         });
-        if let Some(pos) = self.open_tools.iter().position(|t| *t == id) {
-            self.open_tools.remove(pos);
-            self.em.stream(out, StreamPayload::tool_call_end(&id, None));
-            if self.results.insert(id.clone()) {
-                self.em.stream(
-                    out,
-                    StreamPayload::tool_call_result(&id, Some(result.clone())),
-                );
-            }
-        }
-        let mut item = TranscriptItem::tool_result(id, text, is_error);
-        item.data = Some(result);
-        self.em.item(out, item);
-    }
-
-    fn close_all(&mut self, out: &mut Vec<Out>) {
-        self.close_text(out);
-        for id in std::mem::take(&mut self.open_tools) {
-            self.em.stream(out, StreamPayload::tool_call_end(id, None));
-        }
+        self.em.tool_result(out, &id, text, is_error, result);
     }
 
     fn result(
@@ -219,7 +132,7 @@ impl GeminiParser {
         raw: &[u8],
         out: &mut Vec<Out>,
     ) {
-        self.close_all(out);
+        self.em.close_all(out);
         let usage = stats.map(|s| Usage {
             input_tokens: Some(s.input_tokens),
             output_tokens: Some(s.output_tokens),
@@ -239,77 +152,42 @@ impl GeminiParser {
                 .stream(out, StreamPayload::run_finished(usage.clone()));
         } else {
             let failure = failure_of(&status, error.as_ref(), self.last_error.as_deref());
-            self.em.fail(out, &failure);
-            self.failure = Some(failure);
+            self.em.fail(out, failure);
         }
-        self.terminated = true;
-        self.terminal = Some(Terminal {
-            success,
-            usage,
-            line: String::from_utf8_lossy(raw).into_owned(),
-        });
+        self.em.terminal("result", raw);
+        self.usage = usage;
     }
 
     /// End of stdout: end the run if the CLI never printed its `result`,
     /// and form every layer.
     pub fn finish(&mut self, exit: &Exit) -> (Vec<Out>, GeminiParsed) {
         let mut out = Vec::new();
-        if !self.terminated {
-            self.close_all(&mut out);
-            let mut f = missing_terminal("gemini", "result", exit);
-            self.ignored.annotate(&mut f);
+        if !self.em.ended() {
+            let mut f = self
+                .em
+                .missing_terminal(&mut out, "result", exit, &self.ignored);
             if let Some(e) = &self.last_error {
                 f.metadata.insert("last_error".into(), e.clone());
             }
-            self.em.fail(&mut out, &f);
-            self.failure = Some(f);
-            self.terminated = true;
+            self.em.fail(&mut out, f);
         }
-        let succeeded = self.terminal.as_ref().is_some_and(|t| t.success);
-        let checkpoint = self
-            .session_id
-            .as_ref()
-            .filter(|_| succeeded && self.failure.is_none() && exit.clean())
-            .map(|id| {
-                Checkpoint::valid(SessionState {
-                    resume_id: id.clone(),
-                    display_id: id.clone(),
-                    data: Default::default(),
-                })
-            });
-        let parsed = GeminiParsed {
-            output: self.last_text.clone(),
-            terminal: self
-                .terminal
-                .as_ref()
-                .and_then(|t| TerminalPayload::new("result", &t.line).ok()),
-            transcript: self.em.take_transcript(),
-            usage: self.terminal.as_ref().and_then(|t| t.usage.clone()),
-            checkpoint,
-            failure: self.failure.clone(),
-            model: self.model.clone(),
-        };
+        let output = self.em.messages().last().cloned().unwrap_or_default();
+        let parsed = self.em.finish(
+            exit,
+            self.session_id.as_deref(),
+            output,
+            self.usage.clone(),
+            self.model.clone(),
+        );
         (out, parsed)
     }
 }
 
 impl LineProtocol for GeminiParser {
     fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
-        let raw = raw.trim_ascii();
-        if raw.is_empty() {
+        let Some((event, raw)) = self.em.decode::<Event>(out, raw) else {
             return;
-        }
-        let event = match crate::json_line::from_line::<Event>(raw) {
-            Ok(e) => e,
-            Err(e) => {
-                self.em.not_protocol(out, raw, &e);
-                return;
-            }
         };
-        if self.terminated {
-            self.em.notice(out, "line after the result line", raw);
-            return;
-        }
         match event {
             Event::Init { session_id, model } => self.init(session_id, model, out),
             Event::Message {
@@ -317,13 +195,9 @@ impl LineProtocol for GeminiParser {
                 content,
                 delta,
             } => match role.as_str() {
-                "assistant" if delta => self.text(content, out),
-                "assistant" => {
-                    // A whole message: a message of its own.
-                    self.close_text(out);
-                    self.text(content, out);
-                    self.close_text(out);
-                }
+                "assistant" if delta => self.em.text(out, content),
+                // A whole message: a message of its own.
+                "assistant" => self.em.message(out, content),
                 // The replayed prompt (see the module docs).
                 "user" => {}
                 other => self.unknown(&format!("message.{other}"), raw, out),
@@ -333,7 +207,7 @@ impl LineProtocol for GeminiParser {
                 tool_id,
                 parameters,
             } => {
-                self.close_text(out);
+                self.em.close_text(out);
                 self.tool_use(tool_name, tool_id, parameters, raw, out);
             }
             Event::ToolResult {
@@ -342,7 +216,7 @@ impl LineProtocol for GeminiParser {
                 output,
                 error,
             } => {
-                self.close_text(out);
+                self.em.close_text(out);
                 self.tool_result(tool_id, status, output, error, raw, out);
             }
             Event::Error { severity, message } => {
@@ -372,7 +246,7 @@ impl LineProtocol for GeminiParser {
     }
 
     fn terminated(&self) -> bool {
-        self.terminated
+        self.em.ended()
     }
 }
 
@@ -442,7 +316,7 @@ pub fn readable(message: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-impl crate::jsonl::OneShotParser for GeminiParser {
+impl crate::one_shot::OneShotParser for GeminiParser {
     fn finish(&mut self, exit: &Exit) -> (Vec<Out>, GeminiParsed) {
         GeminiParser::finish(self, exit)
     }

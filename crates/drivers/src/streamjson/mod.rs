@@ -8,19 +8,49 @@
 //! with [`Config::host_approvals`]), except a thread run, which is served by
 //! a *resident* process kept between the thread's turns
 //! ([`Config::resident`]; the pool is [`crate::resident`]).
+//!
+//! The files have the roles every driver folder gives them:
+//!
+//! - `mod.rs`: the family's data ([`Family`], [`CLAUDE`], [`CODEBUDDY`])
+//!   and the [`StreamJsonDriver`];
+//! - `config.rs`: the [`Config`] and its validation;
+//! - `argv.rs`: the command line;
+//! - `wire.rs`: the line types as the CLIs print them;
+//! - `parse.rs`: the sans-IO [`Parser`] (lines → payloads, items, control
+//!   frames, the response layers);
+//! - `control.rs`: the frames the host writes and the permission mapping;
+//! - `policy.rs`: the run policy's translation into flags;
+//! - `transport.rs`: a run in a process of its own, a [`pump::Duplex`]
+//!   session driven by the shared pump;
+//! - `resident.rs`: a thread's turns on one resident process.
+//!
+//! `claude/` and `codebuddy/` are recipes over this family (its data and
+//! their defaults), not drivers of their own.
+//!
+//! [`pump::Duplex`]: crate::pump::Duplex
 
+use std::sync::Arc;
+
+use agent_adaptor_driver::{
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, Request, Response,
+    RunContext, SessionCodec, StandardSessionCodec, StreamCapability, StructuredOutputCapability,
+    async_trait, canonical_session_config_fingerprint,
+};
+
+use crate::resident::Pool;
+
+pub mod argv;
 pub mod config;
 pub mod control;
-pub mod driver;
 pub mod parse;
-mod persistent;
 pub mod policy;
+mod resident;
 mod transport;
 pub mod wire;
 mod wire_de;
 
-pub use config::{Config, Transport, argv_with};
-pub use driver::StreamJsonDriver;
+pub use argv::argv_with;
+pub use config::{Config, Transport};
 pub use parse::{ControlFrame, ExitFacts, Out, Parsed, Parser};
 
 /// How a CLI of the family expects a permission reply.
@@ -115,3 +145,118 @@ pub static CODEBUDDY: Family = Family {
     // against the mock). Prompt validation tells the model the shape.
     native_json_schema: false,
 };
+
+/// A configured stream-json CLI driver. Build one with
+/// [`claude::driver`](crate::claude::driver) or
+/// [`codebuddy::driver`](crate::codebuddy::driver).
+///
+/// The driver owns a pool of resident processes (see [`Config::resident`]);
+/// clones share it. [`Driver::close_processes`] (`Agent::close`) stops them;
+/// dropping the last clone stops them too (gracefully when a tokio runtime
+/// is at hand, else by killing their process groups).
+#[derive(Debug, Clone)]
+pub struct StreamJsonDriver {
+    family: &'static Family,
+    config: Config,
+    pool: Pool<()>,
+}
+
+impl StreamJsonDriver {
+    /// A driver for `family` with `config` (captured; later changes to the
+    /// caller's copy do not affect it).
+    pub fn new(family: &'static Family, config: Config) -> Self {
+        let pool = Pool::new(config.resident_idle_timeout);
+        StreamJsonDriver {
+            family,
+            config,
+            pool,
+        }
+    }
+
+    /// How many resident processes are idle in the pool (none is serving a
+    /// run).
+    pub fn idle_processes(&self) -> usize {
+        self.pool.idle_len()
+    }
+
+    /// The captured configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
+/// Where the family's `--json-schema` is native ([`Family::native_json_schema`]),
+/// it works on every transport: observed with Claude Code 2.1.332 on
+/// one-shot stream-json (with and without partial messages) and on the
+/// control transport, where the CLI's own `StructuredOutput` tool is never
+/// routed to the host as a permission request. Every family can follow a
+/// prompt instruction.
+fn structured_output_capability(family: &Family) -> StructuredOutputCapability {
+    StructuredOutputCapability {
+        json_schema_native: family.native_json_schema,
+        json_schema_prompt_validate: true,
+        works_with_run: true,
+        works_with_streaming: true,
+        works_with_hitl: true,
+        notes: if family.native_json_schema {
+            "--json-schema: a StructuredOutput tool, reported as result.structured_output".into()
+        } else {
+            "prompt instruction, final text validated by core (--json-schema does not show the \
+             model the schema)"
+                .into()
+        },
+    }
+}
+
+#[async_trait]
+impl Driver for StreamJsonDriver {
+    fn descriptor(&self) -> Descriptor {
+        let mut d = Descriptor::new(self.family.driver_type, self.family.display_name);
+        d.sessions.supports_resume = true;
+        d.process.persistent = self.config.resident;
+        d.structured_output = structured_output_capability(self.family);
+        // Run policy: exactly what the family's table translates (asking
+        // a human only with host approvals).
+        policy::table(self.family, &self.config).declare(&mut d.run_policy);
+        d
+    }
+
+    fn validate_config(&self) -> Result<(), ConfigError> {
+        self.config.validate(self.family)
+    }
+
+    fn stream_capability(&self) -> Option<StreamCapability> {
+        Some(StreamCapability {
+            native: true,
+            token_level: true,
+            reasoning: true,
+            tool_call_args: true,
+            hitl: self.config.host_approvals,
+        })
+    }
+
+    fn session_codec(&self) -> Option<Arc<dyn SessionCodec>> {
+        Some(Arc::new(StandardSessionCodec::new(self.family.driver_type)))
+    }
+
+    fn session_config_fingerprint(&self) -> Option<Result<String, FingerprintError>> {
+        let domain = format!(
+            "{}/configured-driver/v1;session-codec/v1",
+            self.family.driver_type
+        );
+        Some(canonical_session_config_fingerprint(&domain, &self.config))
+    }
+
+    async fn run(
+        &self,
+        ctx: RunContext,
+        req: Request,
+        sink: &dyn EventSink,
+    ) -> Result<Response, DriverError> {
+        transport::run(self.family, &self.config, &self.pool, ctx, req, sink).await
+    }
+
+    async fn close_processes(&self) {
+        self.pool.close().await;
+    }
+}

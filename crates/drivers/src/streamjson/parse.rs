@@ -26,37 +26,25 @@ use super::wire::{
 };
 use crate::terminal_guard::{IgnoredTerminals, session_mismatch};
 
-/// What one line means, in emission order.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Out {
-    /// A live payload (only when payloads are on).
-    Stream(StreamPayload),
-    /// A transcript item or operational notice.
-    Event(RunEvent),
-    /// A control frame for the bidirectional transport.
-    Control(ControlFrame),
-}
-
-/// A control frame from the CLI.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ControlFrame {
-    /// The CLI asks the host something (`can_use_tool` …).
-    Request {
-        /// The id to answer with.
-        request_id: String,
-        /// The request body (`subtype` …).
-        request: Value,
-    },
-    /// The CLI answers one of the host's requests.
-    Response(Value),
-    /// The CLI withdrew one of its requests.
-    Cancel {
-        /// The withdrawn request.
-        request_id: String,
-    },
-}
-
 pub use crate::exit::ExitFacts;
+pub use crate::pump::{ControlFrame, Out};
+
+/// A `control_response` envelope as the pump's frame: the host request it
+/// answers (`request_id`), and its `response`, or its `error` when the
+/// subtype is `"error"`.
+fn control_response(mut envelope: Value) -> ControlFrame {
+    let id = envelope
+        .get_mut("request_id")
+        .map_or(Value::Null, Value::take);
+    let result = if envelope.get("subtype").and_then(Value::as_str) == Some("error") {
+        Err(envelope.get_mut("error").map_or(Value::Null, Value::take))
+    } else {
+        Ok(envelope
+            .get_mut("response")
+            .map_or(Value::Null, Value::take))
+    };
+    ControlFrame::Response { id, result }
+}
 
 /// Every response layer the parse formed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -216,15 +204,18 @@ impl Parser {
             }
             Line::StreamEvent(_) => {}
             Line::ControlRequest(c) => out.push(Out::Control(ControlFrame::Request {
-                request_id: c.request_id,
-                request: c.request,
+                method: (c.request.get("subtype").and_then(Value::as_str))
+                    .unwrap_or_default()
+                    .to_owned(),
+                id: Value::String(c.request_id),
+                params: c.request,
             })),
             Line::ControlResponse(c) => {
                 self.awaiting_initialize = false;
-                out.push(Out::Control(ControlFrame::Response(c.response)));
+                out.push(Out::Control(control_response(c.response)));
             }
             Line::ControlCancelRequest(c) => out.push(Out::Control(ControlFrame::Cancel {
-                request_id: c.request_id,
+                id: Value::String(c.request_id),
             })),
             Line::Result(_) => {}
             Line::Unknown => self.unknown(raw, out),

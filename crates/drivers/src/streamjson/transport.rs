@@ -1,25 +1,30 @@
-//! Running a stream-json CLI: spawn it through the process helper, feed
-//! every stdout line to the parser, deliver what it means to the sink, answer
-//! control requests, and form the response. A thread run is served by a
-//! resident process instead (`persistent.rs`) when the configuration allows.
+//! Running a stream-json CLI in a process of its own: the [`Session`] is the
+//! parser plus the answers to control requests, a
+//! [`Duplex`](crate::pump::Duplex) that the shared pump drives (spawn,
+//! reading, cancellation, the exit grace); this file sets it up and forms
+//! the response. A thread run is served by a resident process instead
+//! (`resident.rs`, the same session on [`pump::run_turn`]) when the
+//! configuration allows.
 
 use std::path::{Path, PathBuf};
 
 use agent_adaptor_driver::{
-    Batch, Checkpoint, DecisionResponse, DecisionResult, DriverError, EventSink, OperationalEvent,
-    RawStreams, Request, Response, RunContext, RunEvent, StructuredOutput, StructuredOutputSource,
-    Transcript,
+    Checkpoint, DecisionResponse, DecisionResult, DriverError, EventSink, OperationalEvent,
+    RawStreams, Request, Response, RunContext, StructuredOutput, StructuredOutputSource,
+    Transcript, async_trait,
 };
-use agent_adaptor_process::{Command, Line, Process, StdinController, StdinMode};
+use agent_adaptor_process::{Command, StdinController, StdinMode};
 use bytes::Bytes;
+use serde_json::Value;
 
 use super::Family;
-use super::config::{Config, Transport, argv_with};
+use super::argv::argv_with;
+use super::config::{Config, Transport};
 use super::control;
 use super::parse::{ControlFrame, ExitFacts, Out, Parser};
-use super::persistent;
-use crate::exit::{CliName, notice_if_stopped};
-use crate::pump::Batches;
+use super::resident;
+use crate::exit::CliName;
+use crate::pump::{self, Controller, LineProtocol, write_frame};
 use crate::resident::Pool;
 
 /// One run of the CLI: resident when eligible, else a process of its own.
@@ -34,8 +39,8 @@ pub(crate) async fn run(
     // The run policy's flags and transport, for this run only.
     let applied = super::policy::table(family, cfg).apply(cfg, &req.policy);
     let cfg = &*applied;
-    if persistent::eligible(cfg, &req) {
-        return persistent::run(family, cfg, pool, ctx, req, sink).await;
+    if resident::eligible(cfg, &req) {
+        return resident::run(family, cfg, pool, ctx, req, sink).await;
     }
     if let Some(id) = resume_id(&req) {
         // This run continues the session in a process of its own: a
@@ -59,7 +64,8 @@ pub(super) fn workspace(cfg: &Config, req: &Request) -> Option<PathBuf> {
     req.workspace.clone().or_else(|| cfg.cwd.clone())
 }
 
-/// A run in a process of its own (one-shot or control transport).
+/// A run in a process of its own (one-shot or control transport), driven
+/// by the shared pump.
 async fn run_once(
     family: &'static Family,
     cfg: &Config,
@@ -67,58 +73,34 @@ async fn run_once(
     req: Request,
     sink: &dyn EventSink,
 ) -> Result<Response, DriverError> {
-    let transport = cfg.transport();
-    let frames = transport == Transport::Control;
+    let frames = cfg.transport() == Transport::Control;
     let cwd = workspace(cfg, &req);
     let cmd = command(family, cfg, &req, frames, cwd.as_deref());
-    let mut proc = Process::spawn(&cmd)?;
-    let mut spawn = OperationalEvent::text(format!("{} started", family.display_name));
-    spawn.metadata.insert("pid".into(), proc.pid().to_string());
-    spawn
-        .metadata
-        .insert("program".into(), proc.program().to_owned());
-    spawn.metadata.insert(
-        "transport".into(),
-        match transport {
-            Transport::OneShot => "one_shot".into(),
-            Transport::Control => "control".into(),
-        },
-    );
-    sink.emit(RunEvent::Spawn(spawn)).await?;
-
     let mut session = Session::new(family, cfg, req.streaming, req.new_transcript());
-    if frames && resume_id(&req).is_none() {
-        // `read` sends `initialize` and leaves its answer to the parser.
-        session.parser.expect_initialize_answer();
+    session.frames = frames;
+    let mut setup = Vec::new();
+    if frames {
+        setup.push(control::initialize_frame(INIT_ID));
+        let prompt = control::user_frame(&req.prompt);
+        if resume_id(&req).is_some() {
+            // A resumed CLI may replay the session first (CodeBuddy does):
+            // the prompt waits for the answer to `initialize`.
+            session.gate(prompt);
+        } else {
+            // The parser sees the answer to `initialize`.
+            session.parser.expect_initialize_answer();
+            setup.push(prompt);
+        }
     }
-    let mut stdin = proc.take_stdin();
-    if let Err(e) = read(
-        &mut session,
-        &mut proc,
-        &mut stdin,
-        &ctx,
-        &req,
-        frames,
-        sink,
-    )
-    .await
-    {
-        // Stop the CLI and its children before reporting; the error wins.
-        drop(stdin);
-        let _ = proc.shutdown(sink).await;
-        return Err(e);
-    }
-    drop(stdin);
-    let finished = proc.finish(sink).await?;
     let cli = CliName {
         name: family.display_name,
         terminal: "result",
     };
-    let terminated = session.parser.terminated();
-    notice_if_stopped(sink, cli, terminated, cmd.get_exit_grace(), &finished).await?;
+    let finished = pump::run_duplex(cli, &cmd, &ctx, sink, &mut session, &setup).await?;
+    let gate = session.flush_gate();
     let (tail, parsed) = session.parser.finish(ExitFacts::of(&finished.exit));
-    for out in tail {
-        session.deliver(out, &mut None, sink).await?;
+    for out in gate.into_iter().chain(tail) {
+        pump::deliver(out, sink, &mut None, &mut None).await?;
     }
     let structured = req
         .native_output_schema()
@@ -153,48 +135,6 @@ fn native_structured_output(value: serde_json::Value) -> StructuredOutput {
     }
 }
 
-/// Read stdout to the end (or until cancelled), delivering everything; with
-/// stdin `frames`, send the prompt as frames first and close stdin once the
-/// turn's `result` arrived.
-async fn read(
-    session: &mut Session,
-    proc: &mut Process,
-    stdin: &mut Option<StdinController>,
-    ctx: &RunContext,
-    req: &Request,
-    frames: bool,
-    sink: &dyn EventSink,
-) -> Result<(), DriverError> {
-    if frames {
-        write(stdin, &control::initialize_frame(INIT_ID)).await;
-        if resume_id(req).is_some() {
-            // A resumed CLI may replay the session first (CodeBuddy does).
-            await_initialized(session.family, proc, stdin, ctx, sink).await?;
-        }
-        write(stdin, &control::user_frame(&req.prompt)).await;
-    }
-    let mut batch = Batches::new(sink);
-    let mut over = false;
-    loop {
-        let next = batch.next(next_line(proc, stdin, ctx, frames, sink)).await;
-        let Some(line) = next? else {
-            return Ok(());
-        };
-        batch.open();
-        session.line(&line, stdin, sink).await?;
-        if session.parser.terminated() && !over {
-            // The turn is over: closing stdin lets the CLI exit, and it has
-            // the exit grace to do so before it is stopped.
-            over = true;
-            proc.expect_exit();
-            if let Some(s) = stdin.take() {
-                batch.close();
-                s.close().await;
-            }
-        }
-    }
-}
-
 /// The request id of the `initialize` the driver sends a CLI that reads
 /// stream-json frames.
 pub(super) const INIT_ID: &str = "init_1";
@@ -208,77 +148,6 @@ fn is_reply_to(line: &[u8], id: &str) -> bool {
         && v.pointer("/response/request_id")
             .and_then(serde_json::Value::as_str)
             == Some(id)
-}
-
-/// Read until the CLI answers `initialize` ([`INIT_ID`]), before the prompt
-/// is sent. A CLI that resumes a session may first print that session's
-/// history (CodeBuddy Code replays it, `result` line included): those lines
-/// belong to earlier turns, so they stay in the raw capture but are not
-/// parsed as this turn (a lifecycle notice counts them). Returns at end of
-/// file too (the turn then reports the missing `result`).
-pub(super) async fn await_initialized(
-    family: &Family,
-    proc: &mut Process,
-    stdin: &mut Option<StdinController>,
-    ctx: &RunContext,
-    sink: &dyn EventSink,
-) -> Result<(), DriverError> {
-    let mut skipped = 0usize;
-    while let Some(line) = next_line(proc, stdin, ctx, true, sink).await? {
-        let bytes = match line.as_memory() {
-            Some(b) => b.to_vec(),
-            None => line.bytes().to_vec()?,
-        };
-        if is_reply_to(&bytes, INIT_ID) {
-            break;
-        }
-        skipped += 1;
-    }
-    if skipped > 0 {
-        crate::resident::notice(
-            sink,
-            format!(
-                "{} printed {skipped} lines before answering initialize (a resumed session's history); they are not part of this turn",
-                family.display_name
-            ),
-            &[("skipped_lines", skipped.to_string())],
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-/// The next stdout line, or `None` at end of file. On cancellation the turn
-/// is interrupted first (best effort) when the CLI reads frames.
-pub(super) async fn next_line(
-    proc: &mut Process,
-    stdin: &mut Option<StdinController>,
-    ctx: &RunContext,
-    frames: bool,
-    sink: &dyn EventSink,
-) -> Result<Option<Line>, DriverError> {
-    let next = tokio::select! {
-        biased;
-        () = ctx.cancel.cancelled() => None,
-        r = proc.next_line(sink) => Some(r),
-    };
-    match next {
-        None => {
-            if frames {
-                // Best effort: ask the CLI to stop the turn first.
-                let frame = control::interrupt_frame("interrupt_1");
-                let _ = tokio::time::timeout(
-                    std::time::Duration::from_millis(200),
-                    write(stdin, &frame),
-                )
-                .await;
-            }
-            Err(DriverError::Cancelled)
-        }
-        Some(Err(e)) if e.is_cancelled() => Err(DriverError::Cancelled),
-        Some(Err(e)) => Err(e.into()),
-        Some(Ok(line)) => Ok(line),
-    }
 }
 
 /// The command for one run: the family's argv (`frames`: stream-json input),
@@ -311,24 +180,30 @@ pub(super) fn command(
     cmd
 }
 
-/// Write one frame; a failed write (the CLI exited) drops the controller.
-pub(super) async fn write(stdin: &mut Option<StdinController>, frame: &str) {
-    if let Some(s) = stdin.as_mut()
-        && s.write_line(frame.as_bytes()).await.is_err()
-    {
-        // The CLI closed its stdin (it exited); what it printed tells why.
-        *stdin = None;
-    }
-}
-
-/// The parse of one turn, and what the driver answers on the CLI's behalf.
+/// The parse of one turn, and what the driver answers on the CLI's behalf:
+/// a [`Duplex`](crate::pump::Duplex) for the shared pump.
 pub(super) struct Session {
     family: &'static Family,
     /// The turn's parser.
     pub(super) parser: Parser,
     host_approvals: bool,
-    /// The buffer each line is parsed into, reused from line to line.
-    outs: Vec<Out>,
+    /// The CLI reads stream-json frames (control or resident transport):
+    /// cancellation sends it an interrupt.
+    pub(super) frames: bool,
+    /// Open until the CLI answers `initialize`.
+    gate: Option<Gate>,
+}
+
+/// The wait for the answer to `initialize` ([`INIT_ID`]) before the prompt
+/// is sent. A CLI that resumes a session may first print that session's
+/// history (CodeBuddy Code replays it, `result` line included): those lines
+/// belong to earlier turns, so they stay in the raw capture but are not
+/// parsed as this turn (a lifecycle notice counts them).
+struct Gate {
+    /// The lines printed before the answer.
+    skipped: usize,
+    /// The prompt, written once the answer came.
+    prompt_frame: String,
 }
 
 impl Session {
@@ -343,79 +218,68 @@ impl Session {
             family,
             parser: Parser::new(family, streaming, streaming).with_transcript(transcript),
             host_approvals: cfg.host_approvals,
-            outs: Vec::new(),
+            frames: true,
+            gate: None,
         }
     }
 
-    /// Parse one stdout line and deliver what it means.
-    pub(super) async fn line(
-        &mut self,
-        line: &Line,
+    /// Wait for the answer to `initialize` (sent by the caller) before
+    /// writing `prompt_frame`, parsing nothing before it.
+    pub(super) fn gate(&mut self, prompt_frame: String) {
+        self.gate = Some(Gate {
+            skipped: 0,
+            prompt_frame,
+        });
+    }
+
+    /// Stdout ended with the gate open: the notice of the lines it skipped,
+    /// if any.
+    pub(super) fn flush_gate(&mut self) -> Option<Out> {
+        let gate = self.gate.take()?;
+        self.skipped_notice(gate.skipped)
+    }
+
+    fn skipped_notice(&self, skipped: usize) -> Option<Out> {
+        (skipped > 0).then(|| {
+            Out::Event(crate::exit::notice_event(
+                format!(
+                    "{} printed {skipped} lines before answering initialize (a resumed session's history); they are not part of this turn",
+                    self.family.display_name
+                ),
+                &[("skipped_lines", skipped.to_string())],
+            ))
+        })
+    }
+
+    /// Answer a `control_request` on `stdin`: `can_use_tool` goes to the
+    /// host's decisions (when it may answer), anything else is unsupported.
+    async fn answer(
+        &self,
+        id: &str,
+        method: &str,
+        request: &Value,
         stdin: &mut Option<StdinController>,
         sink: &dyn EventSink,
     ) -> Result<(), DriverError> {
-        // A line in memory is parsed where it is; a spilled one is read back.
-        let spilled;
-        let bytes = match line.as_memory() {
-            Some(b) => b,
-            None => {
-                spilled = line.bytes().to_vec()?;
-                &spilled[..]
-            }
+        let frame = if method == "can_use_tool" {
+            let decision = control::decision_for(self.family, request);
+            let decisions = sink.decisions().filter(|_| self.host_approvals);
+            let answer = match decisions {
+                Some(decisions) => decisions.request_decision(decision).await?,
+                // Nobody may answer: deny, as the CLI would without a handler.
+                None => DecisionResponse {
+                    request_id: decision.request_id,
+                    result: DecisionResult::Rejected,
+                    choice: String::new(),
+                    answer: Default::default(),
+                    text: "no host decision channel".into(),
+                },
+            };
+            control::permission_reply(self.family, id, request, &answer)
+        } else {
+            control::unsupported_reply(id, method)
         };
-        // One batch per line: the consumer is woken once for the line.
-        let _batch = Batch::new(sink);
-        let mut outs = std::mem::take(&mut self.outs);
-        outs.clear();
-        self.parser.line_into(bytes, &mut outs);
-        for out in outs.drain(..) {
-            self.deliver(out, stdin, sink).await?;
-        }
-        self.outs = outs;
-        Ok(())
-    }
-
-    /// Deliver one parsed output; control requests are answered on `stdin`.
-    pub(super) async fn deliver(
-        &mut self,
-        out: Out,
-        stdin: &mut Option<StdinController>,
-        sink: &dyn EventSink,
-    ) -> Result<(), DriverError> {
-        match out {
-            Out::Stream(p) => sink.emit_stream(p).await?,
-            Out::Event(e) => sink.emit(e).await?,
-            Out::Control(ControlFrame::Request {
-                request_id,
-                request,
-            }) => {
-                let subtype = request
-                    .get("subtype")
-                    .and_then(|s| s.as_str())
-                    .unwrap_or_default()
-                    .to_owned();
-                let frame = if subtype == "can_use_tool" {
-                    let decision = control::decision_for(self.family, &request);
-                    let decisions = sink.decisions().filter(|_| self.host_approvals);
-                    let answer = match decisions {
-                        Some(decisions) => decisions.request_decision(decision).await?,
-                        // Nobody may answer: deny, as the CLI would without a handler.
-                        None => DecisionResponse {
-                            request_id: decision.request_id,
-                            result: DecisionResult::Rejected,
-                            choice: String::new(),
-                            answer: Default::default(),
-                            text: "no host decision channel".into(),
-                        },
-                    };
-                    control::permission_reply(self.family, &request_id, &request, &answer)
-                } else {
-                    control::unsupported_reply(&request_id, &subtype)
-                };
-                write(stdin, &frame).await;
-            }
-            Out::Control(_) => {}
-        }
+        write_frame(stdin, &frame).await;
         Ok(())
     }
 
@@ -441,6 +305,64 @@ impl Session {
     }
 }
 
+impl LineProtocol for Session {
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
+        let Some(gate) = self.gate.as_mut() else {
+            return self.parser.line_into(raw, out);
+        };
+        if !is_reply_to(raw, INIT_ID) {
+            gate.skipped += 1;
+            return;
+        }
+        let skipped = gate.skipped;
+        out.extend(self.skipped_notice(skipped));
+        out.push(Out::Control(ControlFrame::Response {
+            id: Value::from(INIT_ID),
+            result: Ok(Value::Null),
+        }));
+    }
+
+    fn terminated(&self) -> bool {
+        self.parser.terminated()
+    }
+
+    fn describe_spawn(&self, spawn: &mut OperationalEvent) {
+        let transport = if self.frames { "control" } else { "one_shot" };
+        spawn.metadata.insert("transport".into(), transport.into());
+    }
+}
+
+#[async_trait]
+impl Controller for Session {
+    async fn control(
+        &mut self,
+        frame: ControlFrame,
+        stdin: &mut Option<StdinController>,
+        sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        match frame {
+            ControlFrame::Request { id, method, params } => {
+                let id = id.as_str().unwrap_or_default();
+                self.answer(id, &method, &params, stdin, sink).await?;
+            }
+            ControlFrame::Response { id, .. } if self.gate.is_some() && id == INIT_ID => {
+                if let Some(gate) = self.gate.take() {
+                    write_frame(stdin, &gate.prompt_frame).await;
+                }
+            }
+            ControlFrame::Response { .. } | ControlFrame::Cancel { .. } => {}
+        }
+        Ok(())
+    }
+
+    async fn interrupt(&mut self, stdin: &mut Option<StdinController>) {
+        if self.frames {
+            // Best effort (the pump bounds it): ask the CLI to stop the turn.
+            write_frame(stdin, &control::interrupt_frame("interrupt_1")).await;
+        }
+    }
+}
+
 /// The checkpoint's state records the working directory (a guard key).
 fn with_cwd(mut cp: Checkpoint, cwd: Option<&Path>) -> Checkpoint {
     if let (Some(state), Some(dir)) = (cp.state.as_mut(), cwd) {
@@ -449,4 +371,86 @@ fn with_cwd(mut cp: Checkpoint, cwd: Option<&Path>) -> Checkpoint {
             .insert("cwd".into(), dir.to_string_lossy().into_owned());
     }
     cp
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use agent_adaptor_driver::{Emit, RunEvent, StreamPayload};
+
+    use super::*;
+    use crate::streamjson::CLAUDE;
+
+    /// A sink that takes everything and can answer no decision.
+    struct Null;
+
+    impl EventSink for Null {
+        fn emit(&self, _event: RunEvent) -> Emit<'_> {
+            Emit::ready(Ok(()))
+        }
+        fn emit_stream(&self, _payload: StreamPayload) -> Emit<'_> {
+            Emit::ready(Ok(()))
+        }
+    }
+
+    fn gated() -> Session {
+        let cfg = Config::new(&CLAUDE);
+        let mut session = Session::new(&CLAUDE, &cfg, true, Transcript::new());
+        session.gate(control::user_frame("now"));
+        session
+    }
+
+    fn lines(session: &mut Session, lines: &[&str]) -> Vec<Out> {
+        let mut out = Vec::new();
+        for l in lines {
+            session.line_into(l.as_bytes(), &mut out);
+        }
+        out
+    }
+
+    const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s1"}"#;
+    const RESULT: &str =
+        r#"{"type":"result","subtype":"success","session_id":"s1","result":"ok","is_error":false}"#;
+    const ANSWER: &str = r#"{"type":"control_response","response":{"subtype":"success","request_id":"init_1","response":{}}}"#;
+
+    fn skipped(out: &Out) -> Option<String> {
+        match out {
+            Out::Event(RunEvent::Lifecycle(ev)) => ev.metadata.get("skipped_lines").cloned(),
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_before_the_answer_are_skipped_and_counted_and_a_later_result_is_believed() {
+        let mut session = gated();
+        // A replayed history, its result line included, is not this turn.
+        let out = lines(&mut session, &[INIT, "", RESULT, "not json"]);
+        assert!(out.is_empty(), "{out:?}");
+        assert!(!LineProtocol::terminated(&session));
+        let mut out = lines(&mut session, &[ANSWER]);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!(skipped(&out[0]).as_deref(), Some("4"));
+        let Some(Out::Control(frame)) = out.pop() else {
+            panic!("no answer frame");
+        };
+        assert!(matches!(&frame, ControlFrame::Response { id, result: Ok(_) } if id == INIT_ID));
+        // The answer opens the gate (the prompt goes to stdin, gone here).
+        session.control(frame, &mut None, &Null).await.unwrap();
+        assert!(session.flush_gate().is_none());
+        let out = lines(&mut session, &[INIT, RESULT]);
+        assert!(LineProtocol::terminated(&session), "{out:?}");
+        assert!(out.iter().all(|o| skipped(o).is_none()));
+    }
+
+    #[test]
+    fn the_end_of_stdout_with_the_gate_open_still_gives_the_notice() {
+        let mut session = gated();
+        assert!(lines(&mut session, &[INIT, RESULT]).is_empty());
+        let notice = session.flush_gate();
+        assert_eq!(notice.as_ref().and_then(skipped).as_deref(), Some("2"));
+        assert!(session.flush_gate().is_none(), "told once");
+        // Nothing skipped, nothing told.
+        assert!(gated().flush_gate().is_none());
+    }
 }

@@ -218,22 +218,22 @@ pub async fn drain(
 }
 
 /// A clean process end with `code`.
-pub fn exit(code: i32) -> agent_adaptor_drivers::jsonl::Exit {
-    agent_adaptor_drivers::jsonl::Exit {
+pub fn exit(code: i32) -> agent_adaptor_drivers::one_shot::Exit {
+    agent_adaptor_drivers::one_shot::Exit {
         process: agent_adaptor_drivers::exit::ExitFacts::exited(code),
         ..Default::default()
     }
 }
 
 /// Parse `lines` with a fresh parser, judge the contract, return the layers.
-pub fn parse_with<P: agent_adaptor_drivers::jsonl::OneShotParser>(
+pub fn parse_with<P: agent_adaptor_drivers::one_shot::OneShotParser>(
     parser: &mut P,
     what: &str,
     lines: &[String],
     cap: StreamCapability,
     streaming: bool,
     code: i32,
-) -> (Vec<Out>, agent_adaptor_drivers::jsonl::Parsed) {
+) -> (Vec<Out>, agent_adaptor_drivers::one_shot::Parsed) {
     let (outs, parsed) = feed(parser, lines, |p| p.finish(&exit(code)));
     judge(
         what,

@@ -93,6 +93,12 @@ pub trait LineProtocol: Send {
     fn observe(&mut self, observed: bool) {
         let _ = observed;
     }
+    /// Add what the protocol knows about the run (e.g. its transport) to
+    /// the [`RunEvent::Spawn`] notice of [`run`] and [`run_duplex`],
+    /// before it is emitted. The default adds nothing.
+    fn describe_spawn(&self, spawn: &mut OperationalEvent) {
+        let _ = spawn;
+    }
 }
 
 /// The transport side of a bidirectional protocol.
@@ -172,6 +178,7 @@ trait Side: Send {
     fn lines_into(&mut self, lines: &[&[u8]], out: &mut Vec<Out>);
     fn terminated(&self) -> bool;
     fn observe(&mut self, observed: bool);
+    fn describe_spawn(&self, spawn: &mut OperationalEvent);
     fn controller(&mut self) -> Option<&mut dyn Controller>;
 }
 
@@ -189,6 +196,9 @@ impl Side for Split<'_, '_> {
     }
     fn observe(&mut self, observed: bool) {
         self.proto.observe(observed);
+    }
+    fn describe_spawn(&self, spawn: &mut OperationalEvent) {
+        self.proto.describe_spawn(spawn);
     }
     fn controller(&mut self) -> Option<&mut dyn Controller> {
         match &mut self.controller {
@@ -210,6 +220,9 @@ impl Side for Joined<'_> {
     fn observe(&mut self, observed: bool) {
         self.0.observe(observed);
     }
+    fn describe_spawn(&self, spawn: &mut OperationalEvent) {
+        LineProtocol::describe_spawn(&*self.0, spawn);
+    }
     fn controller(&mut self) -> Option<&mut dyn Controller> {
         Some(&mut *self.0)
     }
@@ -229,6 +242,7 @@ async fn drive(
     spawn
         .metadata
         .insert("program".into(), proc.program().to_owned());
+    side.describe_spawn(&mut spawn);
     let mut stdin = proc.take_stdin();
     let pumped = async {
         sink.emit(RunEvent::Spawn(spawn)).await?;
@@ -409,21 +423,21 @@ async fn deliver_lines(
 /// consumer woken — before the reader has to wait. A CLI that prints a line
 /// at a time costs one wake per line; one that floods stdout costs one wake
 /// per burst (the host still wakes its consumer as its queue fills).
-pub(crate) struct Batches<'s> {
+struct Batches<'s> {
     sink: &'s dyn EventSink,
     open: Option<Batch<'s>>,
 }
 
 impl<'s> Batches<'s> {
     /// No batch open yet.
-    pub(crate) fn new(sink: &'s dyn EventSink) -> Self {
+    fn new(sink: &'s dyn EventSink) -> Self {
         Batches { sink, open: None }
     }
 
     /// Await `next` (the next line): when it is not ready at once, close the
     /// open batch first, so the consumer sees everything so far while the
     /// reader waits.
-    pub(crate) async fn next<F: Future>(&mut self, next: F) -> F::Output {
+    async fn next<F: Future>(&mut self, next: F) -> F::Output {
         let mut next = std::pin::pin!(next);
         if self.open.is_some() {
             let polled = std::future::poll_fn(|cx| {
@@ -442,14 +456,14 @@ impl<'s> Batches<'s> {
     }
 
     /// Make sure a batch is open (before delivering a line).
-    pub(crate) fn open(&mut self) {
+    fn open(&mut self) {
         if self.open.is_none() {
             self.open = Some(Batch::new(self.sink));
         }
     }
 
     /// Close the open batch, if any.
-    pub(crate) fn close(&mut self) {
+    fn close(&mut self) {
         self.open = None;
     }
 }
@@ -464,7 +478,7 @@ pub enum TurnEnd {
 }
 
 /// Drive one turn of `session` on a process that keeps running afterwards
-/// (a resident process, see [`crate::resident`]): deliver what each stdout
+/// (a resident process, kept between the turns of a thread): deliver what each stdout
 /// line means, answer control frames on `stdin`, and return at the
 /// protocol's terminal event — stdin stays open, the process is not waited
 /// for — or at the end of stdout. On cancellation the session is asked to

@@ -38,11 +38,9 @@ use agent_adaptor_process::Process;
 use super::Family;
 use super::config::Config;
 use super::control;
-use super::parse::ExitFacts;
-use super::transport::{
-    INIT_ID, Session, await_initialized, command, next_line, resume_id, workspace, write,
-};
-use crate::pump::Batches;
+use super::parse::{ExitFacts, Out};
+use super::transport::{INIT_ID, Session, command, resume_id, workspace};
+use crate::pump::{self, TurnEnd, write_frame};
 use crate::resident::{self, Delivery, Pool, Resident, Signature, Taken};
 
 /// A resident process of this family (no protocol state beyond the process).
@@ -100,7 +98,10 @@ pub(super) async fn run(
         resident::notice_reused(sink, &resident).await?;
         let pid = resident.pid();
         match resident::deliver(&mut resident, &control::user_frame(&req.prompt)).await {
-            Delivery::Delivered => return turn.serve(resident, true).await,
+            Delivery::Delivered => {
+                let session = Session::new(family, cfg, true, req.new_transcript());
+                return turn.serve(resident, session, true).await;
+            }
             Delivery::Refused(error) => {
                 // Nothing reached the process: safe to start over, once.
                 resident.stop().await;
@@ -117,16 +118,8 @@ pub(super) async fn run(
             }
         }
     }
-    let resident = turn.spawn(signature).await?;
-    turn.serve(resident, false).await
-}
-
-/// How a turn's reading ended.
-enum Ended {
-    /// The `result` line arrived: the process may serve again.
-    Terminal,
-    /// Stdout closed first: the process is gone.
-    Eof,
+    let (resident, session) = turn.spawn(signature).await?;
+    turn.serve(resident, session, false).await
 }
 
 impl Turn<'_> {
@@ -144,8 +137,9 @@ impl Turn<'_> {
     }
 
     /// Spawn a resident process for this turn (resuming the request's
-    /// session), initialize it and send it the prompt.
-    async fn spawn(&self, signature: Signature) -> Result<Proc, DriverError> {
+    /// session) and send it `initialize`; the session sends the prompt once
+    /// the process answered (see [`Session::gate`]).
+    async fn spawn(&self, signature: Signature) -> Result<(Proc, Session), DriverError> {
         let mut cmd = command(self.family, self.cfg, self.req, true, self.cwd);
         cmd.close_grace(self.cfg.resident_stop_grace);
         let mut process = Process::spawn(&cmd)?;
@@ -157,37 +151,35 @@ impl Turn<'_> {
         let mut resident = Resident::new(process, stdin, signature, ());
         // A fresh process that cannot take its frames ends without a result
         // line, which the turn reports.
-        write(&mut resident.stdin, &control::initialize_frame(INIT_ID)).await;
-        let initialized = await_initialized(
-            self.family,
-            &mut resident.process,
-            &mut resident.stdin,
-            self.ctx,
-            self.sink,
-        )
-        .await;
-        if let Err(e) = initialized {
-            resident.stop().await;
-            return Err(e);
-        }
-        write(&mut resident.stdin, &control::user_frame(&self.req.prompt)).await;
-        Ok(resident)
+        write_frame(&mut resident.stdin, &control::initialize_frame(INIT_ID)).await;
+        let mut session = Session::new(self.family, self.cfg, true, self.req.new_transcript());
+        session.gate(control::user_frame(&self.req.prompt));
+        Ok((resident, session))
     }
 
-    /// Read the turn to its `result` line (or the process's end) and form
+    /// Run the turn to its `result` line (or the process's end) and form
     /// the response; keep or stop the process.
-    async fn serve(&self, mut resident: Proc, reused: bool) -> Result<Response, DriverError> {
-        let mut session = Session::new(self.family, self.cfg, true, self.req.new_transcript());
-        let ended = match self.read(&mut session, &mut resident).await {
-            Ok(ended) => ended,
+    async fn serve(
+        &self,
+        mut resident: Proc,
+        mut session: Session,
+        reused: bool,
+    ) -> Result<Response, DriverError> {
+        let ended = pump::run_turn(
+            &mut resident.process,
+            self.ctx,
+            self.sink,
+            &mut session,
+            &mut resident.stdin,
+        )
+        .await;
+        match ended {
             Err(e) => {
                 resident.stop().await;
-                return Err(e);
+                Err(e)
             }
-        };
-        match ended {
-            Ended::Terminal => self.finish(resident, session).await,
-            Ended::Eof if reused => {
+            Ok(TurnEnd::Terminal) => self.finish(resident, session).await,
+            Ok(TurnEnd::Eof) if reused => {
                 let failure = resident::lost_failure(
                     self.family.driver_type,
                     resident.pid(),
@@ -195,30 +187,7 @@ impl Turn<'_> {
                 );
                 self.lose(resident, session, failure).await
             }
-            Ended::Eof => self.lose_fresh(resident, session).await,
-        }
-    }
-
-    async fn read(&self, session: &mut Session, resident: &mut Proc) -> Result<Ended, DriverError> {
-        let mut batch = Batches::new(self.sink);
-        loop {
-            let line = batch
-                .next(next_line(
-                    &mut resident.process,
-                    &mut resident.stdin,
-                    self.ctx,
-                    true,
-                    self.sink,
-                ))
-                .await?;
-            let Some(line) = line else {
-                return Ok(Ended::Eof);
-            };
-            batch.open();
-            session.line(&line, &mut resident.stdin, self.sink).await?;
-            if session.parser.terminated() {
-                return Ok(Ended::Terminal);
-            }
+            Ok(TurnEnd::Eof) => self.lose_fresh(resident, session).await,
         }
     }
 
@@ -237,11 +206,9 @@ impl Turn<'_> {
             }
         };
         let (tail, parsed) = session.parser.finish_resident();
-        for out in tail {
-            if let Err(e) = session.deliver(out, &mut resident.stdin, self.sink).await {
-                resident.stop().await;
-                return Err(e);
-            }
+        if let Err(e) = self.deliver(tail).await {
+            resident.stop().await;
+            return Err(e);
         }
         let raw = RawStreams {
             stdout: captured.stdout,
@@ -267,29 +234,31 @@ impl Turn<'_> {
         mut session: Session,
         failure: RunFailure,
     ) -> Result<Response, DriverError> {
-        for out in session.parser.abort(failure) {
-            if let Err(e) = session.deliver(out, &mut None, self.sink).await {
-                resident.stop().await;
-                return Err(e);
-            }
+        let aborted = session.parser.abort(failure);
+        if let Err(e) = self.deliver(aborted).await {
+            resident.stop().await;
+            return Err(e);
         }
         self.lose_fresh(resident, session).await
     }
 
-    /// The process ended without a `result` line: reap it and report the
-    /// turn as the parse saw it.
+    /// The process ended without a `result` line (perhaps before it
+    /// answered `initialize`): reap it and report the turn as the parse saw
+    /// it.
     async fn lose_fresh(
         &self,
         resident: Proc,
         mut session: Session,
     ) -> Result<Response, DriverError> {
+        if let Err(e) = self.deliver(session.flush_gate()).await {
+            resident.stop().await;
+            return Err(e);
+        }
         let Resident { process, stdin, .. } = resident;
         drop(stdin);
         let finished = process.shutdown(self.sink).await?;
         let (tail, parsed) = session.parser.finish(ExitFacts::of(&finished.exit));
-        for out in tail {
-            session.deliver(out, &mut None, self.sink).await?;
-        }
+        self.deliver(tail).await?;
         let raw = RawStreams {
             stdout: finished.stdout.clone(),
             stderr: finished.stderr.clone(),
@@ -298,5 +267,13 @@ impl Turn<'_> {
         let mut resp = session.response(parsed, raw, self.cwd);
         finished.exit.apply_to(&mut resp);
         Ok(resp)
+    }
+
+    /// Deliver what the parse means outside the pump (no control frames).
+    async fn deliver(&self, outs: impl IntoIterator<Item = Out>) -> Result<(), DriverError> {
+        for out in outs {
+            pump::deliver(out, self.sink, &mut None, &mut None).await?;
+        }
+        Ok(())
     }
 }

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use agent_adaptor_driver::{EventSink, SinkError};
+use agent_adaptor_driver::{EventSink, OperationalEvent, RunEvent, SinkError};
 use agent_adaptor_process::{ExitInfo, Finished};
 
 /// How the CLI process ended, as a parser needs to know it.
@@ -84,7 +84,7 @@ pub async fn notice_if_stopped(
     } else {
         "its stdout ended".to_owned()
     };
-    crate::resident::notice(
+    notice(
         sink,
         format!(
             "{} did not exit within {} after {after}; stopped with {signal}",
@@ -103,6 +103,25 @@ pub async fn notice_if_stopped(
         ],
     )
     .await
+}
+
+/// Report a lifecycle notice with metadata.
+pub async fn notice(
+    sink: &dyn EventSink,
+    text: String,
+    metadata: &[(&str, String)],
+) -> Result<(), SinkError> {
+    sink.emit(notice_event(text, metadata)).await
+}
+
+/// A lifecycle notice with metadata, for a protocol that returns its events
+/// instead of emitting them (see [`notice`]).
+pub fn notice_event(text: String, metadata: &[(&str, String)]) -> RunEvent {
+    let mut ev = OperationalEvent::text(text);
+    for (k, v) in metadata {
+        ev.metadata.insert((*k).to_owned(), v.clone());
+    }
+    RunEvent::Lifecycle(ev)
 }
 
 /// `3 s`, `1.5 s`, `300 ms`.

@@ -1,0 +1,30 @@
+//! Lease recovery for the SQL stores: the leases of a dead incarnation of
+//! a server are released and recorded as interrupted runs. What both
+//! backends share is here; their SQL is in `sqlite.rs` and `postgres.rs`.
+
+use agent_adaptor_core::thread::store::InterruptedRun;
+use chrono::{DateTime, Utc};
+
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+#[cfg(feature = "postgres")]
+pub(crate) use postgres::{pg_interrupted_runs, pg_recover_in};
+#[cfg(feature = "sqlite")]
+pub(crate) use sqlite::{sqlite_interrupted_runs, sqlite_recover_in};
+
+/// A recovered lease: (target, owner, prompt, started_at).
+pub(super) type Recovered = (String, String, Option<String>, DateTime<Utc>);
+
+/// The recovered leases on thread keys as interrupted runs, oldest first.
+pub(super) fn interrupted(mut leases: Vec<Recovered>, at: DateTime<Utc>) -> Vec<InterruptedRun> {
+    leases.sort_by(|a, b| (a.3, &a.0).cmp(&(b.3, &b.0)));
+    leases
+        .into_iter()
+        .filter_map(|(target, owner, prompt, started_at)| {
+            InterruptedRun::from_lease(&target, &owner, prompt, started_at, at)
+        })
+        .collect()
+}
