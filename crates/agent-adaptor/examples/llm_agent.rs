@@ -10,7 +10,7 @@
 //! `OPENAI_API_KEY=sk-… cargo run -p agent-adaptor --features llm --example llm_agent -- "Weather in Paris?"`
 
 use agent_adaptor::llm::agent::LlmDriver;
-use agent_adaptor::llm::{LlmCallConfig, OpenAiChatDriver, Provider, ToolDefinition};
+use agent_adaptor::llm::{LlmCallConfig, OpenAiChat, Provider, ToolDefinition};
 use agent_adaptor::{Agent, Event, Phase, Runner};
 use futures::StreamExt;
 use serde_json::json;
@@ -28,7 +28,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .unwrap_or_else(|| "What is the weather in Paris?".to_owned());
     let key = std::env::var("OPENAI_API_KEY").map_err(|_| "set OPENAI_API_KEY")?;
-    let provider = Provider::new("openai", OpenAiChatDriver::new())
+    let provider = Provider::new("openai", OpenAiChat::new())
         .base_url(env_or("OPENAI_BASE_URL", "https://api.openai.com/v1"))
         .api_key(&key);
     let weather = ToolDefinition::function(

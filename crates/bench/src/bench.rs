@@ -41,6 +41,10 @@ pub struct Plan {
     pub node_dir: PathBuf,
     /// Include the SDK contenders.
     pub sdk: bool,
+    /// The `agent-adaptor` binary, for the `run --json` contender (left
+    /// out without it).
+    #[serde(default)]
+    pub cli: Option<PathBuf>,
     /// Workload sizes, lines.
     pub sizes: Vec<u64>,
     /// Repetitions of each interleaved round.
@@ -71,6 +75,7 @@ impl Plan {
             fake,
             node_dir,
             sdk: true,
+            cli: None,
             sizes: vec![10_000, 50_000, 200_000],
             // Nine interleaved rounds: on a shared 2-CPU host five left the
             // median of `run()` against its blocking mode (the same work)
@@ -159,7 +164,15 @@ pub fn run(plan: &Plan, log: &mut dyn FnMut(&str)) -> Result<Results, String> {
     if !plan.sdk {
         contenders.retain(|c| *c != Contender::Sdk);
     }
+    if plan.cli.is_none() {
+        contenders.retain(|c| *c != Contender::AaCliJson);
+    }
     for kind in [Kind::Claude, Kind::Codex] {
+        let contenders: Vec<Contender> = contenders
+            .iter()
+            .copied()
+            .filter(|c| c.runs(kind))
+            .collect();
         for &lines in &plan.sizes {
             let spec = Spec {
                 kind,
@@ -265,6 +278,9 @@ fn measure(
     } else {
         let mut cmd = Command::new(exe);
         cmd.args(["child", "--contender", contender.as_str()]);
+        if let Some(cli) = &plan.cli {
+            cmd.arg("--cli").arg(cli);
+        }
         cmd
     };
     cmd.args(["--kind", kind.as_str()])
@@ -354,7 +370,12 @@ fn latency(
     let measured: Vec<Contender> = contenders
         .iter()
         .copied()
-        .filter(|c| !matches!(c, Contender::AaRun | Contender::AaRunBlocking))
+        .filter(|c| {
+            !matches!(
+                c,
+                Contender::AaRun | Contender::AaRunBlocking | Contender::AaCliJson
+            )
+        })
         .collect();
     for kind in [Kind::Claude, Kind::Codex] {
         let spec = Spec {

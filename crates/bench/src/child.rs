@@ -23,6 +23,9 @@
 //! * [`Contender::AaStreamCurrentThread`] — the same on a `current_thread`
 //!   runtime: the run task and the consumer share one thread, so no event
 //!   crosses threads (a diagnostic for the cost of those hand-overs).
+//! * [`Contender::AaCliJson`] — the release `agent-adaptor run --driver
+//!   claude --json` with the fake CLI as `claude`, its stdout drained (what
+//!   a host in another language does; see [`cli_json`](crate::cli_json)).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -67,6 +70,10 @@ pub enum Contender {
     /// consumer on another thread.
     #[serde(rename = "limit-stream")]
     LimitStream,
+    /// The `agent-adaptor` binary, `run --json`, its stdout drained
+    /// (Claude only).
+    #[serde(rename = "aa-cli-json")]
+    AaCliJson,
     /// The official SDK of the workload's CLI (a Node process).
     #[serde(rename = "sdk")]
     Sdk,
@@ -74,7 +81,7 @@ pub enum Contender {
 
 impl Contender {
     /// Every contender, in the bench's interleaving order.
-    pub const ALL: [Contender; 8] = [
+    pub const ALL: [Contender; 9] = [
         Contender::Limit,
         Contender::LimitStream,
         Contender::AaRun,
@@ -82,6 +89,7 @@ impl Contender {
         Contender::AaStream,
         Contender::AaStreamBlocking,
         Contender::AaStreamCurrentThread,
+        Contender::AaCliJson,
         Contender::Sdk,
     ];
 
@@ -95,8 +103,16 @@ impl Contender {
             Contender::AaStream => "aa-stream",
             Contender::AaStreamBlocking => "aa-stream-blocking",
             Contender::AaStreamCurrentThread => "aa-stream-current-thread",
+            Contender::AaCliJson => "aa-cli-json",
             Contender::Sdk => "sdk",
         }
+    }
+
+    /// Whether this contender runs the workloads of `kind` (the CLI's
+    /// Codex driver speaks the app-server protocol, which the Codex
+    /// workload, an `exec` stream, is not).
+    pub fn runs(self, kind: Kind) -> bool {
+        self != Contender::AaCliJson || kind == Kind::Claude
     }
 
     /// Parses [`Contender::as_str`].
@@ -144,6 +160,8 @@ pub struct Setup {
     pub delay_ms: u64,
     /// Collect latencies of stamped texts.
     pub latency: bool,
+    /// The `agent-adaptor` binary ([`Contender::AaCliJson`]).
+    pub cli: Option<PathBuf>,
 }
 
 /// The fake CLI's own flags, as the JSON array [`OPTS_ENV`] takes: replay
@@ -183,6 +201,13 @@ pub fn stamp_of(text: &str) -> Option<i64> {
 
 /// Runs one contender and returns its report (the usage is filled in last).
 pub fn run(contender: Contender, setup: &Setup) -> ChildReport {
+    if contender == Contender::AaCliJson {
+        // Its usage is the CLI's (and the fake CLI's), set by `cli_json`.
+        return crate::cli_json::run(setup).unwrap_or_else(|error| ChildReport {
+            error: Some(error),
+            ..ChildReport::default()
+        });
+    }
     let mut report = match contender {
         Contender::Limit => limit(setup),
         Contender::LimitStream => limit_stream(setup),

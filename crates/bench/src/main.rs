@@ -6,14 +6,14 @@
 //!
 //! ```text
 //! agent-adaptor-bench run [--quick] [--no-sdk] [--skip-big] [--work-dir DIR]
-//!     [--fake PATH] [--node-dir DIR] [--sizes 10000,50000,200000] [--reps N]
+//!     [--fake PATH] [--cli PATH] [--node-dir DIR] [--sizes 10000,50000,200000] [--reps N]
 //!     [--latency-lines N] [--latency-delay-ms N] [--latency-reps N]
 //!     [--concurrent-runs N] [--concurrent-lines N] [--single-rounds N]
 //!     [--concurrent-reps N] [--big-bytes N]
 //! agent-adaptor-bench gen --kind claude|codex (--lines N | --bytes N)
 //!     [--seed N] [--stamp] --out FILE
 //! agent-adaptor-bench child --contender NAME --kind K --fake PATH
-//!     --workload FILE [--delay-ms N] [--latency]
+//!     --workload FILE [--delay-ms N] [--latency] [--cli PATH]
 //! agent-adaptor-bench concurrent --kind K --fake PATH --workload FILE
 //!     --runs N --rounds N
 //! agent-adaptor-bench serve-load [--server PATH] [--runs N] [--rounds N]
@@ -32,6 +32,7 @@
 mod args;
 mod bench;
 mod child;
+mod cli_json;
 mod concurrent;
 mod host_death;
 mod ordered;
@@ -110,6 +111,7 @@ fn setup(args: &Args) -> Result<Setup, String> {
         workload: args.path("--workload")?,
         delay_ms: args.number("--delay-ms", 0)?,
         latency: args.switch("--latency"),
+        cli: args.get("--cli").map(PathBuf::from),
     })
 }
 
@@ -130,6 +132,7 @@ fn cmd_run(args: &Args) -> Result<(), String> {
         bench::Plan::full(work_dir, fake, node_dir)
     };
     plan.sdk = !args.switch("--no-sdk");
+    plan.cli = args.get("--cli").map(PathBuf::from);
     plan.sizes = args.numbers("--sizes", &plan.sizes)?;
     plan.reps = args.number("--reps", plan.reps)?;
     plan.latency_lines = args.number("--latency-lines", plan.latency_lines)?;

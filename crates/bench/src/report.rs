@@ -278,27 +278,79 @@ impl Results {
             .max_by_key(|s| s.lines)
     }
 
+    /// The wall ratio `contender` / `reference` of each round on the
+    /// largest workload of `kind` (both runs of a round are neighbours in
+    /// time, so a round's ratio holds while the machine's speed drifts).
+    pub fn round_ratios(&self, kind: Kind, contender: Contender, reference: Contender) -> Vec<f64> {
+        let Some(top) = self.largest(kind, contender).map(|s| s.lines) else {
+            return Vec::new();
+        };
+        let wall = |c: Contender, rep: u64| {
+            self.samples
+                .iter()
+                .find(|s| {
+                    s.kind == kind
+                        && s.workload.lines == top
+                        && s.contender == c
+                        && s.rep == rep
+                        && s.report.ok
+                })
+                .map(|s| s.wall_s)
+        };
+        let mut ratios: Vec<f64> = (0..self.plan.reps)
+            .filter_map(|rep| Some(wall(contender, rep)? / wall(reference, rep)?))
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        ratios
+    }
+
+    /// A wall-time target: the median of `contender` over the median of
+    /// `reference` on the largest workload of `kind`, with the spread of
+    /// the per-round ratios.
+    fn wall_target(
+        &self,
+        kind: Kind,
+        contender: Contender,
+        reference: Contender,
+        bound: f64,
+    ) -> Option<Target> {
+        let s = self.largest(kind, contender)?;
+        let r = self.largest(kind, reference)?;
+        let ratio = s.wall_s / r.wall_s;
+        let rounds = self.round_ratios(kind, contender, reference);
+        let spread = match (rounds.first(), rounds.last()) {
+            (Some(lo), Some(hi)) => format!(" (rounds {lo:.2}–{hi:.2}x)"),
+            _ => String::new(),
+        };
+        Some(Target {
+            name: format!(
+                "{} {} wall vs {} ({} lines)",
+                kind.as_str(),
+                contender.as_str(),
+                reference.as_str(),
+                s.lines
+            ),
+            target: format!("≤ {bound:.2}x"),
+            measured: format!("{ratio:.2}x{spread}"),
+            met: ratio <= bound,
+        })
+    }
+
     fn judge(&mut self) {
         let mut targets = Vec::new();
         for kind in [Kind::Claude, Kind::Codex] {
-            for c in [
-                Contender::AaRun,
-                Contender::AaRunBlocking,
-                Contender::AaStream,
-            ] {
-                if let Some(s) = self.largest(kind, c) {
-                    targets.push(Target {
-                        name: format!(
-                            "{} {} wall vs the limit ({} lines)",
-                            kind.as_str(),
-                            c.as_str(),
-                            s.lines
-                        ),
-                        target: "≤ 1.30x".into(),
-                        measured: format!("{:.2}x", s.wall_ratio),
-                        met: s.wall_ratio <= 1.3,
-                    });
-                }
+            // `run()` against the limit, `stream()` against the limit that
+            // hands its parsed lines to another thread too, `run --json`
+            // (a process more, and every event written as JSON) against
+            // the limit.
+            let pairs = [
+                (Contender::AaRun, Contender::Limit, 1.3),
+                (Contender::AaRunBlocking, Contender::Limit, 1.3),
+                (Contender::AaStream, Contender::LimitStream, 1.3),
+                (Contender::AaCliJson, Contender::Limit, 2.0),
+            ];
+            for (contender, reference, bound) in pairs {
+                targets.extend(self.wall_target(kind, contender, reference, bound));
             }
             if let Some(s) = self.largest(kind, Contender::AaRun)
                 && let Some(r) = s.rss_vs_sdk

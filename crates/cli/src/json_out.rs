@@ -5,7 +5,11 @@
 //! …, ["thread_key": …,] <the event's own fields>}` where `KIND` is the
 //! event's kind name (`run.started`, `text.content`, `tool_call.start`,
 //! `notice.approval.resolved`, `approval.requested`, `run.finished` …).
-//! Raw process output (`bytes`) is given as UTF-8 text (lossy). The last
+//! Raw process output (`bytes`) is given as UTF-8 text (lossy). A line's
+//! keys are a set: their order is not part of the format (an event's own
+//! field wins over an envelope key of the same name, as `source` of
+//! `dropped` and `approval.requested`). Each line is written in one
+//! serializer pass, straight from the event ([`write_event`]). The last
 //! line is `{"type": "result", "ok": bool, "run_id", "text", "usage",
 //! "failure": null | {"reason", "message", ["stderr_tail"]}, "raw": {"stdout_bytes",
 //! "stderr_bytes", "terminal"}, "provider", "model", "exit_code",
@@ -16,40 +20,81 @@
 //! `failure.reason` says what stopped it ([`INVALID_ARGUMENTS`],
 //! [`STORE_UNAVAILABLE`], [`DRIVER_UNAVAILABLE`], [`INVALID_CONFIG`]).
 
+mod fields;
+#[cfg(test)]
+mod reference;
+
 use agent_adaptor_core::{Error, Event, RunResult};
+use fields::{ENVELOPE, FieldsInto};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
-/// The JSON line of one event.
+/// The JSON line of one event (without the newline); see
+/// [`write_event`].
 pub fn event_line(event: &Event) -> String {
-    let mut out = Map::new();
-    out.insert("type".into(), Value::String(event.kind_name().into_owned()));
+    let mut buf = Vec::with_capacity(256);
+    write_event(&mut buf, event);
+    // Only `serde_json` wrote `buf`: it is UTF-8.
+    String::from_utf8(buf).unwrap_or_default()
+}
+
+/// Append the JSON line of `event` to `buf`, without the newline: one
+/// serializer pass, the event's own fields written straight from the event
+/// (see the [module docs](self) for the keys; their order is not part of
+/// the format).
+pub fn write_event(buf: &mut Vec<u8>, event: &Event) {
+    let start = buf.len();
+    if write_line(buf, event, true).is_err() {
+        // Not an event struct (no variant is one today): the envelope alone.
+        buf.truncate(start);
+        let _ = write_line(buf, event, false);
+    }
+}
+
+fn write_line(buf: &mut Vec<u8>, event: &Event, with_fields: bool) -> serde_json::Result<()> {
     let meta = event.meta();
-    out.insert("sequence".into(), json!(meta.sequence));
-    out.insert("run_id".into(), json!(&*meta.run_id));
-    out.insert("time".into(), json!(meta.time));
-    if let Some(key) = &meta.thread_key {
-        out.insert("thread_key".into(), json!(&**key));
+    let mut ser = serde_json::Serializer::new(buf);
+    let mut map = ser.serialize_map(None)?;
+    map.serialize_entry("type", &*event.kind_name())?;
+    let mut seen = 0u8;
+    if with_fields {
+        let bytes = match event {
+            Event::ProcessInfo(p) => Some(&p.bytes[..]),
+            _ => None,
+        };
+        event.serialize(FieldsInto {
+            map: &mut map,
+            bytes,
+            seen: &mut seen,
+        })?;
     }
-    if let Some(source) = &meta.source {
-        out.insert("source".into(), json!(source));
+    let unseen = |key: &str| {
+        ENVELOPE
+            .iter()
+            .position(|k| *k == key)
+            .is_some_and(|i| seen & (1 << i) == 0)
+    };
+    if unseen("sequence") {
+        map.serialize_entry("sequence", &meta.sequence)?;
     }
-    if let Ok(Value::Object(fields)) = serde_json::to_value(event) {
-        for (k, v) in fields {
-            if k == "type" || k == "meta" {
-                continue;
-            }
-            out.insert(k, v);
-        }
+    if unseen("run_id") {
+        map.serialize_entry("run_id", &*meta.run_id)?;
     }
-    if let Event::ProcessInfo(p) = event
-        && !p.bytes.is_empty()
+    if unseen("time") {
+        map.serialize_entry("time", &meta.time)?;
+    }
+    if let Some(key) = meta.thread_key.as_deref()
+        && unseen("thread_key")
     {
-        out.insert(
-            "bytes".into(),
-            Value::String(String::from_utf8_lossy(&p.bytes).into_owned()),
-        );
+        map.serialize_entry("thread_key", key)?;
     }
-    Value::Object(out).to_string()
+    if let Some(source) = &meta.source
+        && unseen("source")
+    {
+        map.serialize_entry("source", source)?;
+    }
+    map.end()
 }
 
 fn result_fields(r: &RunResult, out: &mut Map<String, Value>) {

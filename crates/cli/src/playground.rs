@@ -16,11 +16,11 @@
 //! schema ([`example_for_schema`]), so structured output can be tried
 //! offline too.
 
-use agent_adaptor_llm::{OpenAiChatDriver, Provider};
+use agent_adaptor_llm::{OpenAiChat, Provider};
 use agent_adaptor_testkit::mock::{MockServer, Reply, Script};
 use serde_json::{Map, Value, json};
 
-use crate::chat::ChatDriver;
+use crate::chat::ConversationDriver;
 use crate::chat::tools::LIST_FILES;
 
 /// The model name the playground reports.
@@ -68,7 +68,7 @@ pub struct Playground {
     /// The mock model server (kept alive as long as the playground).
     pub server: MockServer,
     /// The `llm` driver calling it (Chat Completions).
-    pub driver: ChatDriver,
+    pub driver: ConversationDriver,
 }
 
 impl Playground {
@@ -76,11 +76,12 @@ impl Playground {
     /// playground's script.
     pub async fn start(schema: Option<&Value>) -> std::io::Result<Playground> {
         let server = MockServer::start(script(schema)).await?;
-        let provider = Provider::new("playground", OpenAiChatDriver::new())
+        let provider = Provider::new("playground", OpenAiChat::new())
             .base_url(format!("{}/v1", server.base_url()))
             .api_key("playground");
         Ok(Playground {
-            driver: ChatDriver::new(provider, PLAYGROUND_MODEL).with_endpoint_id("playground"),
+            driver: ConversationDriver::new(provider, PLAYGROUND_MODEL)
+                .with_endpoint_id("playground"),
             server,
         })
     }

@@ -72,11 +72,17 @@ impl Renderer {
     /// Write `text` to stdout and flush, unless a stdout write failed
     /// before; a failure is kept (see [`output_error`](Self::output_error)).
     pub fn out(&mut self, text: &str) {
+        self.out_bytes(text.as_bytes());
+    }
+
+    /// [`out`](Self::out) for bytes (`run --json` writes a batch of lines
+    /// at once).
+    pub fn out_bytes(&mut self, bytes: &[u8]) {
         if self.output_error.is_some() {
             return;
         }
         let mut out = std::io::stdout().lock();
-        if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
             self.output_error = Some(e);
         }
     }

@@ -9,7 +9,7 @@ use agent_adaptor_core::{
     Agent, Error, Event, FailureReason, RunOptions, RunResult, RunStream, Runner, approve_all,
     deny_all,
 };
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use crate::approve;
@@ -218,6 +218,8 @@ async fn drive(
     let mut signals = Signals::new();
     let closed = crate::render::stdout_closed();
     tokio::pin!(closed);
+    // `--json`: the lines of the events ready at once, written together.
+    let mut lines = Vec::new();
     loop {
         tokio::select! {
             () = &mut closed, if !output_closed => {
@@ -228,11 +230,12 @@ async fn drive(
             }
             event = stream.next() => {
                 let Some(event) = event else { break };
-                if json {
-                    renderer.out(&format!("{}\n", json_out::event_line(&event)));
+                let (event, ended) = if json {
+                    print_ready(event, &mut stream, renderer, &mut lines)
                 } else {
                     renderer.event(&event);
-                }
+                    (event, false)
+                };
                 if let Some(e) = renderer.output_error()
                     && !output_closed
                 {
@@ -265,6 +268,9 @@ async fn drive(
                         }
                     }
                 }
+                if ended {
+                    break;
+                }
             }
             _ = ticker.tick(), if !json => renderer.tick(),
             stop = signals.recv() => {
@@ -282,6 +288,44 @@ async fn drive(
         run_id,
         interrupted,
     }
+}
+
+/// Events `run --json` writes with one stdout write at most.
+const JSON_BATCH: usize = 256;
+
+/// `run --json`: write the line of `event` and of the events already
+/// ready after it (up to [`JSON_BATCH`], stopping after an approval
+/// request, which may need a prompt) with one write and one flush, before
+/// waiting for more, so no event waits for a later one. Returns the last
+/// event written and whether the stream ended.
+fn print_ready(
+    event: Event,
+    stream: &mut RunStream,
+    renderer: &mut Renderer,
+    lines: &mut Vec<u8>,
+) -> (Event, bool) {
+    lines.clear();
+    let mut event = event;
+    let mut ended = false;
+    let mut written = 0;
+    loop {
+        json_out::write_event(lines, &event);
+        lines.push(b'\n');
+        written += 1;
+        if written == JSON_BATCH || matches!(event, Event::ApprovalRequest(_)) {
+            break;
+        }
+        match stream.next().now_or_never() {
+            Some(Some(next)) => event = next,
+            Some(None) => {
+                ended = true;
+                break;
+            }
+            None => break,
+        }
+    }
+    renderer.out_bytes(lines);
+    (event, ended)
 }
 
 /// Print the end of the run and turn its outcome into the exit status.

@@ -13,13 +13,12 @@ use std::sync::Arc;
 use agent_adaptor_driver::{Driver, redact_url};
 use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_llm::{
-    AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, OpenRouterDriver,
-    Provider,
+    AnthropicMessages, GeminiGenerateContent, OpenAiChat, OpenAiResponses, OpenRouter, Provider,
 };
 use serde_json::Value;
 
 use crate::args::{DriverArgs, DriverName, ProviderName};
-use crate::chat::ChatDriver;
+use crate::chat::ConversationDriver;
 use crate::error::CliError;
 use crate::playground::Playground;
 
@@ -202,7 +201,7 @@ pub fn llm_driver(
     provider: ProviderName,
     model: Option<&str>,
     base_url: Option<&str>,
-) -> Result<ChatDriver, CliError> {
+) -> Result<ConversationDriver, CliError> {
     let key = std::env::var(provider.key_var()).unwrap_or_default();
     if key.is_empty() && base_url.is_none() {
         return Err(CliError::failure(format!(
@@ -213,11 +212,11 @@ pub fn llm_driver(
     }
     let name = provider.as_str();
     let mut p = match provider {
-        ProviderName::Openai => Provider::new(name, OpenAiChatDriver::new()),
-        ProviderName::OpenaiResponses => Provider::new(name, OpenAiResponsesDriver::new()),
-        ProviderName::Anthropic => Provider::new(name, AnthropicDriver::new()),
-        ProviderName::Gemini => Provider::new(name, GeminiDriver::new()),
-        ProviderName::Openrouter => Provider::new(name, OpenRouterDriver::new()),
+        ProviderName::Openai => Provider::new(name, OpenAiChat::new()),
+        ProviderName::OpenaiResponses => Provider::new(name, OpenAiResponses::new()),
+        ProviderName::Anthropic => Provider::new(name, AnthropicMessages::new()),
+        ProviderName::Gemini => Provider::new(name, GeminiGenerateContent::new()),
+        ProviderName::Openrouter => Provider::new(name, OpenRouter::new()),
     };
     if let Some(url) = base_url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -232,7 +231,7 @@ pub fn llm_driver(
         p = p.api_key(&key);
     }
     let model = model.unwrap_or(provider.default_model());
-    Ok(ChatDriver::new(p, model))
+    Ok(ConversationDriver::new(p, model))
 }
 
 /// A `--env` value: a variable name, or a prefix followed by `*`.

@@ -57,6 +57,7 @@ pub mod scripted;
 mod sink;
 pub mod stream;
 pub mod structured;
+mod structured_error;
 pub mod thread;
 mod translate;
 mod wall_clock;

@@ -41,6 +41,7 @@
 
 mod approvals;
 mod clock;
+pub(crate) mod record;
 
 use std::time::Duration;
 
@@ -56,7 +57,7 @@ pub use agent_adaptor_driver::{
     ApprovalMode, ApprovalTimeout, DEFAULT_HUMAN_DECISION_MAX_RETRIES,
     DEFAULT_HUMAN_DECISION_TIMEOUT, FallbackAction, FeatureLevel, QuestionMode, SandboxLevel,
 };
-pub use approvals::{DecidedBy, DecisionRecord};
+pub use record::{DecidedBy, DecisionRecord};
 
 /// The approval part of a [`Policy`] (the SPI's `HumanDecisionPolicy`).
 pub type ApprovalPolicy = agent_adaptor_driver::HumanDecisionPolicy;

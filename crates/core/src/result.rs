@@ -110,7 +110,7 @@ pub struct RunResult {
     pub(crate) structured: Option<StructuredOutput>,
     pub(crate) checkpoint: Option<Checkpoint>,
     pub(crate) exit_code: Option<i32>,
-    pub(crate) decisions: Arc<[crate::policy::DecisionRecord]>,
+    pub(crate) decisions: Arc<[crate::policy::record::DecisionRecord]>,
 }
 
 impl RunResult {
@@ -149,7 +149,7 @@ impl RunResult {
     /// Every human decision of the run, in the order they were settled:
     /// who decided (a human, the policy, a timeout), what the driver was
     /// answered, the attempts and the fallback applied.
-    pub fn decisions(&self) -> &[crate::policy::DecisionRecord] {
+    pub fn decisions(&self) -> &[crate::policy::record::DecisionRecord] {
         &self.decisions
     }
 
@@ -222,15 +222,15 @@ pub enum RunCause {
     ApprovalHandler(String),
     /// The thread could not be persisted (lease lost, no checkpoint …).
     #[error(transparent)]
-    Thread(crate::thread::ThreadError),
+    Thread(crate::thread::error::ThreadError),
     /// A human rejected a decision and the run policy said abort
     /// (`on_reject`).
     #[error("{} denied: {}", .0.kind.as_str(), .0.title)]
-    ApprovalDenied(Box<crate::policy::DecisionRecord>),
+    ApprovalDenied(Box<crate::policy::record::DecisionRecord>),
     /// A decision was not answered in time and the run policy said abort
     /// (`on_timeout`, or retries exhausted).
     #[error("{} not answered in time: {}", .0.kind.as_str(), .0.title)]
-    ApprovalTimeout(Box<crate::policy::DecisionRecord>),
+    ApprovalTimeout(Box<crate::policy::record::DecisionRecord>),
     /// The active-execution budget ran out.
     #[error("active execution budget of {limit:?} exhausted")]
     ActiveExecutionTimeout {
@@ -286,7 +286,7 @@ pub enum Error {
     ThreadStoreRequired,
     /// A thread could not be used: not found, busy, incompatible …
     #[error(transparent)]
-    Thread(crate::thread::ThreadError),
+    Thread(crate::thread::error::ThreadError),
     /// The Tokio runtime shut down before the run could finish.
     #[error("the Tokio runtime shut down before the run finished")]
     RuntimeShutdown,
@@ -333,11 +333,11 @@ pub enum Error {
     },
     /// The output schema is unusable (refused before anything started).
     #[error(transparent)]
-    InvalidOutputSchema(crate::structured::InvalidOutputSchemaError),
+    InvalidOutputSchema(crate::structured_error::InvalidOutputSchemaError),
     /// The driver cannot produce structured output for this run (refused
     /// before anything started).
     #[error(transparent)]
-    StructuredOutputUnsupported(crate::structured::StructuredOutputUnsupportedError),
+    StructuredOutputUnsupported(crate::structured_error::StructuredOutputUnsupportedError),
     /// [`run_as`](crate::run_as): the run succeeded but its output could not
     /// be decoded into the requested type.
     #[error("the run succeeded but its output could not be decoded: {error}")]

@@ -63,6 +63,7 @@ use sha2::{Digest, Sha256};
 use crate::agent::Runner;
 use crate::options::RunOptions;
 use crate::result::{Error, FailureReason, RunCause, RunError, RunResult};
+pub use crate::structured_error::{InvalidOutputSchemaError, StructuredOutputUnsupportedError};
 
 /// The only format there is today.
 pub const JSON_SCHEMA_FORMAT: &str = "json_schema";
@@ -172,29 +173,6 @@ impl RunOptions {
         self.schema.return_invalid = true;
         self
     }
-}
-
-/// The schema of a run is unusable; the run was refused before anything
-/// started.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid output schema ({field}): {reason}")]
-pub struct InvalidOutputSchemaError {
-    /// The option at fault: `schema`, `schema_name`, `schema_description`
-    /// or `schema_return_invalid`.
-    pub field: &'static str,
-    /// What is wrong with it.
-    pub reason: String,
-}
-
-/// The driver cannot produce structured output for this run; the run was
-/// refused before anything started.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("driver {driver} cannot produce structured output: {reason}")]
-pub struct StructuredOutputUnsupportedError {
-    /// The driver type.
-    pub driver: String,
-    /// Why (which declaration is missing).
-    pub reason: String,
 }
 
 /// A schema that passed normalization and compiled as Draft 2020-12.

@@ -768,8 +768,8 @@ fn check_codex_decision(label: &str, events: &[Event], stdin: &Path) {
 
 #[tokio::test]
 async fn the_llm_driver_declares_nothing() {
-    use agent_adaptor_llm::{OpenAiChatDriver, Provider};
-    let provider = Provider::new("mock", OpenAiChatDriver::new()).base_url("http://127.0.0.1:9");
+    use agent_adaptor_llm::{OpenAiChat, Provider};
+    let provider = Provider::new("mock", OpenAiChat::new()).base_url("http://127.0.0.1:9");
     let agent = Agent::new(agent_adaptor_llm::agent::LlmDriver::new(provider, "m"));
     for (label, policy) in explicit_values() {
         let (events, outcome) = run_on(&agent, policy).await;

@@ -12,7 +12,7 @@
 //! frame, hand every delta to the consumer.
 //!
 //! * `agent_adaptor_llm` — `Provider::chat_completion_stream` with
-//!   [`OpenAiChatDriver`], draining every [`LlmStreamEvent`] (asserts the
+//!   [`OpenAiChat`], draining every [`LlmStreamEvent`] (asserts the
 //!   text deltas add up to the answer and `Done` arrives).
 //! * `async_openai` — `async_openai::Client::chat().create_stream`, draining
 //!   every chunk (asserts the same text).
@@ -29,7 +29,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, OnceLock};
 
-use agent_adaptor_llm::{LlmCallConfig, LlmStreamEvent, Message, OpenAiChatDriver, Provider};
+use agent_adaptor_llm::{LlmCallConfig, LlmStreamEvent, Message, OpenAiChat, Provider};
 use agent_adaptor_testkit::mock::{MockServer, Reply, Script};
 use futures::StreamExt;
 
@@ -135,7 +135,7 @@ fn fixture() -> &'static Fixture {
 #[divan::bench(sample_count = 20)]
 fn agent_adaptor_llm() {
     let fixture = fixture();
-    let provider = Provider::new("bench", OpenAiChatDriver::new())
+    let provider = Provider::new("bench", OpenAiChat::new())
         .base_url(format!("http://{}/v1", fixture.addr))
         .api_key("bench");
     let text = fixture.runtime.block_on(async {

@@ -1,4 +1,4 @@
-//! The HTTP plumbing every vendor driver shares: one client, the request
+//! The HTTP plumbing every vendor protocol shares: one client, the request
 //! with retries before the first event, error-body parsing, and the stream
 //! pipeline bytes → SSE → a vendor's [`WireDecoder`] → events.
 
@@ -43,7 +43,7 @@ fn client() -> Result<&'static reqwest::Client, Box<LlmError>> {
         })
 }
 
-/// What a vendor driver sends.
+/// What a vendor protocol sends.
 #[derive(Debug, Clone)]
 pub(crate) struct WireRequest {
     /// Appended to the endpoint's base URL (may carry a query).

@@ -4,19 +4,19 @@
 //! * The vocabulary: [`LlmStreamEvent`] (see its docs for the contract),
 //!   [`LlmCompletionMetadata`], [`LlmStreamError`], [`LlmError`].
 //! * Where a call goes: [`Provider`] = a name, a [`ProviderEndpoint`] (base
-//!   URL, [`BearerAuth`] / [`StaticHeaderAuth`]) and a [`ChatDriver`].
-//! * The drivers: [`OpenAiChatDriver`] (Chat Completions, any
-//!   OpenAI-protocol server), [`OpenAiResponsesDriver`] (Responses),
-//!   [`AnthropicDriver`] (Messages, thinking with signatures),
-//!   [`GeminiDriver`] (`streamGenerateContent` SSE), [`OpenRouterDriver`].
-//!   Each takes [`with_retry_config`](OpenAiChatDriver::with_retry_config).
+//!   URL, [`BearerAuth`] / [`StaticHeaderAuth`]) and a [`Protocol`].
+//! * The protocols: [`OpenAiChat`] (Chat Completions, any
+//!   OpenAI-protocol server), [`OpenAiResponses`] (Responses),
+//!   [`AnthropicMessages`] (Messages, thinking with signatures),
+//!   [`GeminiGenerateContent`] (`streamGenerateContent` SSE), [`OpenRouter`].
+//!   Each takes [`with_retry_config`](OpenAiChat::with_retry_config).
 //! * Folding a turn: [`collect_turn`] with [`TurnLimits`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), agent_adaptor_llm::LlmError> {
-//! use agent_adaptor_llm::{AnthropicDriver, LlmCallConfig, Message, Provider};
+//! use agent_adaptor_llm::{AnthropicMessages, LlmCallConfig, Message, Provider};
 //!
-//! let provider = Provider::new("anthropic", AnthropicDriver::new()).api_key("sk-ant-...");
+//! let provider = Provider::new("anthropic", AnthropicMessages::new()).api_key("sk-ant-...");
 //! let turn = provider
 //!     .chat_completion(&[Message::user("Say hi")], &LlmCallConfig::new("claude-sonnet-4-5"))
 //!     .await?;
@@ -28,20 +28,17 @@
 pub mod accumulator;
 pub mod agent;
 pub mod collector;
-mod drivers;
 mod error;
 mod event;
 mod http;
 mod message;
+mod protocols;
 mod provider;
 mod reasoning;
 pub mod retry;
 pub mod sse;
 
 pub use collector::{CollectedTurn, TurnLimits, TurnTiming, collect_turn, limit_stream};
-pub use drivers::{
-    AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, OpenRouterDriver,
-};
 pub use error::{LlmError, LlmErrorKind, LlmStreamError};
 pub use event::{
     HostedToolCall, HostedToolCallStatus, LlmCompletionMetadata, LlmStreamEvent, ToolCallDelta,
@@ -51,8 +48,11 @@ pub use message::{
     LlmCallConfig, Message, MessageRole, ReasoningEffort, ResponseFormat, ToolCall, ToolDefinition,
     fold_system_messages,
 };
+pub use protocols::{
+    AnthropicMessages, GeminiGenerateContent, OpenAiChat, OpenAiResponses, OpenRouter,
+};
 pub use provider::{
-    BearerAuth, ChatDriver, LlmResponseStream, Provider, ProviderAuth, ProviderEndpoint,
+    BearerAuth, LlmResponseStream, Protocol, Provider, ProviderAuth, ProviderEndpoint,
     StaticHeaderAuth,
 };
 pub use reasoning::{ReasoningContentPart, ReasoningText};

@@ -1,5 +1,5 @@
-//! Where a call goes: [`ChatDriver`] (a wire protocol), [`ProviderEndpoint`]
-//! (base URL, auth, headers) and [`Provider`] (a named endpoint + driver, the
+//! Where a call goes: [`Protocol`] (a wire protocol), [`ProviderEndpoint`]
+//! (base URL, auth, headers) and [`Provider`] (a named endpoint + protocol, the
 //! host-facing entry point).
 
 use std::fmt;
@@ -22,10 +22,10 @@ use crate::message::{LlmCallConfig, Message};
 /// terminal error.
 pub type LlmResponseStream = Pin<Box<dyn Stream<Item = Result<LlmStreamEvent, LlmError>> + Send>>;
 
-/// A wire protocol. Drivers hold no credentials and no host: the endpoint is
+/// A wire protocol (one per vendor API). Protocols hold no credentials and no host: the endpoint is
 /// passed in per call.
 #[async_trait]
-pub trait ChatDriver: Send + Sync + 'static {
+pub trait Protocol: Send + Sync + 'static {
     /// A short stable id (`openai-chat`, `openai-responses`, `anthropic`,
     /// `gemini`, `openrouter`).
     fn id(&self) -> &'static str;
@@ -199,14 +199,14 @@ impl ProviderEndpoint {
     }
 }
 
-/// A named provider: an endpoint and the driver that speaks its protocol.
+/// A named provider: an endpoint and the [`Protocol`] it speaks.
 ///
 /// ```
-/// use agent_adaptor_llm::{BearerAuth, LlmRetryConfig, OpenAiChatDriver, Provider};
+/// use agent_adaptor_llm::{BearerAuth, LlmRetryConfig, OpenAiChat, Provider};
 ///
 /// let provider = Provider::new(
 ///     "gateway",
-///     OpenAiChatDriver::new().with_retry_config(LlmRetryConfig::no_retry()),
+///     OpenAiChat::new().with_retry_config(LlmRetryConfig::no_retry()),
 /// )
 /// .base_url("http://127.0.0.1:8081/v1")
 /// .auth(BearerAuth::new("local-key"));
@@ -215,7 +215,7 @@ impl ProviderEndpoint {
 #[derive(Clone)]
 pub struct Provider {
     name: String,
-    driver: Arc<dyn ChatDriver>,
+    protocol: Arc<dyn Protocol>,
     endpoint: ProviderEndpoint,
 }
 
@@ -223,25 +223,25 @@ impl fmt::Debug for Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Provider")
             .field("name", &self.name)
-            .field("driver", &self.driver.id())
+            .field("protocol", &self.protocol.id())
             .field("endpoint", &self.endpoint)
             .finish()
     }
 }
 
 impl Provider {
-    /// A provider named `name` using `driver`, at the driver's default base
+    /// A provider named `name` speaking `protocol`, at the protocol's default base
     /// URL, without auth.
-    pub fn new(name: impl Into<String>, driver: impl ChatDriver) -> Self {
-        Provider::from_driver(name, Arc::new(driver))
+    pub fn new(name: impl Into<String>, protocol: impl Protocol) -> Self {
+        Provider::from_protocol(name, Arc::new(protocol))
     }
 
-    /// Like [`Provider::new`] with a shared driver.
-    pub fn from_driver(name: impl Into<String>, driver: Arc<dyn ChatDriver>) -> Self {
-        let endpoint = ProviderEndpoint::new(driver.default_base_url());
+    /// Like [`Provider::new`] with a shared protocol.
+    pub fn from_protocol(name: impl Into<String>, protocol: Arc<dyn Protocol>) -> Self {
+        let endpoint = ProviderEndpoint::new(protocol.default_base_url());
         Provider {
             name: name.into(),
-            driver,
+            protocol,
             endpoint,
         }
     }
@@ -277,7 +277,7 @@ impl Provider {
     /// `x-api-key` for Anthropic, `x-goog-api-key` for Gemini).
     #[must_use]
     pub fn api_key(self, key: &str) -> Self {
-        let auth = self.driver.default_auth(key);
+        let auth = self.protocol.default_auth(key);
         self.auth_arc(auth)
     }
 
@@ -295,9 +295,9 @@ impl Provider {
         &self.name
     }
 
-    /// The driver.
-    pub fn driver(&self) -> &Arc<dyn ChatDriver> {
-        &self.driver
+    /// The wire protocol.
+    pub fn protocol(&self) -> &Arc<dyn Protocol> {
+        &self.protocol
     }
 
     /// The endpoint.
@@ -316,7 +316,7 @@ impl Provider {
         let started = Instant::now();
         let limits = config.limits;
         let connect = self
-            .driver
+            .protocol
             .chat_completion_stream(&self.endpoint, messages, config);
         let stream = match connect_bound(&limits) {
             Some((limit, error)) => match tokio::time::timeout(limit, connect).await {
@@ -338,7 +338,7 @@ impl Provider {
             };
             std::future::ready(item)
         });
-        // The first event has arrived (the driver resolves at first-event
+        // The first event has arrived (the protocol resolves at first-event
         // time): only the total bound and the byte cap remain.
         let mut rest = limits.after(started.elapsed());
         rest.first_event = None;

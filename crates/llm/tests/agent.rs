@@ -11,7 +11,7 @@ use agent_adaptor_core::{Agent, Error, Event, RunCause, RunResult, RunStream, Ru
 use agent_adaptor_driver::TranscriptKind;
 use agent_adaptor_llm::agent::LlmDriver;
 use agent_adaptor_llm::{
-    AnthropicDriver, ChatDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, Provider,
+    AnthropicMessages, GeminiGenerateContent, OpenAiChat, OpenAiResponses, Protocol, Provider,
 };
 use agent_adaptor_testkit::mock::{MockServer, Reply, ToolCallSpec};
 use futures::StreamExt;
@@ -33,8 +33,8 @@ const VENDORS: [Vendor; 4] = [
 ];
 
 fn llm(vendor: Vendor, server: &MockServer) -> LlmDriver {
-    fn provider(driver: impl ChatDriver, base: String) -> Provider {
-        Provider::new("mock", driver)
+    fn provider(protocol: impl Protocol, base: String) -> Provider {
+        Provider::new("mock", protocol)
             .base_url(base)
             .api_key("test-key")
     }
@@ -42,19 +42,19 @@ fn llm(vendor: Vendor, server: &MockServer) -> LlmDriver {
     let root = server.base_url();
     let provider = match vendor {
         Vendor::Chat => provider(
-            OpenAiChatDriver::new().with_retry_config(retry),
+            OpenAiChat::new().with_retry_config(retry),
             format!("{root}/v1"),
         ),
         Vendor::Responses => provider(
-            OpenAiResponsesDriver::new().with_retry_config(retry),
+            OpenAiResponses::new().with_retry_config(retry),
             format!("{root}/v1"),
         ),
         Vendor::Anthropic => provider(
-            AnthropicDriver::new().with_retry_config(retry),
+            AnthropicMessages::new().with_retry_config(retry),
             format!("{root}/v1"),
         ),
         Vendor::Gemini => provider(
-            GeminiDriver::new().with_retry_config(retry),
+            GeminiGenerateContent::new().with_retry_config(retry),
             format!("{root}/v1beta"),
         ),
     };
@@ -347,7 +347,7 @@ async fn the_driver_passes_the_conformance_kit() {
 #[test]
 fn config_validation_names_the_problem() {
     use agent_adaptor_driver::Driver;
-    let provider = Provider::new("p", OpenAiChatDriver::new()).base_url("ftp://x");
+    let provider = Provider::new("p", OpenAiChat::new()).base_url("ftp://x");
     let error = LlmDriver::new(provider.clone(), "m")
         .validate_config()
         .unwrap_err();
@@ -361,7 +361,7 @@ fn config_validation_names_the_problem() {
 async fn credentials_in_the_base_url_reach_no_error_and_no_notice() {
     use agent_adaptor_driver::Driver;
     let secret = "ftp://user:pw-secret@h/v1?key=K-secret";
-    let provider = Provider::new("p", OpenAiChatDriver::new()).base_url(secret);
+    let provider = Provider::new("p", OpenAiChat::new()).base_url(secret);
     let error = LlmDriver::new(provider, "m").validate_config().unwrap_err();
     assert!(!error.to_string().contains("secret"), "{error}");
 
@@ -372,7 +372,7 @@ async fn credentials_in_the_base_url_reach_no_error_and_no_notice() {
         .unwrap();
     let provider = Provider::new(
         "p",
-        OpenAiChatDriver::new().with_retry_config(agent_adaptor_llm::LlmRetryConfig::no_retry()),
+        OpenAiChat::new().with_retry_config(agent_adaptor_llm::LlmRetryConfig::no_retry()),
     )
     .base_url(format!(
         "http://user:pw-secret@127.0.0.1:{port}/v1?key=K-secret"
@@ -396,7 +396,7 @@ async fn credentials_in_the_base_url_reach_no_error_and_no_notice() {
 struct EndsEarly;
 
 #[async_trait::async_trait]
-impl ChatDriver for EndsEarly {
+impl Protocol for EndsEarly {
     fn id(&self) -> &'static str {
         "ends-early"
     }

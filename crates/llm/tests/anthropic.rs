@@ -4,7 +4,7 @@
 mod common;
 
 use agent_adaptor_llm::{
-    AnthropicDriver, LlmCallConfig, LlmErrorKind, LlmRetryConfig, LlmStreamEvent, Message,
+    AnthropicMessages, LlmCallConfig, LlmErrorKind, LlmRetryConfig, LlmStreamEvent, Message,
     ReasoningEffort, ToolCall, ToolDefinition, collect_turn,
 };
 use agent_adaptor_testkit::mock::{MockServer, RecordedRequest, Reply, ToolCallSpec};
@@ -16,8 +16,8 @@ fn config() -> LlmCallConfig {
     LlmCallConfig::new(MODEL)
 }
 
-fn driver() -> AnthropicDriver {
-    AnthropicDriver::new().with_retry_config(common::fast_retry())
+fn driver() -> AnthropicMessages {
+    AnthropicMessages::new().with_retry_config(common::fast_retry())
 }
 
 fn provider(server: &MockServer) -> agent_adaptor_llm::Provider {
@@ -394,7 +394,7 @@ async fn no_retry_config_surfaces_the_first_429() {
     }])
     .await;
     let provider = common::provider(
-        AnthropicDriver::new().with_retry_config(LlmRetryConfig::no_retry()),
+        AnthropicMessages::new().with_retry_config(LlmRetryConfig::no_retry()),
         &format!("{}/v1", server.base_url()),
     );
     let items = common::run(&provider, &config()).await;

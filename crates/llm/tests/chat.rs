@@ -5,8 +5,8 @@
 mod common;
 
 use agent_adaptor_llm::{
-    LlmCallConfig, LlmErrorKind, LlmStreamEvent, Message, OpenAiChatDriver, Provider,
-    ReasoningEffort, ResponseFormat, ToolCall, ToolDefinition,
+    LlmCallConfig, LlmErrorKind, LlmStreamEvent, Message, OpenAiChat, Provider, ReasoningEffort,
+    ResponseFormat, ToolCall, ToolDefinition,
 };
 use agent_adaptor_testkit::mock::{MockServer, RecordedRequest, Reply, ToolCallSpec};
 use serde_json::{Value, json};
@@ -15,7 +15,7 @@ const MODEL: &str = "gpt-golden";
 
 fn chat(server: &MockServer) -> Provider {
     common::provider(
-        OpenAiChatDriver::new().with_retry_config(common::fast_retry()),
+        OpenAiChat::new().with_retry_config(common::fast_retry()),
         &format!("{}/v1", server.base_url()),
     )
 }

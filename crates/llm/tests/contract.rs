@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use agent_adaptor_llm::retry::{is_transient_status, parse_retry_after};
 use agent_adaptor_llm::{
-    ChatDriver, LlmCallConfig, LlmCompletionMetadata, LlmError, LlmErrorKind, LlmResponseStream,
-    LlmRetryConfig, LlmStreamError, LlmStreamEvent, Message, Provider, ProviderEndpoint,
+    LlmCallConfig, LlmCompletionMetadata, LlmError, LlmErrorKind, LlmResponseStream,
+    LlmRetryConfig, LlmStreamError, LlmStreamEvent, Message, Protocol, Provider, ProviderEndpoint,
     ReasoningContentPart, ReasoningText, ToolCall, TurnLimits, collect_turn, limit_stream,
 };
 use async_trait::async_trait;
@@ -195,7 +195,7 @@ async fn limit_stream_yields_the_breach_and_ends() {
 struct Replay(Vec<LlmStreamEvent>);
 
 #[async_trait]
-impl ChatDriver for Replay {
+impl Protocol for Replay {
     fn id(&self) -> &'static str {
         "replay"
     }

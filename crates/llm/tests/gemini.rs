@@ -7,8 +7,8 @@
 mod common;
 
 use agent_adaptor_llm::{
-    GeminiDriver, LlmCallConfig, LlmErrorKind, LlmStreamEvent, Message, Provider, ReasoningEffort,
-    ToolDefinition,
+    GeminiGenerateContent, LlmCallConfig, LlmErrorKind, LlmStreamEvent, Message, Provider,
+    ReasoningEffort, ToolDefinition,
 };
 use agent_adaptor_testkit::mock::{MockServer, RecordedRequest, Reply, ToolCallSpec};
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ const MODEL: &str = "gemini-2.5-flash";
 /// A provider for the mock at `/v1beta`, with millisecond retries.
 fn gemini(server: &MockServer) -> Provider {
     common::provider(
-        GeminiDriver::new().with_retry_config(common::fast_retry()),
+        GeminiGenerateContent::new().with_retry_config(common::fast_retry()),
         &format!("{}/v1beta", server.base_url()),
     )
 }

@@ -1,4 +1,4 @@
-//! The OpenRouter driver: Chat Completions with OpenRouter's extras, against
+//! The OpenRouter protocol: Chat Completions with OpenRouter's extras, against
 //! the mock model server and (for what the mock does not send: `usage.cost`,
 //! `gen-` ids, `: OPENROUTER PROCESSING` comments) a canned stream.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::thread::JoinHandle;
 
 use agent_adaptor_llm::{
-    LlmCallConfig, LlmErrorKind, LlmStreamEvent, OpenRouterDriver, Provider, ReasoningEffort,
+    LlmCallConfig, LlmErrorKind, LlmStreamEvent, OpenRouter, Provider, ReasoningEffort,
 };
 use agent_adaptor_testkit::mock::{MockServer, Reply};
 use serde_json::{Value, json};
@@ -19,7 +19,7 @@ const MODEL: &str = "anthropic/claude-golden";
 
 fn openrouter(base_url: &str) -> Provider {
     common::provider(
-        OpenRouterDriver::new()
+        OpenRouter::new()
             .with_retry_config(common::fast_retry())
             .with_app("https://app.example", "Golden App"),
         base_url,
@@ -208,10 +208,10 @@ async fn payment_required_is_quota_exhausted_and_not_retried() {
 }
 
 /// OpenRouter speaks Chat Completions through the same decoder: every golden
-/// scenario of `tests/chat.rs` gives the same events through both drivers.
+/// scenario of `tests/chat.rs` gives the same events through both protocols.
 #[tokio::test]
 async fn every_chat_golden_scenario_decodes_the_same_through_openrouter() {
-    use agent_adaptor_llm::OpenAiChatDriver;
+    use agent_adaptor_llm::OpenAiChat;
     use agent_adaptor_testkit::mock::ToolCallSpec;
     let scenarios = vec![
         ("text", vec![Reply::Text("Hello there, golden.".into())]),
@@ -264,7 +264,7 @@ async fn every_chat_golden_scenario_decodes_the_same_through_openrouter() {
     for (name, replies) in scenarios {
         let chat_server = common::server(replies.clone()).await;
         let chat = common::provider(
-            OpenAiChatDriver::new().with_retry_config(common::fast_retry()),
+            OpenAiChat::new().with_retry_config(common::fast_retry()),
             &format!("{}/v1", chat_server.base_url()),
         );
         let expected = common::golden(&common::run(&chat, &config).await);

@@ -1,4 +1,4 @@
-//! Golden event sequences of the OpenAI Responses driver against the mock
+//! Golden event sequences of the OpenAI Responses protocol against the mock
 //! server, and the requests it sends.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -6,7 +6,7 @@
 mod common;
 
 use agent_adaptor_llm::{
-    LlmCallConfig, LlmErrorKind, LlmRetryConfig, LlmStreamEvent, OpenAiResponsesDriver, Provider,
+    LlmCallConfig, LlmErrorKind, LlmRetryConfig, LlmStreamEvent, OpenAiResponses, Provider,
     ReasoningEffort, ToolDefinition,
 };
 use agent_adaptor_testkit::mock::{MockServer, RecordedRequest, Reply, ToolCallSpec};
@@ -18,9 +18,9 @@ fn config() -> LlmCallConfig {
     LlmCallConfig::new(MODEL)
 }
 
-/// The driver with fast retries, at the mock's `/v1`.
+/// The protocol with fast retries, at the mock's `/v1`.
 fn provider_for(server: &MockServer) -> Provider {
-    let driver = OpenAiResponsesDriver::new().with_retry_config(common::fast_retry());
+    let driver = OpenAiResponses::new().with_retry_config(common::fast_retry());
     common::provider(driver, &format!("{}/v1", server.base_url()))
 }
 
@@ -266,7 +266,7 @@ async fn no_retry_config_reaches_the_host_at_once() {
         retry_after: Some(0),
     }])
     .await;
-    let driver = OpenAiResponsesDriver::new().with_retry_config(LlmRetryConfig::no_retry());
+    let driver = OpenAiResponses::new().with_retry_config(LlmRetryConfig::no_retry());
     let provider = common::provider(driver, &format!("{}/v1", server.base_url()));
     let items = common::run(&provider, &config()).await;
     match items.as_slice() {

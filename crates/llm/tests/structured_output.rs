@@ -13,7 +13,7 @@ use agent_adaptor_core::driver::{Driver, StructuredOutputSource};
 use agent_adaptor_core::{Agent, FailureReason, RunOptions, Runner};
 use agent_adaptor_llm::agent::LlmDriver;
 use agent_adaptor_llm::{
-    AnthropicDriver, GeminiDriver, OpenAiChatDriver, OpenAiResponsesDriver, Provider,
+    AnthropicMessages, GeminiGenerateContent, OpenAiChat, OpenAiResponses, Provider,
 };
 use agent_adaptor_testkit::mock::{MockServer, RecordedRequest, Reply};
 use serde::Deserialize;
@@ -37,10 +37,10 @@ enum Vendor {
 fn llm(vendor: Vendor, server: &MockServer) -> LlmDriver {
     let root = server.base_url();
     let provider: Provider = match vendor {
-        Vendor::Chat => common::provider(OpenAiChatDriver::new(), &format!("{root}/v1")),
-        Vendor::Responses => common::provider(OpenAiResponsesDriver::new(), &format!("{root}/v1")),
-        Vendor::Anthropic => common::provider(AnthropicDriver::new(), &format!("{root}/v1")),
-        Vendor::Gemini => common::provider(GeminiDriver::new(), &format!("{root}/v1beta")),
+        Vendor::Chat => common::provider(OpenAiChat::new(), &format!("{root}/v1")),
+        Vendor::Responses => common::provider(OpenAiResponses::new(), &format!("{root}/v1")),
+        Vendor::Anthropic => common::provider(AnthropicMessages::new(), &format!("{root}/v1")),
+        Vendor::Gemini => common::provider(GeminiGenerateContent::new(), &format!("{root}/v1beta")),
     };
     LlmDriver::new(provider, "mock-model")
 }

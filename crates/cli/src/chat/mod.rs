@@ -71,7 +71,7 @@ pub const CODEC: &str = "llm";
 
 /// The CLI's `llm` driver (see the [module docs](self)).
 #[derive(Debug, Clone)]
-pub struct ChatDriver {
+pub struct ConversationDriver {
     provider: Provider,
     model: String,
     tools: bool,
@@ -80,11 +80,11 @@ pub struct ChatDriver {
     endpoint_id: String,
 }
 
-impl ChatDriver {
+impl ConversationDriver {
     /// A driver calling `model` at `provider`, offering the built-in tools.
     pub fn new(provider: Provider, model: impl Into<String>) -> Self {
         let endpoint_id = provider.endpoint().base_url().to_owned();
-        ChatDriver {
+        ConversationDriver {
             provider,
             model: model.into(),
             tools: true,
@@ -107,7 +107,7 @@ impl ChatDriver {
     }
 
     fn protocol(&self) -> &str {
-        self.provider.driver().id()
+        self.provider.protocol().id()
     }
 
     fn call_config(&self, req: &Request) -> Result<LlmCallConfig, DriverError> {
@@ -189,7 +189,7 @@ struct RunState {
 }
 
 #[async_trait]
-impl Driver for ChatDriver {
+impl Driver for ConversationDriver {
     fn descriptor(&self) -> Descriptor {
         let mut d = Descriptor::new(
             "llm",
@@ -392,7 +392,7 @@ impl Driver for ChatDriver {
     }
 }
 
-impl ChatDriver {
+impl ConversationDriver {
     /// One model call, translated live.
     async fn one_call(
         &self,

@@ -113,7 +113,7 @@ fn short(text: &str) -> String {
 /// record saved before titles were kept ([`TITLE_KEY`]).
 const LEGACY_TITLE_MAX_BYTES: usize = 64 * 1024;
 
-/// A short title: the one the chat driver keeps with the thread (the first
+/// A short title: the one the conversation driver keeps with the thread (the first
 /// user message). The conversation itself is not read, whatever its size,
 /// except for an older small record without a kept title.
 fn title(record: &ThreadRecord) -> Option<String> {
@@ -228,7 +228,7 @@ mod tests {
 
     use super::*;
 
-    /// A web thread record of the chat driver with these session values.
+    /// A web thread record of the conversation driver with these session values.
     fn record(id: &str, values: BTreeMap<String, String>) -> ThreadRecord {
         let now = chrono::Utc::now();
         ThreadRecord {

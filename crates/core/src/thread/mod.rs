@@ -27,6 +27,7 @@
 //! atomically archives the old record and saves the new one. A failed run
 //! never replaces the active record.
 
+pub(crate) mod error;
 pub mod store;
 
 use std::sync::Arc;
@@ -44,6 +45,7 @@ use crate::options::RunOptions;
 use crate::result::Error;
 use crate::stream::RunStream;
 use crate::{Runner, id};
+pub use error::ThreadError;
 pub use store::{
     FinalizeRequest, InterruptedRun, Lease, MemoryStore, RecordStatus, StoreError, ThreadRecord,
     ThreadStore, recovery_prefixes,
@@ -53,61 +55,6 @@ pub use store::{
 pub const LEASE_TTL: Duration = Duration::from_secs(300);
 /// How often a running thread renews its lease.
 pub const LEASE_RENEW: Duration = Duration::from_secs(120);
-
-/// Why a thread run could not proceed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ThreadError {
-    /// `resume_only` (or a fork) found no record.
-    #[error("thread {key} not found")]
-    NotFound {
-        /// The key.
-        key: String,
-    },
-    /// Another run holds the key.
-    #[error("thread {key} is busy")]
-    Busy {
-        /// The key.
-        key: String,
-    },
-    /// The record cannot be resumed by this agent (driver, config, model,
-    /// workspace or codec changed), or the driver cannot resume at all.
-    #[error("thread incompatible: {reason}")]
-    Incompatible {
-        /// Why.
-        reason: String,
-    },
-    /// The lease expired or was taken over during the run; nothing was saved.
-    #[error("lease on thread {key} was lost")]
-    LeaseLost {
-        /// The key.
-        key: String,
-    },
-    /// A fork targeted a key that already has a record.
-    #[error("thread {key} already exists")]
-    AlreadyExists {
-        /// The key.
-        key: String,
-    },
-    /// The run succeeded without a valid checkpoint; the thread keeps its
-    /// previous state.
-    #[error("the run produced no valid checkpoint; the thread keeps its previous state")]
-    CheckpointMissing,
-    /// The store failed.
-    #[error(transparent)]
-    Store(StoreError),
-}
-
-impl ThreadError {
-    fn from_store(e: StoreError, key: &str) -> Self {
-        match e {
-            StoreError::Busy { .. } => ThreadError::Busy { key: key.into() },
-            StoreError::LeaseLost { .. } => ThreadError::LeaseLost { key: key.into() },
-            StoreError::AlreadyExists { key } => ThreadError::AlreadyExists { key },
-            other => ThreadError::Store(other),
-        }
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Mode {

@@ -34,9 +34,9 @@ use translate::Translator;
 ///
 /// ```
 /// use agent_adaptor_llm::agent::LlmDriver;
-/// use agent_adaptor_llm::{OpenAiChatDriver, Provider};
+/// use agent_adaptor_llm::{OpenAiChat, Provider};
 ///
-/// let provider = Provider::new("local", OpenAiChatDriver::new())
+/// let provider = Provider::new("local", OpenAiChat::new())
 ///     .base_url("http://127.0.0.1:8080/v1")
 ///     .api_key("local-key");
 /// let driver = LlmDriver::new(provider, "gpt-test");
@@ -155,7 +155,7 @@ impl Driver for LlmDriver {
             format!(
                 "LLM API ({} via {})",
                 self.provider.name(),
-                self.provider.driver().id()
+                self.provider.protocol().id()
             ),
         );
         if !self.config.model.is_empty() {
@@ -164,7 +164,7 @@ impl Driver for LlmDriver {
                 label: String::new(),
             });
         }
-        descriptor.structured_output = structured_output_capability(self.provider.driver().id());
+        descriptor.structured_output = structured_output_capability(self.provider.protocol().id());
         descriptor
     }
 
@@ -193,13 +193,13 @@ impl Driver for LlmDriver {
             "{} {} ({})",
             self.provider.name(),
             config.model,
-            self.provider.driver().id()
+            self.provider.protocol().id()
         ));
         invocation.metadata = BTreeMap::from([
             ("provider".to_owned(), self.provider.name().to_owned()),
             (
                 "protocol".to_owned(),
-                self.provider.driver().id().to_owned(),
+                self.provider.protocol().id().to_owned(),
             ),
             ("model".to_owned(), config.model.clone()),
             (

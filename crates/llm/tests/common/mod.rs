@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use agent_adaptor_llm::{
-    ChatDriver, LlmCallConfig, LlmError, LlmResponseStream, LlmRetryConfig, LlmStreamEvent,
-    Message, Provider, ReasoningText,
+    LlmCallConfig, LlmError, LlmResponseStream, LlmRetryConfig, LlmStreamEvent, Message, Protocol,
+    Provider, ReasoningText,
 };
 use agent_adaptor_testkit::mock::{MockServer, Reply, Script};
 use futures::StreamExt;
@@ -31,9 +31,9 @@ pub fn fast_retry() -> LlmRetryConfig {
     LlmRetryConfig::default().with_initial_backoff(Duration::from_millis(5))
 }
 
-/// A provider for `driver` at `base_url` with a test key.
-pub fn provider(driver: impl ChatDriver, base_url: &str) -> Provider {
-    Provider::new("mock", driver)
+/// A provider for `protocol` at `base_url` with a test key.
+pub fn provider(protocol: impl Protocol, base_url: &str) -> Provider {
+    Provider::new("mock", protocol)
         .base_url(base_url)
         .api_key("test-key")
 }

@@ -12,7 +12,7 @@
 //!
 //! Reasoning is not replayed: Chat Completions has no input field for it
 //! (DeepSeek rejects its own `reasoning_content` in the history), so the
-//! `ReasoningItem`s this driver emits (provider `openai-protocol`) carry
+//! `ReasoningItem`s this protocol emits (provider `openai-protocol`) carry
 //! readable text only.
 
 pub(crate) mod decoder;
@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use crate::error::LlmError;
 use crate::http::{self, WireRequest};
 use crate::message::{LlmCallConfig, Message};
-use crate::provider::{ChatDriver, LlmResponseStream, ProviderEndpoint};
+use crate::provider::{LlmResponseStream, Protocol, ProviderEndpoint};
 use crate::retry::LlmRetryConfig;
 
 pub(crate) use decoder::ChatDecoder;
@@ -74,22 +74,22 @@ pub(crate) async fn open_chat_stream(
 /// Point it at another server with [`Provider::base_url`](crate::Provider::base_url).
 ///
 /// ```
-/// use agent_adaptor_llm::{OpenAiChatDriver, Provider};
+/// use agent_adaptor_llm::{OpenAiChat, Provider};
 ///
-/// let vllm = Provider::new("vllm", OpenAiChatDriver::new())
+/// let vllm = Provider::new("vllm", OpenAiChat::new())
 ///     .base_url("http://127.0.0.1:8000/v1")
 ///     .api_key("token");
-/// assert_eq!(vllm.driver().id(), "openai-chat");
+/// assert_eq!(vllm.protocol().id(), "openai-chat");
 /// ```
 #[derive(Debug, Clone, Default)]
-pub struct OpenAiChatDriver {
+pub struct OpenAiChat {
     retry: LlmRetryConfig,
 }
 
-super::driver_common!(OpenAiChatDriver);
+super::protocol_common!(OpenAiChat);
 
 #[async_trait]
-impl ChatDriver for OpenAiChatDriver {
+impl Protocol for OpenAiChat {
     fn id(&self) -> &'static str {
         "openai-chat"
     }

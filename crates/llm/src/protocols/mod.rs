@@ -1,4 +1,4 @@
-//! The vendor drivers. Each file owns one wire protocol: the request body it
+//! The vendor protocols. Each file owns one wire protocol: the request body it
 //! builds and the [`WireDecoder`](crate::http::WireDecoder) that turns its
 //! stream into [`LlmStreamEvent`](crate::LlmStreamEvent)s; HTTP, retries and
 //! the stream pipeline are shared ([`crate::http`]).
@@ -11,17 +11,17 @@ mod responses;
 #[cfg(test)]
 mod robustness;
 
-pub use anthropic::AnthropicDriver;
-pub use chat::OpenAiChatDriver;
-pub use gemini::GeminiDriver;
-pub use openrouter::OpenRouterDriver;
-pub use responses::OpenAiResponsesDriver;
+pub use anthropic::AnthropicMessages;
+pub use chat::OpenAiChat;
+pub use gemini::GeminiGenerateContent;
+pub use openrouter::OpenRouter;
+pub use responses::OpenAiResponses;
 
-/// The constructor and retry setter every driver has.
-macro_rules! driver_common {
-    ($driver:ident) => {
-        impl $driver {
-            /// The driver with the default retry policy.
+/// The constructor and retry setter every protocol has.
+macro_rules! protocol_common {
+    ($protocol:ident) => {
+        impl $protocol {
+            /// The protocol with the default retry policy.
             pub fn new() -> Self {
                 Self::default()
             }
@@ -42,4 +42,4 @@ macro_rules! driver_common {
         }
     };
 }
-pub(crate) use driver_common;
+pub(crate) use protocol_common;

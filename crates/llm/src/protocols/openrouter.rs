@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use super::chat::{Dialect, chat_request, open_chat_stream};
 use crate::error::LlmError;
 use crate::message::{LlmCallConfig, Message};
-use crate::provider::{ChatDriver, LlmResponseStream, ProviderEndpoint};
+use crate::provider::{LlmResponseStream, Protocol, ProviderEndpoint};
 use crate::retry::LlmRetryConfig;
 
 /// OpenRouter (Chat Completions).
@@ -21,17 +21,17 @@ use crate::retry::LlmRetryConfig;
 /// auth.
 ///
 /// ```
-/// use agent_adaptor_llm::{OpenRouterDriver, Provider};
+/// use agent_adaptor_llm::{OpenRouter, Provider};
 ///
 /// let provider = Provider::new(
 ///     "openrouter",
-///     OpenRouterDriver::new().with_app("https://example.com", "Example"),
+///     OpenRouter::new().with_app("https://example.com", "Example"),
 /// )
 /// .api_key("sk-or-...");
-/// assert_eq!(provider.driver().id(), "openrouter");
+/// assert_eq!(provider.protocol().id(), "openrouter");
 /// ```
 #[derive(Debug, Clone, Default)]
-pub struct OpenRouterDriver {
+pub struct OpenRouter {
     retry: LlmRetryConfig,
     app: Option<AppAttribution>,
 }
@@ -43,9 +43,9 @@ struct AppAttribution {
     title: String,
 }
 
-super::driver_common!(OpenRouterDriver);
+super::protocol_common!(OpenRouter);
 
-impl OpenRouterDriver {
+impl OpenRouter {
     /// With app attribution: `HTTP-Referer: referer` and `X-Title: title` on
     /// every request (either is left out when empty).
     #[must_use]
@@ -70,7 +70,7 @@ impl OpenRouterDriver {
 }
 
 #[async_trait]
-impl ChatDriver for OpenRouterDriver {
+impl Protocol for OpenRouter {
     fn id(&self) -> &'static str {
         "openrouter"
     }
@@ -97,9 +97,9 @@ mod tests {
 
     #[test]
     fn app_headers_skip_empty_values() {
-        assert!(OpenRouterDriver::new().app_headers().is_empty());
+        assert!(OpenRouter::new().app_headers().is_empty());
         assert_eq!(
-            OpenRouterDriver::new()
+            OpenRouter::new()
                 .with_app("https://a.example", "")
                 .app_headers(),
             vec![("http-referer".to_owned(), "https://a.example".to_owned())]

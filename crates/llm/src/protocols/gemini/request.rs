@@ -72,7 +72,7 @@ fn model_path(model: &str) -> String {
     }
 }
 
-/// True for an id this driver made up (`call_{n}`): it is not sent back,
+/// True for an id this protocol made up (`call_{n}`): it is not sent back,
 /// since Gemini never issued it.
 fn is_synthetic_id(id: &str) -> bool {
     id.strip_prefix("call_")

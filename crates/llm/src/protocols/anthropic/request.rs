@@ -15,7 +15,7 @@ const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// The smallest `budget_tokens` Anthropic accepts.
 const MIN_THINKING_BUDGET: u32 = 1024;
 
-/// The provider tag of reasoning items this driver issues and replays.
+/// The provider tag of reasoning items this protocol issues and replays.
 pub(super) const PROVIDER: &str = "anthropic";
 
 /// Why a conversation cannot be sent (the caller's mistake).
@@ -68,7 +68,7 @@ pub(super) fn body(messages: &[Message], config: &LlmCallConfig) -> Result<Value
     Ok(Value::Object(body))
 }
 
-/// `(max_tokens, thinking budget)`: see [`AnthropicDriver`](super::AnthropicDriver).
+/// `(max_tokens, thinking budget)`: see [`AnthropicMessages`](super::AnthropicMessages).
 fn token_plan(config: &LlmCallConfig) -> (u32, Option<u32>) {
     let Some(effort) = config.reasoning else {
         return (config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS), None);

@@ -35,7 +35,7 @@ const HOSTED_TOOLS: &[&str] = &[
     "tool_search_call",
 ];
 
-/// Output item types the client would have to run, which this driver does
+/// Output item types the client would have to run, which this protocol does
 /// not support (they are reported with a warning, never dispatched).
 const UNSUPPORTED_CLIENT_ITEMS: &[&str] = &[
     "computer_call",
@@ -330,7 +330,7 @@ impl ResponsesDecoder {
             "message" => self.message_item(&key, item, out),
             kind if HOSTED_TOOLS.contains(&kind) => self.hosted(kind, &key, item, out),
             kind if UNSUPPORTED_CLIENT_ITEMS.contains(&kind) => {
-                tracing::warn!(kind, "output item the driver cannot dispatch ignored");
+                tracing::warn!(kind, "output item the protocol cannot dispatch ignored");
             }
             kind => tracing::debug!(kind, "output item of unknown type ignored"),
         }

@@ -21,7 +21,7 @@ use crate::error::{LlmError, LlmErrorKind};
 use crate::http::{WireRequest, stream_call};
 use crate::message::{LlmCallConfig, Message};
 use crate::provider::{
-    ChatDriver, LlmResponseStream, ProviderAuth, ProviderEndpoint, StaticHeaderAuth,
+    LlmResponseStream, Protocol, ProviderAuth, ProviderEndpoint, StaticHeaderAuth,
 };
 use crate::retry::LlmRetryConfig;
 
@@ -58,14 +58,14 @@ use decoder::AnthropicDecoder;
 /// in-stream `error` event with its `error.type` as the code and the status
 /// Anthropic documents for that type.
 #[derive(Debug, Clone, Default)]
-pub struct AnthropicDriver {
+pub struct AnthropicMessages {
     retry: LlmRetryConfig,
 }
 
-super::driver_common!(AnthropicDriver);
+super::protocol_common!(AnthropicMessages);
 
 #[async_trait]
-impl ChatDriver for AnthropicDriver {
+impl Protocol for AnthropicMessages {
     fn id(&self) -> &'static str {
         "anthropic"
     }

@@ -23,7 +23,7 @@ use crate::error::LlmError;
 use crate::http::stream_call;
 use crate::message::{LlmCallConfig, Message};
 use crate::provider::{
-    ChatDriver, LlmResponseStream, ProviderAuth, ProviderEndpoint, StaticHeaderAuth,
+    LlmResponseStream, Protocol, ProviderAuth, ProviderEndpoint, StaticHeaderAuth,
 };
 use crate::retry::LlmRetryConfig;
 
@@ -32,27 +32,27 @@ use decode::GeminiDecoder;
 /// The reasoning provider family Gemini thought signatures belong to.
 const PROVIDER: &str = "google";
 
-/// The Gemini API driver (`streamGenerateContent` with `alt=sse`), keyed by
+/// The Gemini API protocol (`streamGenerateContent` with `alt=sse`), keyed by
 /// `x-goog-api-key`.
 ///
 /// ```
-/// use agent_adaptor_llm::{GeminiDriver, Provider};
+/// use agent_adaptor_llm::{GeminiGenerateContent, Provider};
 ///
-/// let provider = Provider::new("gemini", GeminiDriver::new()).api_key("AIza...");
+/// let provider = Provider::new("gemini", GeminiGenerateContent::new()).api_key("AIza...");
 /// assert_eq!(
 ///     provider.endpoint().base_url(),
 ///     "https://generativelanguage.googleapis.com/v1beta"
 /// );
 /// ```
 #[derive(Debug, Clone, Default)]
-pub struct GeminiDriver {
+pub struct GeminiGenerateContent {
     retry: LlmRetryConfig,
 }
 
-super::driver_common!(GeminiDriver);
+super::protocol_common!(GeminiGenerateContent);
 
 #[async_trait]
-impl ChatDriver for GeminiDriver {
+impl Protocol for GeminiGenerateContent {
     fn id(&self) -> &'static str {
         "gemini"
     }

@@ -1,4 +1,4 @@
-//! OpenAI Responses API (`POST {base}/responses`): [`OpenAiResponsesDriver`].
+//! OpenAI Responses API (`POST {base}/responses`): [`OpenAiResponses`].
 //!
 //! The request is built in [`request`], the stream is decoded by the pure
 //! state machine in [`decoder`]; HTTP, retries and the pipeline are shared
@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use crate::error::LlmError;
 use crate::http::{self, WireRequest};
 use crate::message::{LlmCallConfig, Message};
-use crate::provider::{ChatDriver, LlmResponseStream, ProviderEndpoint};
+use crate::provider::{LlmResponseStream, Protocol, ProviderEndpoint};
 use crate::retry::LlmRetryConfig;
 
 use decoder::ResponsesDecoder;
@@ -52,14 +52,14 @@ use decoder::ResponsesDecoder;
 ///   an `error` event → `Error` with its code and, when a gateway adds it,
 ///   its HTTP `status`. `[DONE]` (OpenRouter) is skipped.
 #[derive(Debug, Clone, Default)]
-pub struct OpenAiResponsesDriver {
+pub struct OpenAiResponses {
     retry: LlmRetryConfig,
 }
 
-super::driver_common!(OpenAiResponsesDriver);
+super::protocol_common!(OpenAiResponses);
 
 #[async_trait]
-impl ChatDriver for OpenAiResponsesDriver {
+impl Protocol for OpenAiResponses {
     fn id(&self) -> &'static str {
         "openai-responses"
     }

@@ -1,0 +1,61 @@
+//! [`ThreadError`]: why a thread run could not proceed. A leaf (it knows
+//! the store's errors only), so that [`Error`](crate::Error) holds it
+//! without importing the thread machinery.
+
+use super::store::StoreError;
+
+/// Why a thread run could not proceed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ThreadError {
+    /// `resume_only` (or a fork) found no record.
+    #[error("thread {key} not found")]
+    NotFound {
+        /// The key.
+        key: String,
+    },
+    /// Another run holds the key.
+    #[error("thread {key} is busy")]
+    Busy {
+        /// The key.
+        key: String,
+    },
+    /// The record cannot be resumed by this agent (driver, config, model,
+    /// workspace or codec changed), or the driver cannot resume at all.
+    #[error("thread incompatible: {reason}")]
+    Incompatible {
+        /// Why.
+        reason: String,
+    },
+    /// The lease expired or was taken over during the run; nothing was saved.
+    #[error("lease on thread {key} was lost")]
+    LeaseLost {
+        /// The key.
+        key: String,
+    },
+    /// A fork targeted a key that already has a record.
+    #[error("thread {key} already exists")]
+    AlreadyExists {
+        /// The key.
+        key: String,
+    },
+    /// The run succeeded without a valid checkpoint; the thread keeps its
+    /// previous state.
+    #[error("the run produced no valid checkpoint; the thread keeps its previous state")]
+    CheckpointMissing,
+    /// The store failed.
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl ThreadError {
+    /// `e`, a store failure on the thread `key`, as a thread error.
+    pub(crate) fn from_store(e: StoreError, key: &str) -> Self {
+        match e {
+            StoreError::Busy { .. } => ThreadError::Busy { key: key.into() },
+            StoreError::LeaseLost { .. } => ThreadError::LeaseLost { key: key.into() },
+            StoreError::AlreadyExists { key } => ThreadError::AlreadyExists { key },
+            other => ThreadError::Store(other),
+        }
+    }
+}
