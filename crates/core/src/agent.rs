@@ -180,6 +180,13 @@ impl Agent {
         if let Err(e) = opts.policy.validate(&descriptor) {
             return refused(run_id.into(), e);
         }
+        if opts.instructions.is_some() && !descriptor.instructions {
+            let e = Error::CapabilityUnsupported {
+                driver: descriptor.driver_type.clone(),
+                capability: "instructions",
+            };
+            return refused(run_id.into(), e);
+        }
         let mut request = Request::new(run_id, prompt);
         request.streaming = driver.stream_capability().is_some();
         request.model_override = opts.model.clone();

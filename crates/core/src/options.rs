@@ -137,7 +137,10 @@ macro_rules! shared_option_setters {
                 self
             }
 
-            /// Replacement instructions (system prompt).
+            /// Instructions for the model (for an LLM driver, the system
+            /// message). A driver whose descriptor does not declare
+            /// `instructions` refuses the run before it starts
+            /// ([`Error::CapabilityUnsupported`](crate::Error::CapabilityUnsupported)).
             pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
                 self.shared_options_mut().instructions = Some(instructions.into());
                 self

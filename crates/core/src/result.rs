@@ -331,6 +331,15 @@ pub enum Error {
         /// The requested mode (`ask`, `auto_approve`, `auto_deny`).
         mode: &'static str,
     },
+    /// The run asks for something the driver's descriptor does not declare
+    /// it can carry (refused before anything started; never dropped).
+    #[error("driver {driver} cannot carry {capability}")]
+    CapabilityUnsupported {
+        /// The driver type.
+        driver: String,
+        /// What was asked for (`instructions`).
+        capability: &'static str,
+    },
     /// The output schema is unusable (refused before anything started).
     #[error(transparent)]
     InvalidOutputSchema(crate::structured_error::InvalidOutputSchemaError),

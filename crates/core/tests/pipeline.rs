@@ -162,7 +162,9 @@ struct Recorder {
 #[async_trait]
 impl Driver for Recorder {
     fn descriptor(&self) -> Descriptor {
-        Descriptor::new("recorder", "Recorder")
+        let mut d = Descriptor::new("recorder", "Recorder");
+        d.instructions = true; // it carries them (it records the request)
+        d
     }
     fn validate_config(&self) -> Result<(), ConfigError> {
         Ok(())

@@ -777,3 +777,52 @@ async fn the_llm_driver_declares_nothing() {
         assert_refusal(&outcome.unwrap_err(), "llm", &label);
     }
 }
+
+/// Instructions are never dropped: a driver that does not declare a carrier
+/// for them refuses the run before anything starts (no event, no process),
+/// with the typed error naming the driver and the capability. No built-in
+/// CLI driver carries them yet; a driver that declares them receives them
+/// (`pipeline.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instructions_are_refused_before_launch_by_a_driver_without_a_carrier() {
+    for target in targets() {
+        let name = target.name;
+        let (args, _, opts) = target.fake.next_for(target.control_always);
+        let driver = (target.make)(opts);
+        assert!(
+            !driver.descriptor().instructions,
+            "{name} declares a carrier"
+        );
+        let agent = Agent::builder_shared(driver).build().unwrap();
+        let run = RunOptions::new()
+            .instructions("Answer in French.")
+            .timeout(Duration::from_secs(60));
+        let (events, outcome) = drain(agent.stream_with("q", run)).await;
+        assert!(events.is_empty(), "{name}: refused before RunStarted");
+        match outcome.unwrap_err() {
+            Error::CapabilityUnsupported { driver, capability } => {
+                assert_eq!(
+                    (driver.as_str(), capability),
+                    (target.driver_type, "instructions")
+                );
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        assert!(!args.exists(), "{name}: nothing may be spawned");
+    }
+
+    // The same refusal from an agent default, on a scripted driver.
+    let driver = ScriptedDriver::text_reply("ok");
+    let agent = Agent::builder(driver.clone())
+        .instructions("Answer in French.")
+        .build()
+        .unwrap();
+    assert!(matches!(
+        agent.run("q").await.unwrap_err(),
+        Error::CapabilityUnsupported {
+            capability: "instructions",
+            ..
+        }
+    ));
+    assert!(driver.recorded_requests().is_empty());
+}

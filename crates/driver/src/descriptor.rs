@@ -25,6 +25,11 @@ pub struct Descriptor {
     /// Structured output mechanisms.
     #[serde(default)]
     pub structured_output: StructuredOutputCapability,
+    /// The driver carries [`Request::instructions`](crate::Request::instructions)
+    /// to the model. When `false`, a run that sets instructions is refused
+    /// before anything starts: instructions are never silently dropped.
+    #[serde(default)]
+    pub instructions: bool,
 }
 
 impl Descriptor {

@@ -32,7 +32,8 @@ pub struct Request {
     pub session: Option<SessionContext>,
     /// The requested output schema.
     pub output_schema: Option<OutputSchema>,
-    /// Replacement instructions (system prompt), when set.
+    /// Instructions for the model, when set. Core sets them only for a driver
+    /// whose descriptor declares `instructions`.
     pub instructions: Option<String>,
     /// A model that overrides the configured one for this run.
     pub model_override: Option<String>,

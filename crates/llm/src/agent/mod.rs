@@ -158,6 +158,8 @@ impl Driver for LlmDriver {
                 self.provider.protocol().id()
             ),
         );
+        // The instructions become the first system message.
+        descriptor.instructions = true;
         if !self.config.model.is_empty() {
             descriptor.models.push(ModelInfo {
                 id: self.config.model.clone(),
