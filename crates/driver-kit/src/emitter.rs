@@ -507,6 +507,18 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_protocol_line_is_a_notice_and_the_run_goes_on() {
+        let e = Emitter::new("x", true);
+        let mut out = Vec::new();
+        assert!(e.decode::<Value>(&mut out, br#"{"type":"text","#).is_none());
+        assert!(matches!(&out[..], [Out::Event(RunEvent::Lifecycle(ev))]
+            if ev.text.starts_with("x: malformed protocol line (")
+                && ev.data == Some(json!({"line": r#"{"type":"text","#}))));
+        assert!(!e.ended(), "a bad line never ends the run");
+        assert!(e.decode::<Value>(&mut out, br#"{"type":"text"}"#).is_some());
+    }
+
+    #[test]
     fn unknown_events_are_kept_whole() {
         let mut e = Emitter::new("x", false);
         let mut out = Vec::new();
