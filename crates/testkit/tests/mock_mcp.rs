@@ -10,7 +10,8 @@ use std::time::Duration;
 use agent_adaptor_testkit::mcp::{FAIL_TEXT, McpTestServer};
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::RunningService;
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
@@ -38,6 +39,17 @@ async fn stdio_client(name: &str, log: &Path) -> RunningService<RoleClient, ()> 
     }))
     .unwrap();
     bounded(().serve(transport)).await.unwrap()
+}
+
+async fn http_client(
+    url: &str,
+    token: Option<&str>,
+) -> Result<RunningService<RoleClient, ()>, rmcp::service::ClientInitializeError> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    bounded(().serve(StreamableHttpClientTransport::from_config(config))).await
 }
 
 async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> CallToolResult {
@@ -159,4 +171,127 @@ fn read_log_of_no_file_is_no_calls_and_of_a_bad_line_an_error() {
     let error = McpTestServer::read_log(&bad).unwrap_err();
     assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- Streamable HTTP ---------------------------------------------------------------
+
+const TOKEN_VAR: &str = "AA_MOCK_MCP_TOKEN";
+const TOKEN: &str = "s3cret-token";
+
+#[tokio::test]
+async fn http_with_the_right_token_lists_answers_and_logs_like_stdio() {
+    let dir = scratch("http-tools");
+    let log = dir.join("calls.jsonl");
+    let server = McpTestServer::start_http("http-tools", &log, Some((TOKEN_VAR, TOKEN)))
+        .await
+        .unwrap();
+    assert!(
+        server.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        server.url
+    );
+    assert!(server.url.ends_with("/mcp"), "{}", server.url);
+
+    let client = http_client(&server.url, Some(TOKEN)).await.unwrap();
+    let info = client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "http-tools");
+    check_the_tools(&client).await;
+    assert_eq!(McpTestServer::read_log(&log).unwrap(), the_logged_calls());
+    bounded(client.cancel()).await.unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn http_without_or_with_a_wrong_token_is_refused_with_401() {
+    let dir = scratch("http-refused");
+    let log = dir.join("calls.jsonl");
+    let server = McpTestServer::start_http("aa-test", &log, Some((TOKEN_VAR, TOKEN)))
+        .await
+        .unwrap();
+
+    for token in [None, Some("wrong-token"), Some("")] {
+        let refused = http_client(&server.url, token).await;
+        assert!(refused.is_err(), "token {token:?} was let in");
+    }
+    // The status itself, on a plain initialize request.
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let http = reqwest::Client::new();
+    for authorization in [None, Some("Bearer wrong-token"), Some(TOKEN)] {
+        let mut request = http
+            .post(&server.url)
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize);
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        let response = bounded(request.send()).await.unwrap();
+        assert_eq!(response.status(), 401, "authorization {authorization:?}");
+        assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    }
+    let response = bounded(
+        http.post(&server.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .json(&initialize)
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(McpTestServer::read_log(&log).unwrap().is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn http_without_a_bearer_option_needs_no_token() {
+    let dir = scratch("http-open");
+    let log = dir.join("calls.jsonl");
+    let server = McpTestServer::start_http("aa-test", &log, None)
+        .await
+        .unwrap();
+    let client = http_client(&server.url, None).await.unwrap();
+    check_the_tools(&client).await;
+    bounded(client.cancel()).await.unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn the_binary_refuses_a_non_loopback_address_and_an_unset_token_variable() {
+    let bin = McpTestServer::binary().unwrap();
+    let cases: [&[&str]; 3] = [
+        &["--http", "0.0.0.0:0"],
+        &[
+            "--http",
+            "127.0.0.1:0",
+            "--bearer-token-env",
+            "AA_MOCK_MCP_UNSET_VAR",
+        ],
+        &["--bearer-token-env", TOKEN_VAR],
+    ];
+    for args in cases {
+        let output = bounded(
+            tokio::process::Command::new(&bin)
+                .args(args)
+                .env_remove("AA_MOCK_MCP_UNSET_VAR")
+                .env(TOKEN_VAR, TOKEN)
+                .stdin(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .unwrap();
+        assert!(!output.status.success(), "{args:?} started");
+        assert!(
+            output.stdout.is_empty(),
+            "{args:?} printed {:?}",
+            output.stdout
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !stderr.contains(TOKEN),
+            "{args:?}: the token leaked: {stderr}"
+        );
+    }
 }
