@@ -25,6 +25,13 @@
 //!
 //! A real CLI names the tools after the server's key in its MCP config, not
 //! after `serverInfo.name`: Claude Code offers `mcp__<key>__lookup`.
+//!
+//! The round trip with the [mock model server](crate::mock): script
+//! [`Reply::ToolCall`](crate::mock::Reply::ToolCall) with the CLI's name for
+//! the tool (names pass through every protocol unchanged), then find
+//! `value-of-<key>` in the next recorded request
+//! ([`MockServer::requests`](crate::mock::MockServer::requests); the
+//! conversation summary leaves tool results out) and the call in the log.
 
 mod http;
 pub mod server;
