@@ -48,6 +48,7 @@
 pub mod appserver;
 pub mod argv;
 mod config;
+mod equip;
 pub mod parse;
 pub mod policy;
 pub mod record;
@@ -62,16 +63,18 @@ use std::path::Path;
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, RawBytes,
-    RawStreams, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
-    StreamCapability, StructuredOutput, StructuredOutputCapability, StructuredOutputSource,
-    async_trait, canonical_session_config_fingerprint,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FailureCode, FingerprintError,
+    McpSupport, ProfileSupport, RawBytes, RawStreams, Request, Response, RunContext, RunFailure,
+    SessionCodec, StandardSessionCodec, StreamCapability, StructuredOutput,
+    StructuredOutputCapability, StructuredOutputSource, async_trait,
+    canonical_session_config_fingerprint,
 };
 use agent_adaptor_process::ExitInfo;
 use serde_json::Value;
 
 use crate::resident::Pool;
 pub use config::{Config, ENV_ALLOWLIST, Transport};
+use equip::Equipment;
 use record::{Parsed, Totals};
 
 /// exec's stream capability: a formal event protocol, whole items only.
@@ -145,6 +148,25 @@ impl Driver for CodexDriver {
         // asked only through the app-server).
         policy::table(&self.config).declare(&mut d.run_policy);
         d.process.persistent = self.config.resident && self.config.transport != Transport::Exec;
+        // developer_instructions (equip.rs).
+        d.instructions = true;
+        d.mcp = McpSupport {
+            stdio: true,
+            http: true,
+            // Codex speaks stdio and Streamable HTTP only.
+            sse: false,
+            headers: true,
+            bearer_token_env: true,
+            tool_filter: true,
+            auto_approve: true,
+            // The run's servers merge with the user's (equip.rs).
+            strict: false,
+            required: true,
+        };
+        d.profiles = ProfileSupport {
+            dedicated: true,
+            clone: true,
+        };
         d
     }
 
@@ -202,8 +224,16 @@ impl Driver for CodexDriver {
             None => None,
         };
         let cwd = req.workspace.clone().or_else(|| self.config.cwd.clone());
-        if resident::eligible(&self.config, &req) {
-            return resident::run(self, &ctx, &req, sink, cwd.as_deref(), schema).await;
+        let equip = match Equipment::of(&self.config, &req)? {
+            Ok(equip) => equip,
+            Err(failure) => return Ok(refused(&self.config, &req, failure)),
+        };
+        let app_server = match self.app_server_for(&req, &equip) {
+            Ok(app_server) => app_server,
+            Err(failure) => return Ok(refused(&self.config, &req, failure)),
+        };
+        if resident::eligible(&self.config, &req, app_server) {
+            return resident::run(self, &ctx, &req, sink, cwd.as_deref(), schema, &equip).await;
         }
         if let Some(id) = resume_id(&req)
             && let Some(pid) = self.pool.retire(&id).await
@@ -218,11 +248,11 @@ impl Driver for CodexDriver {
             )
             .await?;
         }
-        let (finished, parsed) = if self.config.uses_app_server(req.streaming) {
-            self.run_app_server(&ctx, &req, sink, cwd.as_deref(), schema)
+        let (finished, parsed) = if app_server {
+            self.run_app_server(&ctx, &req, sink, cwd.as_deref(), schema, &equip)
                 .await?
         } else {
-            self.run_exec(&ctx, &req, sink, cwd.as_deref(), schema.as_ref())
+            self.run_exec(&ctx, &req, sink, cwd.as_deref(), schema.as_ref(), &equip)
                 .await?
         };
         Ok(respond(
@@ -237,6 +267,44 @@ impl Driver for CodexDriver {
 
     async fn close_processes(&self) {
         self.pool.close().await;
+    }
+}
+
+impl CodexDriver {
+    /// Whether `req` runs on the app-server: as the transport and the
+    /// request choose, except that equipment too big for exec's command
+    /// line goes to the app-server under `Auto` and is refused under a
+    /// forced `Exec`.
+    fn app_server_for(&self, req: &Request, equip: &Equipment) -> Result<bool, RunFailure> {
+        let chosen = self.config.uses_app_server(req.streaming);
+        if chosen || equip.fits_exec_argv() {
+            return Ok(chosen);
+        }
+        if self.config.transport == Transport::Exec {
+            return Err(RunFailure::new(
+                FailureCode::PolicyError,
+                format!(
+                    "the run's instructions and MCP servers exceed {} bytes, more than codex exec \
+                     can take on its command line; use the app-server transport",
+                    equip::EXEC_ARGV_BUDGET
+                ),
+            ));
+        }
+        Ok(true)
+    }
+}
+
+/// A run refused before anything started.
+fn refused(cfg: &Config, req: &Request, failure: RunFailure) -> Response {
+    Response {
+        failure: Some(failure),
+        provider: "codex".into(),
+        model: req
+            .model_override
+            .clone()
+            .or_else(|| cfg.model.clone())
+            .unwrap_or_default(),
+        ..Default::default()
     }
 }
 

@@ -12,7 +12,7 @@ use agent_adaptor_driver::{DecisionKind, DecisionRequest, DecisionResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::super::record::Totals;
+use super::super::record::{ToolCall, Totals};
 
 /// One line from the server, by JSON-RPC shape.
 #[derive(Debug, Clone, PartialEq)]
@@ -189,24 +189,26 @@ pub enum ThreadItem {
 }
 
 impl ThreadItem {
-    /// The tool a tool-like item stands for: (name, complete arguments).
-    pub fn tool(&self) -> Option<(String, Value)> {
+    /// The tool a tool-like item stands for: name, complete arguments and
+    /// where it lives.
+    pub(crate) fn tool(&self) -> Option<ToolCall> {
         match self {
-            ThreadItem::CommandExecution { command, cwd, .. } => Some((
-                "command_execution".into(),
+            ThreadItem::CommandExecution { command, cwd, .. } => Some(ToolCall::builtin(
+                "command_execution",
                 json!({ "command": command, "cwd": cwd }),
             )),
-            ThreadItem::FileChange { changes, .. } => {
-                Some(("file_change".into(), json!({ "changes": changes })))
-            }
+            ThreadItem::FileChange { changes, .. } => Some(ToolCall::builtin(
+                "file_change",
+                json!({ "changes": changes }),
+            )),
             ThreadItem::McpToolCall {
                 server,
                 tool,
                 arguments,
                 ..
-            } => Some((format!("mcp:{server}/{tool}"), arguments.clone())),
+            } => Some(ToolCall::mcp(server, tool, arguments.clone())),
             ThreadItem::WebSearch { query, .. } => {
-                Some(("web_search".into(), json!({ "query": query })))
+                Some(ToolCall::builtin("web_search", json!({ "query": query })))
             }
             _ => None,
         }
@@ -416,6 +418,12 @@ pub struct ThreadParams {
     /// The model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Developer instructions (Codex's `developer_instructions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub developer_instructions: Option<String>,
+    /// Config overrides, dotted key → value (e.g. `mcp_servers.<name>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Map<String, Value>>,
 }
 
 impl Client {
