@@ -300,3 +300,15 @@ fn a_directory_source_is_checked() {
         Err(SkillError::Io { .. })
     ));
 }
+
+#[test]
+fn skills_and_errors_cross_threads() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    send_sync::<Skill>();
+    send_sync::<SkillError>();
+    let skill = Skill::inline(GOOD_MD).unwrap();
+    let name = std::thread::spawn(move || skill.name().to_owned())
+        .join()
+        .unwrap();
+    assert_eq!(name, "demo");
+}
