@@ -4,7 +4,9 @@
 //! `description`, then instructions) and any files it refers to. A
 //! [`Skill`] is one loaded and checked, ready to hand to a run; its
 //! [`reference`](Skill::reference) is the [`SkillRef`] a driver sees, which
-//! it copies into its CLI's skills directory.
+//! it copies into its CLI's skills directory. A `Skill` is a
+//! [`SkillHandle`]: give it to a run (`RunOptions::skill`) and the run keeps
+//! its directory alive until it ends.
 //!
 //! - [`Skill::from_dir`]: a directory, used in place;
 //! - [`Skill::inline`]: just the `SKILL.md` text;
@@ -51,18 +53,20 @@ mod error;
 mod front_matter;
 mod limits;
 mod skill;
-mod spi;
 mod tree;
 mod writer;
 
 #[cfg(test)]
 mod tests;
 
+/// What a host hands a run (`agent_adaptor_driver::SkillHandle`); [`Skill`] is one.
+pub use agent_adaptor_driver::SkillHandle;
+/// The SPI value a run carries (`agent_adaptor_driver::SkillRef`).
+pub use agent_adaptor_driver::SkillRef;
 pub use error::{SHOWN_PATH_CHARS, SkillError};
 pub use front_matter::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, validate_name};
 pub use limits::ExtractLimits;
 pub use skill::Skill;
-pub use spi::SkillRef;
 
 /// The file that makes a directory a skill.
 pub const SKILL_MD: &str = "SKILL.md";

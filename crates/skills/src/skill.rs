@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tempfile::TempDir;
 
 use crate::error::{SkillError, io_at};
-use crate::{ExtractLimits, SKILL_MD, SkillRef, archive, front_matter, tree, writer};
+use crate::{ExtractLimits, SKILL_MD, SkillHandle, SkillRef, archive, front_matter, tree, writer};
 
 /// A skill ready to hand to a run: a checked tree holding `SKILL.md`, its
 /// front matter read and the tree fingerprinted.
@@ -181,6 +181,13 @@ impl Skill {
     /// The front matter's `name`.
     pub fn name(&self) -> &str {
         &self.inner.reference.name
+    }
+}
+
+/// A run holds the `Skill` (and so its directory) until it ends.
+impl SkillHandle for Skill {
+    fn reference(&self) -> &SkillRef {
+        &self.inner.reference
     }
 }
 

@@ -312,3 +312,19 @@ fn skills_and_errors_cross_threads() {
         .unwrap();
     assert_eq!(name, "demo");
 }
+
+#[test]
+fn a_skill_is_a_handle_that_keeps_its_directory() {
+    use crate::SkillHandle;
+    let skill = Skill::inline(GOOD_MD).unwrap();
+    let handle: std::sync::Arc<dyn SkillHandle> = std::sync::Arc::new(skill.clone());
+    assert_eq!(handle.reference(), skill.reference());
+    let dir = skill.reference().dir.clone();
+    drop(skill);
+    assert!(
+        dir.join("SKILL.md").is_file(),
+        "the handle keeps the directory"
+    );
+    drop(handle);
+    assert!(!dir.exists());
+}
