@@ -102,11 +102,16 @@ fn indented_run<'a>(lines: &[&'a str]) -> Vec<&'a str> {
 /// The value of `key`, from the rest of its line and its indented lines.
 fn value(key: &str, rest: &str, more: Vec<&str>) -> Result<String, SkillError> {
     let more: Vec<&str> = more.into_iter().map(str::trim).collect();
-    if let Some(quoted) = rest.strip_prefix('"') {
-        return double_quoted(key, quoted);
-    }
-    if let Some(quoted) = rest.strip_prefix('\'') {
-        return single_quoted(key, quoted);
+    if rest.starts_with(['"', '\'']) {
+        // A quoted value may go on over the next lines, folded.
+        let mut lines = vec![rest];
+        lines.extend(&more);
+        let text = fold(&lines);
+        return match (text.strip_prefix('"'), text.strip_prefix('\'')) {
+            (Some(quoted), _) => double_quoted(key, quoted),
+            (None, Some(quoted)) => single_quoted(key, quoted),
+            (None, None) => Err(bad(format!("`{key}`: unreadable quoted value"))),
+        };
     }
     if let Some(indicator) = rest.strip_prefix(['|', '>'])
         && matches!(indicator, "" | "-" | "+")
@@ -276,6 +281,8 @@ mod tests {
         assert_eq!(got.description, "one\ntwo");
         let got = fm("---\nname: x\ndescription: starts here\n  and goes on\n---\n").unwrap();
         assert_eq!(got.description, "starts here and goes on");
+        let got = fm("---\nname: x\ndescription: \"quoted, and\n  it goes on\"\n---\n").unwrap();
+        assert_eq!(got.description, "quoted, and it goes on");
     }
 
     #[test]

@@ -26,10 +26,9 @@
 //! ```
 //! use agent_adaptor_skills::{Skill, SkillError};
 //!
-//! let skill = Skill::inline(
-//!     "---\nname: release-notes\ndescription: Write release notes from the git log.\n---\n\
-//!      Run `git log --oneline` and group the commits by kind.\n",
-//! )?;
+//! let text = "---\nname: release-notes\ndescription: Write release notes from the git log.\n---\n\
+//!             Run `git log --oneline` and group the commits by kind.\n";
+//! let skill = Skill::inline(text)?;
 //! let reference = skill.reference();
 //! assert_eq!(reference.name, "release-notes");
 //! assert_eq!(reference.description, "Write release notes from the git log.");
@@ -37,8 +36,7 @@
 //! assert!(reference.fingerprint.starts_with("sha256:"));
 //!
 //! // The same text is the same fingerprint.
-//! let again = Skill::inline(&std::fs::read_to_string(reference.dir.join("SKILL.md")).unwrap())?;
-//! assert_eq!(again.reference().fingerprint, reference.fingerprint);
+//! assert_eq!(Skill::inline(text)?.reference().fingerprint, reference.fingerprint);
 //!
 //! // Names follow the rule: lowercase letters, digits, single hyphens.
 //! let bad = Skill::inline("---\nname: Release_Notes\ndescription: d\n---\n");
