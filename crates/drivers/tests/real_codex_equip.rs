@@ -366,3 +366,103 @@ fn stdout_and_args_hold(resp: &Response, needle: &str) -> bool {
     let err = resp.raw.stderr.to_string_lossy().unwrap_or_default();
     out.contains(needle) || err.contains(needle)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_in_a_dedicated_home_is_offered_to_the_model() {
+    let h = Harness::start(Script::new().fallback(Reply::Text("Skilled.".into()))).await;
+    let source = h.home.path().join("skill-src");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(
+        source.join("SKILL.md"),
+        "---\nname: release-notes\ndescription: SKILLDESC writes release notes from the git log\n---\nSteps.\n",
+    )
+    .unwrap();
+    let skill = agent_adaptor_driver::SkillRef {
+        name: "release-notes".into(),
+        description: "SKILLDESC writes release notes from the git log".into(),
+        dir: source,
+        fingerprint: "sha256:test".into(),
+    };
+    let root = h.home.path().join("profiles");
+    let offered = |keyword: &str| {
+        developer_texts(&h.requests(keyword)[0])
+            .iter()
+            .any(|t| t.contains("- release-notes: SKILLDESC writes release notes from the git log"))
+    };
+    for (name, streaming) in BOTH {
+        let keyword = format!("SKILLED-{name}");
+        let mut req = request(&format!("{keyword} hi"), streaming);
+        req.profile = Profile::Dedicated { root: root.clone() };
+        req.skills = vec![skill.clone()];
+        let (_, resp) = run(&h.driver(Transport::Auto), req).await;
+        assert!(resp.failure.is_none(), "{name}: {:?}", resp.failure);
+        assert!(offered(&keyword), "{name}: the skill is offered");
+        // The next run of the home without it is not offered it.
+        let keyword = format!("UNSKILLED-{name}");
+        let mut req = request(&format!("{keyword} hi"), streaming);
+        req.profile = Profile::Dedicated { root: root.clone() };
+        let (_, resp) = run(&h.driver(Transport::Auto), req).await;
+        assert!(resp.failure.is_none(), "{name}: {:?}", resp.failure);
+        assert!(!offered(&keyword), "{name}: a later run without it");
+    }
+    // The user's own home never gets skills: refused before launch.
+    let mut req = request("SKILLED-native hi", true);
+    req.skills = vec![skill];
+    let (_, resp) = run(&h.driver(Transport::Auto), req).await;
+    assert_eq!(resp.failure.unwrap().code, FailureCode::PolicyError);
+    assert!(h.requests("SKILLED-native").is_empty());
+}
+
+/// Whether a run's events say a resident app-server was reused.
+fn reused(trace: &Trace) -> bool {
+    trace
+        .events()
+        .any(|e| format!("{e:?}").contains("\"reused\""))
+}
+
+/// Codex fixes a thread's developer instructions at its start (a resumed
+/// thread ignores new ones): the same instructions continue the thread on
+/// its resident server, other ones are refused before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_keeps_the_instructions_it_started_with() {
+    let h = Harness::start(Script::new().fallback(Reply::Text("Turned.".into()))).await;
+    for (name, streaming) in BOTH {
+        let driver = h.driver(Transport::Auto);
+        let keyword = format!("THREAD-INSTR-{name}");
+        let turn = |text: Option<&str>, state: Option<agent_adaptor_driver::SessionState>| {
+            let mut req = request(&format!("{keyword} hi"), streaming);
+            req.instructions = text.map(str::to_owned);
+            req.session = Some(agent_adaptor_driver::SessionContext {
+                state,
+                ..Default::default()
+            });
+            req
+        };
+        let (_, first) = run(&driver, turn(Some("THREAD-A"), None)).await;
+        assert!(first.failure.is_none(), "{name}: {:?}", first.failure);
+        let state = first.checkpoint.unwrap().state;
+        let (trace, second) = run(&driver, turn(Some("THREAD-A"), state.clone())).await;
+        assert!(second.failure.is_none(), "{name}: {:?}", second.failure);
+        assert_eq!(
+            reused(&trace),
+            streaming,
+            "{name}: the resident server serves it"
+        );
+        for other in [Some("THREAD-B"), None] {
+            let (_, refused) = run(&driver, turn(other, state.clone())).await;
+            let failure = refused.failure.expect("refused");
+            assert_eq!(
+                failure.code,
+                FailureCode::PolicyError,
+                "{name}: {failure:?}"
+            );
+        }
+        let sent = h.requests(&keyword);
+        assert_eq!(sent.len(), 2, "{name}: the refused turns sent nothing");
+        assert!(
+            developer_texts(&sent[1]).iter().any(|t| t == "THREAD-A"),
+            "{name}"
+        );
+        driver.close_processes().await;
+    }
+}

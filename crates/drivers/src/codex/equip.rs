@@ -26,12 +26,15 @@
 //! transport is `Auto`, and refused before launch when it is forced to
 //! `Exec`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use agent_adaptor_driver::{
     DriverError, FailureCode, McpServer, McpTransport, Request, RunFailure,
 };
+use agent_adaptor_driver::{SkillRef, canonical_session_config_fingerprint};
 use agent_adaptor_driver_kit::profile::{CloneSeed, prepare_home};
+use agent_adaptor_driver_kit::scratch::write_private;
+use agent_adaptor_driver_kit::skills::materialize;
 use serde_json::{Map, Value, json};
 
 use super::Config;
@@ -72,11 +75,15 @@ impl Equipment {
         req: &Request,
     ) -> Result<Result<Equipment, RunFailure>, DriverError> {
         let home = prepare_home(&req.profile, "codex", &native_home(cfg), &CLONE_SEED)?;
-        if !req.skills.is_empty() && home.is_none() {
-            return Ok(Err(RunFailure::new(
-                FailureCode::PolicyError,
-                "codex reads skills from its home: skills need a dedicated or clone profile",
-            )));
+        match home.as_deref() {
+            Some(home) => install_skills(home, &req.skills)?,
+            None if !req.skills.is_empty() => {
+                return Ok(Err(RunFailure::new(
+                    FailureCode::PolicyError,
+                    "codex reads skills from its home: skills need a dedicated or clone profile",
+                )));
+            }
+            None => {}
         }
         let config = req
             .mcp_servers
@@ -121,6 +128,67 @@ impl Equipment {
     pub(crate) fn thread_config(&self) -> Option<Map<String, Value>> {
         (!self.config.is_empty()).then(|| self.config.iter().cloned().collect())
     }
+}
+
+/// The checkpoint key holding the fingerprint of the instructions a Codex
+/// thread started with.
+pub(crate) const INSTRUCTIONS_KEY: &str = "developer_instructions";
+
+/// The fingerprint of `req`'s instructions (none without).
+pub(crate) fn instructions_mark(req: &Request) -> Option<String> {
+    let text = req.instructions.as_deref().filter(|t| !t.is_empty())?;
+    canonical_session_config_fingerprint("codex/developer-instructions/v1", &text).ok()
+}
+
+/// Codex fixes a thread's developer instructions when it starts: a resumed
+/// thread keeps them and ignores new ones (observed on 0.171, both
+/// transports). A resumed run whose instructions differ from the thread's
+/// is refused rather than silently run without them.
+pub(crate) fn check_resumed_instructions(req: &Request) -> Option<RunFailure> {
+    let state = req.session.as_ref()?.state.as_ref()?;
+    if state.resume_id.is_empty() {
+        return None;
+    }
+    let started = state.data.get(INSTRUCTIONS_KEY).cloned();
+    (started != instructions_mark(req)).then(|| {
+        RunFailure::new(
+            FailureCode::PolicyError,
+            "codex keeps the developer instructions a thread started with: \
+             a resumed thread cannot take other instructions (start a new thread)",
+        )
+    })
+}
+
+/// Where the driver lists the skills it installed in a home.
+const SKILLS_MANIFEST: &str = ".agent-adaptor-skills";
+
+/// Make `<home>/skills` hold exactly the run's skills among those the
+/// driver installed: copy the run's, remove the ones an earlier run
+/// installed that this run does not carry (the user's or Codex's own
+/// skills in a clone are left alone). Runs sharing a home at the same time
+/// with different skills see each other's.
+fn install_skills(home: &Path, skills: &[SkillRef]) -> std::io::Result<()> {
+    let root = home.join("skills");
+    let manifest = home.join(SKILLS_MANIFEST);
+    let installed = std::fs::read_to_string(&manifest).unwrap_or_default();
+    for name in installed.lines() {
+        let stale = !skills.iter().any(|s| s.name == name);
+        // Names were checked when installed; a line that is not one plain
+        // component (a hand-edited manifest) is skipped.
+        let plain = Path::new(name).components().count() == 1 && !name.starts_with('.');
+        if stale && plain {
+            match std::fs::remove_dir_all(root.join(name)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+    }
+    if skills.is_empty() && installed.is_empty() {
+        return Ok(());
+    }
+    materialize(skills, &root)?;
+    let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+    write_private(&manifest, names.join("\n").as_bytes())
 }
 
 /// The user's own Codex home: the configured `CODEX_HOME`, the host's, or

@@ -163,6 +163,9 @@ impl Driver for CodexDriver {
             strict: false,
             required: true,
         };
+        // Copied into a dedicated or clone home's skills/ (equip.rs); a
+        // native-profile run with skills is refused before launch.
+        d.skills = true;
         d.profiles = ProfileSupport {
             dedicated: true,
             clone: true,
@@ -228,6 +231,9 @@ impl Driver for CodexDriver {
             Ok(equip) => equip,
             Err(failure) => return Ok(refused(&self.config, &req, failure)),
         };
+        if let Some(failure) = equip::check_resumed_instructions(&req) {
+            return Ok(refused(&self.config, &req, failure));
+        }
         let app_server = match self.app_server_for(&req, &equip) {
             Ok(app_server) => app_server,
             Err(failure) => return Ok(refused(&self.config, &req, failure)),
@@ -333,6 +339,11 @@ fn respond(
             state
                 .data
                 .insert("cwd".into(), dir.to_string_lossy().into_owned());
+        }
+        // The instructions the thread started with stay its instructions
+        // (equip::check_resumed_instructions).
+        if let (Some(state), Some(mark)) = (cp.state.as_mut(), equip::instructions_mark(req)) {
+            state.data.insert(equip::INSTRUCTIONS_KEY.into(), mark);
         }
         cp
     });
