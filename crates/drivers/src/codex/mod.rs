@@ -35,6 +35,8 @@
 //!   line parser.
 //! * `transport.rs` — the one-shot processes: the command, an exec run
 //!   (with its `--output-schema` file), an app-server run.
+//! * `equip.rs` — what a run equips Codex with (developer instructions, MCP
+//!   servers, the profile's `CODEX_HOME`, skills) in each transport's form.
 //! * `resident.rs` — the resident app-servers (a thread's turns on one live
 //!   server, through `crate::resident`'s pool).
 //! * [`record`] — the turn recorder both parsers report facts to: one
