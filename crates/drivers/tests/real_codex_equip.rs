@@ -466,3 +466,61 @@ async fn a_thread_keeps_the_instructions_it_started_with() {
         driver.close_processes().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_server_that_cannot_start_fails_the_run() {
+    let h = Harness::start(Script::new().fallback(Reply::Text("Should not.".into()))).await;
+    for (name, streaming) in BOTH {
+        for required in [false, true] {
+            let keyword = format!("REQUIRED-{required}-{name}");
+            let mut server = McpServer::stdio(
+                "aa-broken",
+                h.home.path().join("no-such-server").to_string_lossy(),
+                Vec::<String>::new(),
+            );
+            server.required = required;
+            let mut req = request(&format!("{keyword} hi"), streaming);
+            req.mcp_servers = vec![server];
+            let (_, resp) = run(&h.driver(Transport::Auto), req).await;
+            assert_eq!(
+                resp.failure.is_some(),
+                required,
+                "{keyword}: {:?}",
+                resp.failure
+            );
+            assert_eq!(h.requests(&keyword).is_empty(), required, "{keyword}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clone_profile_starts_from_the_users_settings() {
+    let h = Harness::start(Script::new().fallback(Reply::Text("Cloned.".into()))).await;
+    let native = native_home_with_a_server(&h);
+    std::fs::write(native.join("auth.json"), "{\"OPENAI_API_KEY\":\"sk-test\"}").unwrap();
+    let root = h.home.path().join("clones");
+    for (name, streaming) in BOTH {
+        let keyword = format!("CLONED-{name}");
+        let mut req = request(&format!("{keyword} hi"), streaming);
+        req.profile = Profile::Clone { root: root.clone() };
+        let (_, resp) = run(&h.driver(Transport::Auto), req).await;
+        assert!(resp.failure.is_none(), "{name}: {:?}", resp.failure);
+        let tools = offered_tools(&h.requests(&keyword)[0]);
+        assert!(
+            tools.iter().any(|t| t.starts_with("mcp__native_srv::")),
+            "{name}: the copied config.toml: {tools:?}"
+        );
+    }
+    let home = root.join("codex");
+    assert_eq!(
+        std::fs::read(home.join("config.toml")).unwrap(),
+        std::fs::read(native.join("config.toml")).unwrap()
+    );
+    // The credentials are linked, not copied: one file.
+    use std::os::unix::fs::MetadataExt as _;
+    let (a, b) = (
+        std::fs::metadata(home.join("auth.json")).unwrap(),
+        std::fs::metadata(native.join("auth.json")).unwrap(),
+    );
+    assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()));
+}

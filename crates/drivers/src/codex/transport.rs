@@ -236,3 +236,47 @@ mod schema_file_tests {
         assert!(other.path().exists());
     }
 }
+
+#[cfg(test)]
+mod command_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::child_env::EnvPolicy;
+    use std::ffi::OsString;
+
+    #[test]
+    fn the_profile_home_and_the_bearer_variables_reach_the_child() {
+        // PATH stands for a host variable holding a token: the policy
+        // passes nothing, the run's MCP server names it.
+        let host_path = std::env::var_os("PATH").unwrap();
+        let driver = super::super::driver(super::super::Config {
+            env_policy: EnvPolicy::only(Vec::<String>::new()),
+            ..Default::default()
+        });
+        let plain = driver.command(vec![], None, StdinMode::Null, &Equipment::default());
+        assert!(!plain.effective_env().contains_key(&OsString::from("PATH")));
+        let equip = Equipment {
+            pass_env: vec!["PATH".into()],
+            home: Some("/profiles/codex".into()),
+            ..Default::default()
+        };
+        let env = driver
+            .command(vec![], None, StdinMode::Null, &equip)
+            .effective_env();
+        assert_eq!(env.get(&OsString::from("PATH")), Some(&host_path));
+        assert_eq!(
+            env.get(&OsString::from("CODEX_HOME")),
+            Some(&OsString::from("/profiles/codex"))
+        );
+        // A configured binding wins over the host's value.
+        let mut cfg = driver.config().clone();
+        cfg.env.insert("PATH".into(), "/configured".into());
+        let env = super::super::driver(cfg)
+            .command(vec![], None, StdinMode::Null, &equip)
+            .effective_env();
+        assert_eq!(
+            env.get(&OsString::from("PATH")),
+            Some(&OsString::from("/configured"))
+        );
+    }
+}
