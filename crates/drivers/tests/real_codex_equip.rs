@@ -524,3 +524,53 @@ async fn a_clone_profile_starts_from_the_users_settings() {
     );
     assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()));
 }
+
+/// An MCP tool that is not auto-approved: the app-server asks (an MCP
+/// elicitation of kind `mcp_tool_call`), the host answers through core.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_approves_or_denies_an_mcp_tool_call_on_the_app_server() {
+    use agent_adaptor_core::{Agent, Event, RunOptions, Runner};
+    use futures::StreamExt as _;
+    let h = Harness::start(Script::new().on_prompt(
+        "MCPASK",
+        vec![
+            Reply::ToolCall {
+                name: "mcp__aa_test::lookup".into(),
+                arguments: json!({"key": "k3"}),
+            },
+            Reply::Text("Asked.".into()),
+        ],
+    ))
+    .await;
+    for approve in [true, false] {
+        let log = h.home.path().join(format!("ask-{approve}.log"));
+        let mut server = lookup_server(&log);
+        server.tools = McpToolPolicy::default();
+        let mut cfg = h.config(Transport::AppServer);
+        cfg.approval_policy = Some("on-request".into());
+        let agent = Agent::new(codex::driver(cfg.clone()));
+        let options = RunOptions::new().mcp_server(server).timeout(RUN_TIMEOUT);
+        let mut stream = agent.stream_with(&format!("MCPASK-{approve} go"), options);
+        let mut asked = Vec::new();
+        while let Some(ev) = stream.next().await {
+            if let Event::ApprovalRequest(req) = &ev {
+                asked.push(req.title.clone());
+                if approve {
+                    req.approve().unwrap();
+                } else {
+                    req.deny("not this tool").unwrap();
+                }
+            }
+        }
+        let result = stream.result().await.unwrap();
+        assert_eq!(asked.len(), 1, "{approve}: {asked:?}");
+        assert!(asked[0].contains("lookup"), "{}", asked[0]);
+        let calls = McpTestServer::read_log(&log).unwrap();
+        assert_eq!(calls.len(), usize::from(approve), "{approve}: {calls:?}");
+        let sent = h.requests(&format!("MCPASK-{approve}"));
+        let next = String::from_utf8_lossy(&sent[1].body).into_owned();
+        assert_eq!(next.contains("value-of-k3"), approve, "{approve}");
+        let stdout = String::from_utf8(result.raw().stdout.to_vec().unwrap()).unwrap();
+        codex_support::harness::check_schema(&cfg, &stdout);
+    }
+}
