@@ -56,6 +56,7 @@
 
 mod cancel;
 pub mod catalogue;
+pub mod equip;
 pub mod fuzz;
 mod hermetic;
 pub mod options;
@@ -88,6 +89,7 @@ where
     let (a, b) = (factory(), factory());
     hermetic::check(&a, &b, &options, &mut report);
     hermetic::close_processes(&a, &mut report).await;
+    equip::declarations(&a, &mut report);
 
     let timeout = options.run_timeout.unwrap_or(DEFAULT_RUN_TIMEOUT);
     if options.runs.is_empty() {
@@ -113,6 +115,8 @@ where
             &mut report,
         );
     }
+
+    equip::instructions_run(&factory, &options, timeout, &mut report).await;
 
     if options.cancels.is_empty() {
         report.skip(

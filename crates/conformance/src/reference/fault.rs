@@ -55,11 +55,13 @@ pub enum Fault {
     NoCheckpoint,
     IgnoresCancel,
     LeavesProcessBehind,
+    IncoherentEquipment,
+    RejectsDeclaredInstructions,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 50] = [
+    pub const ALL: [Fault; 52] = [
         Fault::EmptyDriverType,
         Fault::DriftingDescriptor,
         Fault::PanicInValidate,
@@ -110,6 +112,8 @@ impl Fault {
         Fault::NoCheckpoint,
         Fault::IgnoresCancel,
         Fault::LeavesProcessBehind,
+        Fault::IncoherentEquipment,
+        Fault::RejectsDeclaredInstructions,
     ];
 
     /// The clause this fault breaks.
@@ -164,6 +168,8 @@ impl Fault {
             IgnoresThePrompt => "LIV-02",
             NoCheckpoint => "LIV-03",
             IgnoresCancel | LeavesProcessBehind => "RUN-05",
+            IncoherentEquipment => "EQP-01",
+            RejectsDeclaredInstructions => "EQP-02",
         }
     }
 }
