@@ -104,25 +104,39 @@ fn bad_equipment_files_are_usage_errors_before_anything_is_spawned() {
 fn what_the_driver_cannot_carry_is_refused_with_cores_message() {
     let home = tempfile::tempdir().unwrap();
     let cli = StandIn::new("agent", &cursor_fixture());
-    let out = command(home.path())
-        .env("PATH", cli.path_var())
-        .args([
-            "run",
-            "--driver",
-            "cursor",
-            "--instructions",
-            "be nice",
-            "hi",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("driver cursor cannot carry instructions"),
-        "{}",
-        stderr(&out)
+    let skill = home.path().join("review");
+    std::fs::create_dir(&skill).unwrap();
+    write(
+        &skill,
+        "SKILL.md",
+        "---\nname: review\ndescription: Reviews a change.\n---\nLook for bugs.\n",
     );
-    assert!(!cli.ran(), "nothing was spawned");
+    let config = write(
+        home.path(),
+        "mcp.json",
+        r#"{"mcpServers": {"probe": {"command": "srv"}}}"#,
+    );
+    let cases: [(&[&str], &str); 3] = [
+        (&["--instructions", "be nice"], "instructions"),
+        (&["--skill", skill.to_str().unwrap()], "skills"),
+        (
+            &["--mcp-config", config.to_str().unwrap(), "--mcp-strict"],
+            "mcp.strict",
+        ),
+    ];
+    for (flags, capability) in cases {
+        let out = command(home.path())
+            .env("PATH", cli.path_var())
+            .args(["run", "--driver", "cursor"])
+            .args(flags)
+            .arg("hi")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let want = format!("driver cursor cannot carry {capability}");
+        assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+        assert!(!cli.ran(), "{flags:?}: nothing was spawned");
+    }
 }
 
 #[test]
