@@ -59,6 +59,7 @@ pub mod catalogue;
 pub mod fuzz;
 mod hermetic;
 pub mod options;
+mod probes;
 mod procs;
 pub mod record;
 pub mod reference;

@@ -62,6 +62,7 @@ pub mod event;
 pub mod id;
 pub mod lifecycle;
 pub mod policy;
+pub mod probe;
 pub mod redact;
 pub mod request;
 pub mod response;
@@ -90,6 +91,11 @@ pub use policy::{
     ApprovalMode, ApprovalTimeout, DEFAULT_HUMAN_DECISION_MAX_RETRIES,
     DEFAULT_HUMAN_DECISION_TIMEOUT, FallbackAction, FeatureLevel, HumanDecisionPolicy,
     QuestionMode, RunPolicy, SandboxLevel,
+};
+pub use probe::{
+    CheckStatus, ConfigField, ConfigSchema, DetectedModel, EnvironmentCheck, EnvironmentReport,
+    FieldKind, ModelSource, ProfileReport, ProfileSource, QuotaReport, QuotaWindow, SkillEntry,
+    SkillMode, SkillsReport,
 };
 pub use redact::{redact_text, redact_url};
 pub use request::{AgentIdentity, OnInvalid, OutputSchema, Request};

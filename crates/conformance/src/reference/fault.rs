@@ -55,11 +55,16 @@ pub enum Fault {
     NoCheckpoint,
     IgnoresCancel,
     LeavesProcessBehind,
+    PassingButUnhealthy,
+    EmptyDetectedModel,
+    LiveQuota,
+    DuplicateConfigField,
+    CodecGuardsEverything,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 50] = [
+    pub const ALL: [Fault; 55] = [
         Fault::EmptyDriverType,
         Fault::DriftingDescriptor,
         Fault::PanicInValidate,
@@ -110,6 +115,11 @@ impl Fault {
         Fault::NoCheckpoint,
         Fault::IgnoresCancel,
         Fault::LeavesProcessBehind,
+        Fault::PassingButUnhealthy,
+        Fault::EmptyDetectedModel,
+        Fault::LiveQuota,
+        Fault::DuplicateConfigField,
+        Fault::CodecGuardsEverything,
     ];
 
     /// The clause this fault breaks.
@@ -164,6 +174,11 @@ impl Fault {
             IgnoresThePrompt => "LIV-02",
             NoCheckpoint => "LIV-03",
             IgnoresCancel | LeavesProcessBehind => "RUN-05",
+            PassingButUnhealthy => "CAP-03",
+            EmptyDetectedModel => "CAP-05",
+            LiveQuota => "CAP-07",
+            DuplicateConfigField => "CAP-08",
+            CodecGuardsEverything => "SES-09",
         }
     }
 }

@@ -1,0 +1,177 @@
+//! The probe clauses, judged closely: what each finding says, the opt-ins,
+//! and a driver without probes (skipped, with the reason).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+mod common;
+
+use agent_adaptor_conformance::reference::Fault;
+use agent_adaptor_conformance::{Options, Outcome, Report, test_driver};
+use agent_adaptor_driver::{
+    ConfigError, Descriptor, Driver, DriverError, EventSink, Request, Response, RunContext,
+    async_trait,
+};
+use common::{driver, options};
+
+fn findings(report: &Report, id: &str) -> String {
+    report
+        .clause(id)
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Outcome::Fail(f) => Some(f.join("\n")),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn hermetic(fault: Option<Fault>, options: Options) -> Report {
+    test_driver(move || driver(fault), options).await
+}
+
+#[tokio::test]
+async fn a_passing_but_unhealthy_environment_is_named() {
+    let report = hermetic(Some(Fault::PassingButUnhealthy), Options::new()).await;
+    let text = findings(&report, "CAP-03");
+    assert!(text.contains("healthy = false"), "{report}");
+}
+
+#[tokio::test]
+async fn a_probe_that_asks_a_server_is_not_hermetic() {
+    let report = hermetic(Some(Fault::LiveQuota), Options::new()).await;
+    let text = findings(&report, "CAP-07");
+    assert!(text.contains("not deterministic"), "{report}");
+}
+
+#[tokio::test]
+async fn a_duplicate_config_field_is_named() {
+    let report = hermetic(Some(Fault::DuplicateConfigField), Options::new()).await;
+    assert!(
+        findings(&report, "CAP-08").contains("\"model\" appears twice"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn the_guard_must_follow_the_profile_and_not_the_run_directory() {
+    // With the suite's session state (every opt-in).
+    let fault = Some(Fault::CodecGuardsEverything);
+    let report = hermetic(fault, options(fault)).await;
+    let text = findings(&report, "SES-09");
+    assert!(text.contains("\"run_dir\""), "{report}");
+    // Without a session state supplied, SES-09 is still judged (on a
+    // synthetic state): the correct codec passes.
+    let report = hermetic(None, Options::new()).await;
+    assert!(report.passed("SES-09"), "{report}");
+}
+
+#[tokio::test]
+async fn the_opt_ins_are_judged() {
+    let report = hermetic(
+        None,
+        Options::new()
+            .expected_model("another-model")
+            .required_config_fields(["model", "temperature"]),
+    )
+    .await;
+    assert!(
+        findings(&report, "CAP-05").contains("expected \"another-model\""),
+        "{report}"
+    );
+    let text = findings(&report, "CAP-08");
+    assert!(text.contains("no field \"temperature\""), "{report}");
+    assert!(!text.contains("\"model\""), "{report}");
+    let report = hermetic(
+        None,
+        Options::new()
+            .expected_model("ref-1")
+            .required_config_fields(["model", "reply"]),
+    )
+    .await;
+    report.assert_passed();
+    assert!(
+        report.passed("CAP-05") && report.passed("CAP-08"),
+        "{report}"
+    );
+}
+
+/// A driver with no probe and no codec at all.
+struct Bare;
+
+#[async_trait]
+impl Driver for Bare {
+    fn descriptor(&self) -> Descriptor {
+        Descriptor::new("bare", "Bare")
+    }
+    fn validate_config(&self) -> Result<(), ConfigError> {
+        Ok(())
+    }
+    async fn run(
+        &self,
+        _ctx: RunContext,
+        _req: Request,
+        _sink: &dyn EventSink,
+    ) -> Result<Response, DriverError> {
+        Ok(Response::default())
+    }
+}
+
+#[tokio::test]
+async fn a_driver_without_probes_has_them_skipped_with_the_reason() {
+    let report = test_driver(|| Bare, Options::new()).await;
+    report.assert_passed();
+    for (id, why) in [
+        ("CAP-03", "no environment probe"),
+        ("CAP-05", "detects no model"),
+        ("CAP-07", "no quota probe"),
+        ("CAP-08", "no config schema"),
+        ("SES-09", "no session codec"),
+    ] {
+        let rs = report.clause(id);
+        assert!(
+            matches!(&rs[..], [r] if matches!(&r.outcome, Outcome::Skip(w) if w.contains(why))),
+            "{id}:\n{report}"
+        );
+    }
+    // Asked for what it cannot give, it fails.
+    let report = test_driver(
+        || Bare,
+        Options::new()
+            .expected_model("m")
+            .required_config_fields(["model"]),
+    )
+    .await;
+    assert!(
+        report.failed("CAP-05") && report.failed("CAP-08"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_probe_is_reported_not_propagated() {
+    struct Panicky;
+    #[async_trait]
+    impl Driver for Panicky {
+        fn descriptor(&self) -> Descriptor {
+            Descriptor::new("panicky", "Panicky")
+        }
+        fn validate_config(&self) -> Result<(), ConfigError> {
+            Ok(())
+        }
+        async fn run(
+            &self,
+            _ctx: RunContext,
+            _req: Request,
+            _sink: &dyn EventSink,
+        ) -> Result<Response, DriverError> {
+            Ok(Response::default())
+        }
+        fn check_environment(&self) -> Option<agent_adaptor_driver::EnvironmentReport> {
+            panic!("the probe exploded")
+        }
+    }
+    let report = test_driver(|| Panicky, Options::new()).await;
+    assert!(
+        findings(&report, "CAP-03").contains("the probe exploded"),
+        "{report}"
+    );
+}
