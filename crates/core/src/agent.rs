@@ -180,17 +180,24 @@ impl Agent {
         if let Err(e) = opts.policy.validate(&descriptor) {
             return refused(run_id.into(), e);
         }
-        if opts.instructions.is_some() && !descriptor.instructions {
-            let e = Error::CapabilityUnsupported {
-                driver: descriptor.driver_type.clone(),
-                capability: "instructions",
-            };
-            return refused(run_id.into(), e);
-        }
         let mut request = Request::new(run_id, prompt);
+        // Instructions, MCP servers, skills and profile: each one the driver
+        // carries, or a refusal now.
+        let equipped = match crate::equip::equip(
+            &opts.equip,
+            opts.instructions.as_deref(),
+            &descriptor,
+            &mut request,
+        ) {
+            Ok(e) => e,
+            Err(e) => return refused(request.run_id.as_str().into(), e),
+        };
+        let mut thread = thread;
+        if let Some(plan) = thread.as_mut() {
+            plan.equipment = equipped.fingerprint.clone();
+        }
         request.streaming = driver.stream_capability().is_some();
         request.model_override = opts.model.clone();
-        request.instructions = opts.instructions.clone();
         request.workspace = opts.workspace.clone();
         request.metadata = opts.metadata.clone();
         request.agent = self.inner.identity.clone();
@@ -228,6 +235,7 @@ impl Agent {
             thread_key: thread.as_ref().map(|t| t.key.clone()),
             thread,
             structured,
+            skills: equipped.skills,
         })
     }
 }

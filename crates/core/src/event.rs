@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_adaptor_driver::{LifecycleId, Role, ToolScope, TranscriptItem, Usage};
+use agent_adaptor_driver::{Delegation, LifecycleId, Role, ToolScope, TranscriptItem, Usage};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -156,9 +156,13 @@ pub struct ToolCall {
     pub result: Option<Value>,
     /// Where in the lifecycle.
     pub phase: Phase,
+    /// Where the tool lives (set at start): built in, an MCP server's
+    /// tool (server and tool named), or a host tool.
+    #[serde(skip_serializing_if = "ToolScope::is_builtin")]
+    pub scope: ToolScope,
     /// Delegation coordinates, when the call belongs to a delegated scope.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub scope: Option<Box<ToolScope>>,
+    pub delegation: Option<Box<Delegation>>,
 }
 
 /// A standalone tool result.
@@ -173,7 +177,7 @@ pub struct ToolResult {
     pub result: Option<Value>,
     /// Delegation coordinates, when the call belongs to a delegated scope.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub scope: Option<Box<ToolScope>>,
+    pub delegation: Option<Box<Delegation>>,
 }
 
 /// What a [`ProcessInfo`] reports.

@@ -47,6 +47,7 @@ pub mod approval;
 mod broker;
 mod checkpoint;
 mod control;
+mod equip;
 pub mod event;
 mod id;
 pub mod options;
@@ -67,6 +68,7 @@ pub use approval::{
     ApprovalError, ApprovalHandler, ApprovalKind, ApprovalRequest, BoxError, approve_all, deny_all,
 };
 pub use broker::DEFAULT_EVENT_BUFFER;
+pub use equip::InstructionsBundle;
 pub use event::{
     Dropped, Event, EventMeta, EventSource, Notice, Phase, ProcessInfo, ProcessKind, RunFinished,
     RunStarted, SubagentKind, SubagentUpdate, TextDelta, Thinking, ToolCall, ToolResult,
@@ -82,3 +84,9 @@ pub use thread::{MemoryStore, Thread, ThreadError, ThreadStore};
 pub use agent_adaptor_driver as driver;
 /// The id type of the message, reasoning and tool-call events.
 pub use agent_adaptor_driver::LifecycleId;
+/// What a run gives its agent: MCP servers, skills, the profile, and where
+/// a tool lives.
+pub use agent_adaptor_driver::{
+    Delegation, McpConfigError, McpServer, McpToolPolicy, McpTransport, Profile, SkillHandle,
+    SkillRef, ToolScope,
+};

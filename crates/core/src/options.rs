@@ -33,6 +33,8 @@ pub struct RunOptions {
     pub(crate) policy: crate::policy::Policy,
     /// Transcript memory budget in bytes (`None`: the driver crate's default).
     pub(crate) transcript_budget: Option<usize>,
+    /// Instructions bundle, MCP servers, skills and profile (see `equip.rs`).
+    pub(crate) equip: crate::equip::EquipOptions,
 }
 
 impl fmt::Debug for RunOptions {
@@ -49,6 +51,7 @@ impl fmt::Debug for RunOptions {
             .field("schema", &self.schema)
             .field("policy", &self.policy)
             .field("transcript_budget", &self.transcript_budget)
+            .field("equip", &self.equip)
             .finish()
     }
 }
@@ -84,6 +87,7 @@ impl RunOptions {
             schema: self.schema.clone(),
             policy: self.scoped_policy().over(&defaults.scoped_policy()),
             transcript_budget: self.transcript_budget.or(defaults.transcript_budget),
+            equip: self.equip.over(&defaults.equip),
         }
     }
 
@@ -197,6 +201,55 @@ macro_rules! shared_option_setters {
             /// it again replaces the earlier value at this scope.
             pub fn policy(mut self, policy: $crate::policy::Policy) -> Self {
                 self.shared_options_mut().policy = policy;
+                self
+            }
+
+            /// Instructions the agent always carries, before the run's own
+            /// [`instructions`](Self::instructions): a text or a file (read
+            /// at every launch). Its content is part of a thread's
+            /// compatibility fingerprint.
+            pub fn instructions_bundle(mut self, bundle: $crate::InstructionsBundle) -> Self {
+                self.shared_options_mut().equip.bundle = Some(bundle);
+                self
+            }
+
+            /// Give the agent an MCP server (merged by name with the
+            /// agent's; the call's wins). The driver writes it in its CLI's
+            /// own format in a per-run location; a transport or option the
+            /// driver cannot carry refuses the run before it starts
+            /// ([`Error::CapabilityUnsupported`](crate::Error::CapabilityUnsupported)),
+            /// an invalid server with
+            /// [`Error::InvalidMcpServer`](crate::Error::InvalidMcpServer).
+            pub fn mcp_server(mut self, server: agent_adaptor_driver::McpServer) -> Self {
+                self.shared_options_mut().equip.mcp_servers.push(server);
+                self
+            }
+
+            /// Load only the run's MCP servers: none of the user's or
+            /// project's own (Claude Code `--strict-mcp-config`).
+            pub fn mcp_strict(mut self, strict: bool) -> Self {
+                self.shared_options_mut().equip.mcp_strict = Some(strict);
+                self
+            }
+
+            /// Give the agent a skill (merged by name with the agent's; the
+            /// call's wins). The handle is kept alive until the run ends.
+            pub fn skill(
+                mut self,
+                skill: impl agent_adaptor_driver::SkillHandle + 'static,
+            ) -> Self {
+                self.shared_options_mut()
+                    .equip
+                    .skills
+                    .push(std::sync::Arc::new(skill));
+                self
+            }
+
+            /// The CLI's configuration home (default
+            /// [`Profile::Native`](agent_adaptor_driver::Profile::Native)).
+            /// Part of a thread's compatibility fingerprint.
+            pub fn profile(mut self, profile: agent_adaptor_driver::Profile) -> Self {
+                self.shared_options_mut().equip.profile = Some(profile);
                 self
             }
 

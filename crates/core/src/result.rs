@@ -340,6 +340,10 @@ pub enum Error {
         /// What was asked for (`instructions`).
         capability: &'static str,
     },
+    /// An MCP server of the run is unusable (refused before anything
+    /// started).
+    #[error(transparent)]
+    InvalidMcpServer(agent_adaptor_driver::McpConfigError),
     /// The output schema is unusable (refused before anything started).
     #[error(transparent)]
     InvalidOutputSchema(crate::structured_error::InvalidOutputSchemaError),

@@ -37,6 +37,8 @@ pub(crate) struct Launch {
     pub(crate) thread: Option<ThreadPlan>,
     /// The compiled schema and mechanism of a structured-output run.
     pub(crate) structured: Option<crate::structured::Prepared>,
+    /// The run's skill handles, alive until the run ends.
+    pub(crate) skills: Vec<Arc<dyn agent_adaptor_driver::SkillHandle>>,
 }
 
 /// A stream that failed before it started: no events, `result` is `err`.
@@ -80,6 +82,8 @@ async fn execute(
     control: Arc<RunControl>,
     outcome_tx: watch::Sender<Outcome>,
 ) {
+    // The skills' directories stay alive until the run has ended.
+    let _skills = std::mem::take(&mut launch.skills);
     // Core's own RunStarted is always first; the queue is empty, so it is
     // delivered even if the run was cancelled before this task ran.
     let _ = sink

@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
-    LifecycleId, OperationalEvent, OutputStream, ProviderCoords, RunEvent, RunFailure, StreamKind,
-    StreamPayload, ToolScope, Usage,
+    Delegation, LifecycleId, OperationalEvent, OutputStream, ProviderCoords, RunEvent, RunFailure,
+    StreamKind, StreamPayload, ToolScope, Usage,
 };
 use serde_json::{Value, json};
 
@@ -43,8 +43,8 @@ fn source_of(coords: ProviderCoords) -> Option<Box<EventSource>> {
     }
 }
 
-fn scope_of(scope: ToolScope) -> Option<Box<ToolScope>> {
-    (scope != ToolScope::default()).then(|| Box::new(scope))
+fn delegation_of(delegation: Box<Delegation>) -> Option<Box<Delegation>> {
+    (*delegation != Delegation::default()).then_some(delegation)
 }
 
 pub(crate) fn notice(
@@ -72,7 +72,8 @@ fn tool_call(meta: EventMeta, id: LifecycleId, phase: Phase) -> ToolCall {
         args_delta: String::new(),
         result: None,
         phase,
-        scope: None,
+        scope: ToolScope::Builtin,
+        delegation: None,
     }
 }
 
@@ -142,11 +143,13 @@ pub(crate) fn payload(mut meta: EventMeta, p: StreamPayload) -> Routed {
             name,
             args,
             scope,
+            delegation,
         } => {
             let mut call = tool_call(meta, tool_call_id, Phase::Start);
             call.name = name;
             call.args = args;
-            call.scope = scope_of(scope);
+            call.scope = scope;
+            call.delegation = delegation_of(delegation);
             Event::ToolCall(call)
         }
         StreamKind::ToolCallArgs {
@@ -168,12 +171,12 @@ pub(crate) fn payload(mut meta: EventMeta, p: StreamPayload) -> Routed {
         StreamKind::ToolCallResult {
             tool_call_id,
             result,
-            scope,
+            delegation,
         } => Event::ToolResult(ToolResult {
             meta,
             id: tool_call_id,
             result,
-            scope: scope_of(scope),
+            delegation: delegation_of(delegation),
         }),
         StreamKind::HitlRequested(req) => notice(
             meta,

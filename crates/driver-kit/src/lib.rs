@@ -17,6 +17,10 @@
 //! - [`terminal_guard`]: terminal lines believed only when they are the run's.
 //! - [`child_env`]: which host environment variables the CLI inherits.
 //! - [`json_line`]: decoding one stdout line.
+//! - [`scratch`]: a run's private files (instructions, MCP configuration)
+//!   that travel as files, never on argv.
+//! - [`profile`]: the configuration home of a dedicated or cloned
+//!   [`Profile`](agent_adaptor_driver::Profile).
 //!
 //! A parser is sans-IO: a stdout line in, what it means out. On the
 //! [`Emitter`](one_shot::Emitter) the conventions are kept for it —
@@ -91,5 +95,7 @@ pub mod emitter;
 pub mod exit;
 pub mod json_line;
 pub mod one_shot;
+pub mod profile;
 pub mod pump;
+pub mod scratch;
 pub mod terminal_guard;

@@ -30,6 +30,16 @@ pub struct Descriptor {
     /// before anything starts: instructions are never silently dropped.
     #[serde(default)]
     pub instructions: bool,
+    /// Which MCP servers the driver can give its CLI.
+    #[serde(default)]
+    pub mcp: McpSupport,
+    /// The driver materializes [`Request::skills`](crate::Request::skills)
+    /// where its CLI finds skills.
+    #[serde(default)]
+    pub skills: bool,
+    /// Which non-native [`Profile`](crate::Profile)s the driver supports.
+    #[serde(default)]
+    pub profiles: ProfileSupport,
 }
 
 impl Descriptor {
@@ -41,6 +51,47 @@ impl Descriptor {
             ..Default::default()
         }
     }
+}
+
+/// Which MCP servers and options a driver carries to its CLI
+/// ([`McpServer`](crate::McpServer)). Core refuses a server with a
+/// transport or option that is not declared, before launch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpSupport {
+    /// Stdio servers.
+    pub stdio: bool,
+    /// Streamable HTTP servers.
+    pub http: bool,
+    /// Legacy HTTP+SSE servers.
+    pub sse: bool,
+    /// Extra headers on HTTP and SSE servers.
+    pub headers: bool,
+    /// A bearer token taken from a named host environment variable.
+    pub bearer_token_env: bool,
+    /// Per-tool allow and deny lists.
+    pub tool_filter: bool,
+    /// Per-tool auto-approval.
+    pub auto_approve: bool,
+    /// `Request::mcp_strict`: only the run's servers are loaded.
+    pub strict: bool,
+    /// `McpServer::required`: the run fails when the server cannot start.
+    pub required: bool,
+}
+
+impl McpSupport {
+    /// True when any transport is supported.
+    pub fn any(&self) -> bool {
+        self.stdio || self.http || self.sse
+    }
+}
+
+/// Which non-native profiles a driver supports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileSupport {
+    /// [`Profile::Dedicated`](crate::Profile::Dedicated).
+    pub dedicated: bool,
+    /// [`Profile::Clone`](crate::Profile::Clone).
+    pub clone: bool,
 }
 
 /// A model a driver can run.

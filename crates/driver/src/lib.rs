@@ -61,13 +61,16 @@ pub mod ending;
 pub mod event;
 pub mod id;
 pub mod lifecycle;
+pub mod mcp;
 pub mod policy;
 pub mod probe;
+pub mod profile;
 pub mod redact;
 pub mod request;
 pub mod response;
 pub mod session;
 pub mod sink;
+pub mod skill;
 pub mod stream;
 pub mod transcript;
 pub mod usage;
@@ -78,8 +81,9 @@ pub use decision::{
     DecisionSink, HitlRequested, HitlResolved,
 };
 pub use descriptor::{
-    Descriptor, HumanDecisionSupport, ModelInfo, ProcessCapabilities, QuestionSupport,
-    RunPolicyCapabilities, SessionCapabilities, StreamCapability, StructuredOutputCapability,
+    Descriptor, HumanDecisionSupport, McpSupport, ModelInfo, ProcessCapabilities, ProfileSupport,
+    QuestionSupport, RunPolicyCapabilities, SessionCapabilities, StreamCapability,
+    StructuredOutputCapability,
 };
 pub use descriptor::{FeatureSupport, SandboxSupport};
 pub use driver::{ConfigError, Driver, DriverError, RunContext};
@@ -87,6 +91,7 @@ pub use ending::{STDERR_TAIL_BYTES, STDERR_TAIL_LINES, describe_exit, stderr_tai
 pub use event::{OperationalEvent, OutputStream, RunEvent};
 pub use id::LifecycleId;
 pub use lifecycle::{LifecycleChecker, SeenIds, Violation};
+pub use mcp::{McpConfigError, McpServer, McpToolPolicy, McpTransport};
 pub use policy::{
     ApprovalMode, ApprovalTimeout, DEFAULT_HUMAN_DECISION_MAX_RETRIES,
     DEFAULT_HUMAN_DECISION_TIMEOUT, FallbackAction, FeatureLevel, HumanDecisionPolicy,
@@ -97,6 +102,7 @@ pub use probe::{
     FieldKind, ModelSource, ProfileReport, ProfileSource, QuotaReport, QuotaWindow, SkillEntry,
     SkillMode, SkillsReport,
 };
+pub use profile::Profile;
 pub use redact::{redact_text, redact_url};
 pub use request::{AgentIdentity, OnInvalid, OutputSchema, Request};
 pub use response::{
@@ -108,7 +114,10 @@ pub use session::{
     SessionState, StandardSessionCodec, canonical_session_config_fingerprint,
 };
 pub use sink::{Batch, Emit, EventSink, SinkError};
-pub use stream::{ProviderCoords, ProviderDrop, Role, StreamKind, StreamPayload, ToolScope};
+pub use skill::{SkillHandle, SkillRef};
+pub use stream::{
+    Delegation, ProviderCoords, ProviderDrop, Role, StreamKind, StreamPayload, ToolScope,
+};
 pub use tokio_util::sync::CancellationToken;
 pub use transcript::{
     DEFAULT_TRANSCRIPT_BUDGET, SharedItem, Transcript, TranscriptError, TranscriptFingerprint,

@@ -5,9 +5,12 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::mcp::McpServer;
 use crate::policy::RunPolicy;
+use crate::profile::Profile;
 use crate::response::StructuredOutputSource;
 use crate::session::SessionContext;
+use crate::skill::SkillRef;
 use crate::transcript::Transcript;
 
 /// A single invocation that core has resolved: options merged, workspace,
@@ -32,9 +35,26 @@ pub struct Request {
     pub session: Option<SessionContext>,
     /// The requested output schema.
     pub output_schema: Option<OutputSchema>,
-    /// Instructions for the model, when set. Core sets them only for a driver
-    /// whose descriptor declares `instructions`.
+    /// Instructions appended to the agent's system prompt, when set. Core
+    /// sets them only for a driver whose descriptor declares
+    /// `instructions`. A driver carries them in a file or a protocol
+    /// field, never on the command line (a long text must not hit the
+    /// argv length limit).
     pub instructions: Option<String>,
+    /// MCP servers for the agent, validated by core and each one carried
+    /// by the driver's [`McpSupport`](crate::McpSupport).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServer>,
+    /// Load only [`mcp_servers`](Self::mcp_servers): none of the user's or
+    /// project's own MCP servers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mcp_strict: bool,
+    /// Skills to materialize where the CLI finds them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<SkillRef>,
+    /// The CLI's configuration home.
+    #[serde(default, skip_serializing_if = "Profile::is_native")]
+    pub profile: Profile,
     /// A model that overrides the configured one for this run.
     pub model_override: Option<String>,
     /// The working directory for the provider.

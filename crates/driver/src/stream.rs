@@ -62,9 +62,35 @@ impl ProviderCoords {
     }
 }
 
+/// Where a tool lives: built into the agent, on one of the run's MCP
+/// servers, or in the host.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolScope {
+    /// The agent's own tool (shell, edit, search ...).
+    #[default]
+    Builtin,
+    /// A tool of an MCP server.
+    Mcp {
+        /// The server's name (as the run named it).
+        server: String,
+        /// The tool's name on that server.
+        tool: String,
+    },
+    /// A tool the host defined.
+    Host,
+}
+
+impl ToolScope {
+    /// True for [`Builtin`](Self::Builtin).
+    pub fn is_builtin(&self) -> bool {
+        matches!(self, ToolScope::Builtin)
+    }
+}
+
 /// Where a tool call sits in a tree of delegations (subagents).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolScope {
+pub struct Delegation {
     /// The scope (agent/subagent) the call belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope_id: Option<String>,
@@ -179,9 +205,12 @@ pub enum StreamKind {
         /// The complete arguments, when the protocol gives them at once.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         args: Option<Value>,
+        /// Where the tool lives.
+        #[serde(default, skip_serializing_if = "ToolScope::is_builtin")]
+        scope: ToolScope,
         /// Delegation coordinates.
         #[serde(default)]
-        scope: ToolScope,
+        delegation: Box<Delegation>,
     },
     /// `tool_call.args`: an argument delta; only with `ToolCallArgs = true`.
     #[serde(rename = "tool_call.args")]
@@ -210,7 +239,7 @@ pub enum StreamKind {
         result: Option<Value>,
         /// Delegation coordinates.
         #[serde(default)]
-        scope: ToolScope,
+        delegation: Box<Delegation>,
     },
     /// `hitl.requested`: a read-only audit broadcast (no responder).
     #[serde(rename = "hitl.requested")]
@@ -374,7 +403,25 @@ impl StreamPayload {
             tool_call_id: tool_call_id.into(),
             name: name.into(),
             args,
-            scope: ToolScope::default(),
+            scope: ToolScope::Builtin,
+            delegation: Box::default(),
+        }
+        .into()
+    }
+    /// `tool_call.start` of a tool that is not built in (an MCP or host
+    /// tool).
+    pub fn tool_call_start_in(
+        tool_call_id: impl Into<LifecycleId>,
+        name: impl Into<String>,
+        args: Option<Value>,
+        scope: ToolScope,
+    ) -> Self {
+        StreamKind::ToolCallStart {
+            tool_call_id: tool_call_id.into(),
+            name: name.into(),
+            args,
+            scope,
+            delegation: Box::default(),
         }
         .into()
     }
@@ -399,7 +446,7 @@ impl StreamPayload {
         StreamKind::ToolCallResult {
             tool_call_id: tool_call_id.into(),
             result,
-            scope: ToolScope::default(),
+            delegation: Box::default(),
         }
         .into()
     }

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use agent_adaptor_driver::{
     DecisionKind, DecisionRequest, DecisionResult, FailureCode, HitlRequested, HitlResolved,
     ProviderCoords, ProviderDrop, RawBytes, RawSource, RawStreams, Role, RunFailure, StreamKind,
-    StreamPayload, TerminalPayload, TranscriptItem, TranscriptKind, TranscriptViolation, Usage,
+    StreamPayload, TerminalPayload, ToolScope, TranscriptItem, TranscriptKind, TranscriptViolation,
+    Usage,
 };
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -311,7 +312,27 @@ fn tool_call_start_serializes_args_and_scope() {
     assert_eq!(v["tool_call_id"], "t1");
     assert_eq!(v["name"], "shell");
     assert_eq!(v["args"], json!({"cmd": "ls"}));
-    assert_eq!(v["scope"], json!({}));
+    assert_eq!(v["delegation"], json!({}));
+    assert!(
+        v.get("scope").is_none(),
+        "a built-in tool has no scope: {v}"
+    );
+    let mcp = serde_json::to_value(StreamPayload::tool_call_start_in(
+        "t2",
+        "mcp__docs__lookup",
+        None,
+        ToolScope::Mcp {
+            server: "docs".into(),
+            tool: "lookup".into(),
+        },
+    ))
+    .unwrap();
+    assert_eq!(
+        mcp["scope"],
+        json!({"kind": "mcp", "server": "docs", "tool": "lookup"})
+    );
+    let back: StreamPayload = serde_json::from_value(mcp.clone()).unwrap();
+    assert_eq!(serde_json::to_value(back).unwrap(), mcp);
     let without =
         serde_json::to_value(StreamPayload::tool_call_start("t1", "shell", None)).unwrap();
     assert!(without.get("args").is_none(), "{without}");

@@ -6,6 +6,9 @@
 //!   streaming wire protocols the real CLIs use (OpenAI Responses, OpenAI
 //!   Chat Completions, Anthropic Messages, Gemini), so the real CLIs run
 //!   offline in tests;
+//! * [`mcp`] — a small, real MCP server (`mock-mcp-server`, stdio or
+//!   Streamable HTTP, built on `rmcp`) with the tools `lookup`, `add` and
+//!   `fail`, and the helpers that start it and read its call log;
 //! * [`fixtures`] — loading of recorded CLI captures;
 //! * [`replay`] — the fake CLI binary's engine (`fake-cli`), which replays a
 //!   capture with chosen delays, exit code, stderr noise and stdin rules;
@@ -15,8 +18,10 @@
 //! Only tests and benches depend on this crate.
 #![forbid(unsafe_code)]
 
+mod bins;
 pub mod clis;
 pub mod fixtures;
+pub mod mcp;
 pub mod mock;
 pub mod proc_tree;
 pub mod replay;

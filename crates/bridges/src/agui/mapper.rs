@@ -697,7 +697,8 @@ mod tests {
             args_delta: delta.into(),
             result,
             phase,
-            scope: None,
+            scope: Default::default(),
+            delegation: None,
         })
     }
 
@@ -823,7 +824,7 @@ mod tests {
                     meta: meta(1),
                     id: "c1".into(),
                     result: Some(json!("again")),
-                    scope: None,
+                    delegation: None,
                 }),
                 // Deltas win over args known at start; a standalone result
                 // closes the call first; an object result is JSON text.
@@ -834,7 +835,7 @@ mod tests {
                     meta: meta(1),
                     id: "c2".into(),
                     result: Some(json!({"ok": true})),
-                    scope: None,
+                    delegation: None,
                 }),
                 tool("c2", Phase::End, None, "", None),
                 // Still open at the end: closed (with its args) before the terminal.

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agent_adaptor_core::driver::{
-    DecisionKind, DecisionRequest, LifecycleId, Role, StreamPayload, ToolScope, TranscriptItem,
-    Usage,
+    DecisionKind, DecisionRequest, Delegation, LifecycleId, Role, StreamPayload, ToolScope,
+    TranscriptItem, Usage,
 };
 use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
 use agent_adaptor_core::{
@@ -72,9 +72,9 @@ fn meta(sequence: u64) -> EventMeta {
 /// request comes from a run, see the test).
 fn built_events() -> Vec<Event> {
     let id = LifecycleId::from("m1");
-    let scope = Some(Box::new(ToolScope {
+    let delegation = Some(Box::new(Delegation {
         scope_id: Some("s1".into()),
-        ..ToolScope::default()
+        ..Delegation::default()
     }));
     let mut metadata = BTreeMap::new();
     metadata.insert("pid".to_owned(), "42".to_owned());
@@ -101,13 +101,17 @@ fn built_events() -> Vec<Event> {
             args_delta: String::new(),
             result: None,
             phase: Phase::Start,
-            scope: scope.clone(),
+            scope: ToolScope::Mcp {
+                server: "docs".into(),
+                tool: "lookup".into(),
+            },
+            delegation: delegation.clone(),
         }),
         Event::ToolResult(ToolResult {
             meta: meta(5),
             id,
             result: Some(json!("ok")),
-            scope,
+            delegation,
         }),
         Event::ProcessInfo(ProcessInfo {
             meta: meta(6),

@@ -157,6 +157,7 @@ impl Thread {
             driver_type: driver.descriptor().driver_type,
             config_fingerprint: config,
             codec,
+            equipment: String::new(),
         })
     }
 }
@@ -180,6 +181,9 @@ pub(crate) struct ThreadPlan {
     driver_type: String,
     config_fingerprint: String,
     codec: Arc<dyn SessionCodec>,
+    /// The fingerprint of the run's durable equipment (instructions
+    /// bundle, MCP servers, skills, profile), set at launch.
+    pub(crate) equipment: String,
 }
 
 /// A thread run in progress: the lease is held.
@@ -192,15 +196,19 @@ pub(crate) struct ActiveThread {
 
 impl ThreadPlan {
     /// The compatibility fingerprint: driver, its configuration, the
-    /// model, the workspace and the codec.
+    /// model, the workspace, the codec and the durable equipment (when the
+    /// run has any, so records written without equipment stay compatible).
     fn fingerprint(&self, request: &Request) -> String {
-        let value = serde_json::json!({
+        let mut value = serde_json::json!({
             "driver": self.driver_type,
             "config": self.config_fingerprint,
             "model": request.model_override,
             "workspace": request.workspace,
             "codec": self.codec.name(),
         });
+        if !self.equipment.is_empty() {
+            value["equipment"] = serde_json::Value::String(self.equipment.clone());
+        }
         canonical_session_config_fingerprint("agent-adaptor/thread-compat/v1", &value)
             .unwrap_or_else(|_| self.config_fingerprint.clone())
     }

@@ -2,7 +2,6 @@
 //! `CARGO_BIN_EXE_fake-cli` is not set.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 /// The path of the `fake-cli` binary of this workspace's target directory,
 /// building it first when it is missing or older than the running test
@@ -10,41 +9,5 @@ use std::process::Command;
 /// does not rebuild a dependency's binaries with them).
 /// `AGENT_ADAPTOR_FAKE_CLI` overrides the path.
 pub fn fake_cli_binary() -> std::io::Result<PathBuf> {
-    if let Some(p) = std::env::var_os("AGENT_ADAPTOR_FAKE_CLI") {
-        return Ok(PathBuf::from(p));
-    }
-    // A test binary lives in <target>/<profile>/deps/.
-    let exe = std::env::current_exe()?;
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .ok_or_else(|| std::io::Error::other("cannot locate the target directory"))?;
-    let bin = profile_dir.join(format!("fake-cli{}", std::env::consts::EXE_SUFFIX));
-    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    // A test binary rebuilt after fake-cli may expect flags the old fake lacks.
-    let stale = match (modified(&bin), modified(&exe)) {
-        (Some(fake), Some(test)) => fake < test,
-        _ => true,
-    };
-    if stale {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-p", "agent-adaptor-testkit", "--bin", "fake-cli"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let status = cmd.status()?;
-        if !status.success() || !bin.exists() {
-            return Err(std::io::Error::other(format!(
-                "could not build fake-cli (cargo exited with {status})"
-            )));
-        }
-        // An up-to-date build leaves the file alone: mark it checked, so
-        // the next test does not build again (best effort; a read-only
-        // handle, since other tests may be running the binary).
-        if let Ok(file) = std::fs::File::open(&bin) {
-            let _ = file.set_modified(std::time::SystemTime::now());
-        }
-    }
-    Ok(bin)
+    crate::bins::testkit_binary("fake-cli", "AGENT_ADAPTOR_FAKE_CLI")
 }
