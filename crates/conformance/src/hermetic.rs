@@ -24,6 +24,7 @@ pub(crate) fn check(a: &dyn Driver, b: &dyn Driver, options: &Options, report: &
     config(a, options, report);
     capabilities(a, b, report);
     crate::probes::check(a, b, options, report);
+    crate::equipment::check(a, b, report);
     structured_output(a, report);
     session(a, options, report);
     for id in ["OBS-01", "OBS-02", "OBS-03", "OBS-04", "OBS-05", "OBS-06"] {
@@ -176,13 +177,6 @@ fn capabilities(a: &dyn Driver, b: &dyn Driver, report: &mut Report) {
         }
     };
     report.judge("CAP-01", SCOPE, f);
-    for (id, what) in [
-        ("CAP-02", "skills"),
-        ("CAP-06", "profile reports"),
-        ("CAP-09", "skill operations"),
-    ] {
-        report.skip(id, SCOPE, format!("the driver SPI has no {what} yet"));
-    }
     match guarded("descriptor()", || a.descriptor().models) {
         Err(e) => report.judge("CAP-04", SCOPE, vec![e]),
         Ok(models) if models.is_empty() => report.skip("CAP-04", SCOPE, "no models declared"),

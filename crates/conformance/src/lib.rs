@@ -56,6 +56,7 @@
 
 mod cancel;
 pub mod catalogue;
+mod equipment;
 pub mod fuzz;
 mod hermetic;
 pub mod options;

@@ -7,8 +7,8 @@ mod common;
 use agent_adaptor_conformance::reference::Fault;
 use agent_adaptor_conformance::{Options, Outcome, Report, test_driver};
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, Request, Response, RunContext,
-    async_trait,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, Profile, ProfileReport, ProfileSource,
+    Request, Response, RunContext, async_trait,
 };
 use common::{driver, options};
 
@@ -94,13 +94,19 @@ async fn the_opt_ins_are_judged() {
     );
 }
 
-/// A driver with no probe and no codec at all.
-struct Bare;
+/// A driver with no probe and no codec at all (and, when `skills`, a
+/// declaration of skills it cannot back).
+#[derive(Default)]
+struct Bare {
+    skills: bool,
+}
 
 #[async_trait]
 impl Driver for Bare {
     fn descriptor(&self) -> Descriptor {
-        Descriptor::new("bare", "Bare")
+        let mut d = Descriptor::new("bare", "Bare");
+        d.skills = self.skills;
+        d
     }
     fn validate_config(&self) -> Result<(), ConfigError> {
         Ok(())
@@ -117,7 +123,7 @@ impl Driver for Bare {
 
 #[tokio::test]
 async fn a_driver_without_probes_has_them_skipped_with_the_reason() {
-    let report = test_driver(|| Bare, Options::new()).await;
+    let report = test_driver(Bare::default, Options::new()).await;
     report.assert_passed();
     for (id, why) in [
         ("CAP-03", "no environment probe"),
@@ -125,6 +131,8 @@ async fn a_driver_without_probes_has_them_skipped_with_the_reason() {
         ("CAP-07", "no quota probe"),
         ("CAP-08", "no config schema"),
         ("SES-09", "no session codec"),
+        ("CAP-06", "no profile report"),
+        ("CAP-09", "no skills report"),
     ] {
         let rs = report.clause(id);
         assert!(
@@ -132,9 +140,11 @@ async fn a_driver_without_probes_has_them_skipped_with_the_reason() {
             "{id}:\n{report}"
         );
     }
+    // Declaring no skills and giving no report is truthful.
+    assert!(report.passed("CAP-02"), "{report}");
     // Asked for what it cannot give, it fails.
     let report = test_driver(
-        || Bare,
+        Bare::default,
         Options::new()
             .expected_model("m")
             .required_config_fields(["model"]),
@@ -172,6 +182,100 @@ async fn a_panicking_probe_is_reported_not_propagated() {
     let report = test_driver(|| Panicky, Options::new()).await;
     assert!(
         findings(&report, "CAP-03").contains("the probe exploded"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn skills_declared_without_a_report_fail_cap_02() {
+    let report = test_driver(|| Bare { skills: true }, Options::new()).await;
+    assert!(
+        findings(&report, "CAP-02").contains("gives no skills report"),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn a_skills_mode_without_the_declaration_fails_cap_02() {
+    let report = hermetic(Some(Fault::UndeclaredSkills), Options::new()).await;
+    assert!(
+        findings(&report, "CAP-02").contains("not declared but the report has mode Ephemeral"),
+        "{report}"
+    );
+    // The echo laws still hold.
+    assert!(report.passed("CAP-09"), "{report}");
+}
+
+#[tokio::test]
+async fn a_skills_report_that_loses_a_skill_fails_cap_09() {
+    let report = hermetic(Some(Fault::SkillsEchoDropsOne), Options::new()).await;
+    let text = findings(&report, "CAP-09");
+    assert!(text.contains("does not echo the selection"), "{report}");
+    assert!(text.contains("beta-2"), "{report}");
+}
+
+#[tokio::test]
+async fn a_profile_report_of_another_driver_fails_cap_06() {
+    let report = hermetic(Some(Fault::ForeignProfileReport), Options::new()).await;
+    let text = findings(&report, "CAP-06");
+    for kind in ["native", "dedicated", "clone"] {
+        assert!(
+            text.contains(&format!(
+                "profile_report({kind}) names driver type \"another\""
+            )),
+            "{report}"
+        );
+    }
+}
+
+/// Reports a dedicated home it does not declare, somewhere else.
+struct Overclaiming;
+
+#[async_trait]
+impl Driver for Overclaiming {
+    fn descriptor(&self) -> Descriptor {
+        Descriptor::new("over", "Overclaiming")
+    }
+    fn validate_config(&self) -> Result<(), ConfigError> {
+        Ok(())
+    }
+    async fn run(
+        &self,
+        _ctx: RunContext,
+        _req: Request,
+        _sink: &dyn EventSink,
+    ) -> Result<Response, DriverError> {
+        Ok(Response::default())
+    }
+    fn profile_report(&self, profile: &Profile) -> Option<ProfileReport> {
+        Some(ProfileReport {
+            driver_type: "over".into(),
+            supported: true,
+            dir: Some(
+                profile
+                    .root()
+                    .map_or("/home/u/.over".into(), |r| r.join("elsewhere")),
+            ),
+            env_var: None,
+            source: if profile.is_native() {
+                ProfileSource::Default
+            } else {
+                ProfileSource::Option
+            },
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_undeclared_or_misplaced_profile_home_fails_cap_06() {
+    let report = test_driver(|| Overclaiming, Options::new()).await;
+    let text = findings(&report, "CAP-06");
+    assert!(
+        text.contains("profile_report(dedicated): supported = true but the descriptor declares dedicated = false"),
+        "{report}"
+    );
+    assert!(
+        text.contains("not Some(\"/nonexistent/agent-adaptor-conformance/profiles/over\")"),
         "{report}"
     );
 }

@@ -8,11 +8,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::decision::DecisionError;
 use crate::descriptor::{Descriptor, StreamCapability};
-use crate::probe::{ConfigSchema, DetectedModel, EnvironmentReport, QuotaReport};
+use crate::probe::{
+    ConfigSchema, DetectedModel, EnvironmentReport, ProfileReport, QuotaReport, SkillsReport,
+};
+use crate::profile::Profile;
 use crate::request::Request;
 use crate::response::Response;
 use crate::session::{FingerprintError, SessionCodec};
 use crate::sink::{EventSink, SinkError};
+use crate::skill::SkillRef;
 
 /// One provider integration.
 ///
@@ -92,6 +96,24 @@ pub trait Driver: Send + Sync + 'static {
 
     /// The fields of the driver's configuration.
     fn config_schema(&self) -> Option<ConfigSchema> {
+        None
+    }
+
+    /// The configuration home the CLI would run with under `profile`, and
+    /// the variable that points it there. Pure: the home is named, not
+    /// created.
+    fn profile_report(&self, profile: &Profile) -> Option<ProfileReport> {
+        let _ = profile;
+        None
+    }
+
+    /// The skills a run with `selection` would offer, and how they reach
+    /// the CLI. A driver whose descriptor declares
+    /// [`skills`](crate::Descriptor::skills) answers with a mode
+    /// (CAP-02); the answer echoes the selection (CAP-09) and reads none of
+    /// the skills' files.
+    fn skills(&self, selection: &[SkillRef]) -> Option<SkillsReport> {
+        let _ = selection;
         None
     }
 }

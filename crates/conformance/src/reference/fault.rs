@@ -60,11 +60,14 @@ pub enum Fault {
     LiveQuota,
     DuplicateConfigField,
     CodecGuardsEverything,
+    UndeclaredSkills,
+    ForeignProfileReport,
+    SkillsEchoDropsOne,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 55] = [
+    pub const ALL: [Fault; 58] = [
         Fault::EmptyDriverType,
         Fault::DriftingDescriptor,
         Fault::PanicInValidate,
@@ -120,6 +123,9 @@ impl Fault {
         Fault::LiveQuota,
         Fault::DuplicateConfigField,
         Fault::CodecGuardsEverything,
+        Fault::UndeclaredSkills,
+        Fault::ForeignProfileReport,
+        Fault::SkillsEchoDropsOne,
     ];
 
     /// The clause this fault breaks.
@@ -179,6 +185,9 @@ impl Fault {
             LiveQuota => "CAP-07",
             DuplicateConfigField => "CAP-08",
             CodecGuardsEverything => "SES-09",
+            UndeclaredSkills => "CAP-02",
+            ForeignProfileReport => "CAP-06",
+            SkillsEchoDropsOne => "CAP-09",
         }
     }
 }

@@ -25,11 +25,11 @@ use std::sync::{Arc, Mutex};
 use agent_adaptor_driver::{
     Checkpoint, ConfigError, ConfigSchema, DecisionKind, DecisionRequest, Descriptor,
     DetectedModel, Driver, DriverError, EnvironmentReport, EventSink, FailureCode,
-    FingerprintError, HitlRequested, ModelInfo, ProviderCoords, QuotaReport, RawStreams, Request,
-    Response, Role, RunContext, RunEvent, RunFailure, SessionCodec, SessionState,
-    StandardSessionCodec, StreamCapability, StreamKind, StreamPayload, StructuredOutputCapability,
-    TerminalPayload, TranscriptItem, TranscriptKind, Usage, async_trait,
-    canonical_session_config_fingerprint,
+    FingerprintError, HitlRequested, ModelInfo, Profile, ProfileReport, ProviderCoords,
+    QuotaReport, RawStreams, Request, Response, Role, RunContext, RunEvent, RunFailure,
+    SessionCodec, SessionState, SkillRef, SkillsReport, StandardSessionCodec, StreamCapability,
+    StreamKind, StreamPayload, StructuredOutputCapability, TerminalPayload, TranscriptItem,
+    TranscriptKind, Usage, async_trait, canonical_session_config_fingerprint,
 };
 use serde_json::json;
 
@@ -146,6 +146,10 @@ impl Driver for ReferenceDriver {
         }];
         d.sessions.supports_resume = !self.is(Fault::UndeclaredResume);
         d.process.persistent = true;
+        // Skills and profiles are "materialized" in the simulation only.
+        d.skills = !self.is(Fault::UndeclaredSkills);
+        d.profiles.dedicated = true;
+        d.profiles.clone = true;
         d.structured_output = StructuredOutputCapability {
             json_schema_prompt_validate: !self.is(Fault::InconsistentStructuredOutput),
             works_with_run: true,
@@ -384,6 +388,14 @@ impl Driver for ReferenceDriver {
 
     fn config_schema(&self) -> Option<ConfigSchema> {
         Some(probe::config_schema(self.fault))
+    }
+
+    fn profile_report(&self, profile: &Profile) -> Option<ProfileReport> {
+        Some(probe::profile_report(profile, self.fault))
+    }
+
+    fn skills(&self, selection: &[SkillRef]) -> Option<SkillsReport> {
+        Some(probe::skills(selection, self.fault))
     }
 }
 

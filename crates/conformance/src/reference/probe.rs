@@ -1,10 +1,11 @@
-//! The reference driver's probes (CAP-03/05/07/08), with their faults.
+//! The reference driver's probes (CAP-02/03/05–09), with their faults.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agent_adaptor_driver::{
     CheckStatus, ConfigField, ConfigSchema, DetectedModel, EnvironmentCheck, EnvironmentReport,
-    FieldKind, ModelSource, QuotaReport, QuotaWindow,
+    FieldKind, ModelSource, Profile, ProfileReport, ProfileSource, QuotaReport, QuotaWindow,
+    SkillEntry, SkillMode, SkillRef, SkillsReport,
 };
 
 use super::{Fault, ReferenceConfig};
@@ -81,4 +82,45 @@ pub(super) fn config_schema(fault: Option<Fault>) -> ConfigSchema {
         ));
     }
     ConfigSchema { fields }
+}
+
+/// CAP-06: the simulated provider's home: `REFERENCE_HOME` natively (a
+/// name only: nothing is read), `<root>/reference` under a profile.
+pub(super) fn profile_report(profile: &Profile, fault: Option<Fault>) -> ProfileReport {
+    let (dir, source) = match profile.home(TYPE) {
+        Some(home) => (home, ProfileSource::Option),
+        None => ("/reference/home".into(), ProfileSource::Default),
+    };
+    ProfileReport {
+        driver_type: if fault == Some(Fault::ForeignProfileReport) {
+            "another".into()
+        } else {
+            TYPE.into()
+        },
+        supported: true,
+        dir: Some(dir),
+        env_var: Some("REFERENCE_HOME".into()),
+        source,
+    }
+}
+
+/// CAP-02/09: skills are materialized per run (in the simulation); the
+/// report echoes the selection — but for its fault, which loses the last.
+pub(super) fn skills(selection: &[SkillRef], fault: Option<Fault>) -> SkillsReport {
+    let mut skills: Vec<SkillEntry> = selection
+        .iter()
+        .map(|s| SkillEntry {
+            name: s.name.clone(),
+            description: s.description.clone(),
+            fingerprint: s.fingerprint.clone(),
+        })
+        .collect();
+    if fault == Some(Fault::SkillsEchoDropsOne) {
+        skills.pop();
+    }
+    SkillsReport {
+        driver_type: TYPE.into(),
+        mode: SkillMode::Ephemeral,
+        skills,
+    }
 }
