@@ -15,8 +15,9 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use agent_adaptor_driver::{
-    ConfigField, DetectedModel, EnvironmentCheck, EnvironmentReport, FieldKind, ModelSource,
-    QuotaReport,
+    ConfigField, Descriptor, DetectedModel, EnvironmentCheck, EnvironmentReport, FieldKind,
+    ModelSource, Profile, ProfileReport, ProfileSource, QuotaReport, SkillEntry, SkillMode,
+    SkillRef, SkillsReport,
 };
 use agent_adaptor_process::Command;
 
@@ -64,6 +65,9 @@ pub(crate) struct CliFacts {
     pub login_hint: &'static str,
     /// Why the quota is not known to a hermetic probe.
     pub quota_reason: &'static str,
+    /// How the driver gives skills to the CLI, when its descriptor
+    /// declares them.
+    pub skill_mode: SkillMode,
 }
 
 /// What the probes need of a driver's configuration.
@@ -330,6 +334,64 @@ pub(crate) fn toml_top_string(text: &str, key: &str) -> Option<String> {
         return (!value.trim().is_empty() && !value.contains('\\')).then(|| value.to_owned());
     }
     None
+}
+
+/// The home the CLI runs with under `profile`: `<root>/<driver type>` for
+/// a non-native profile the descriptor declares (the driver exports it
+/// through the CLI's home variable); natively, the variable's value in the
+/// child's environment, else the CLI's default. A home is named, never
+/// created.
+pub(crate) fn profile_report(
+    facts: &CliFacts,
+    setup: &Setup<'_>,
+    descriptor: &Descriptor,
+    profile: &Profile,
+) -> ProfileReport {
+    let declared = match profile {
+        Profile::Native => true,
+        Profile::Dedicated { .. } => descriptor.profiles.dedicated,
+        Profile::Clone { .. } => descriptor.profiles.clone,
+    };
+    if !declared {
+        return ProfileReport::unsupported(facts.driver_type);
+    }
+    let (dir, source) = match profile.home(facts.driver_type) {
+        Some(home) => (home, ProfileSource::Option),
+        None => match native_home(facts, &child_env(setup)) {
+            Some((dir, true)) => (dir, ProfileSource::ProcessEnv),
+            Some((dir, false)) => (dir, ProfileSource::Default),
+            // Neither the variable nor HOME: no home can be named.
+            None => return ProfileReport::unsupported(facts.driver_type),
+        },
+    };
+    ProfileReport {
+        driver_type: facts.driver_type.into(),
+        supported: true,
+        dir: Some(dir),
+        env_var: Some(facts.home_var.into()),
+        source,
+    }
+}
+
+/// The skills a run with `selection` offers: the selection itself, in the
+/// CLI's mode, when the descriptor declares skills; `None` otherwise.
+pub(crate) fn skills(
+    facts: &CliFacts,
+    descriptor: &Descriptor,
+    selection: &[SkillRef],
+) -> Option<SkillsReport> {
+    descriptor.skills.then(|| SkillsReport {
+        driver_type: facts.driver_type.into(),
+        mode: facts.skill_mode,
+        skills: selection
+            .iter()
+            .map(|s| SkillEntry {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                fingerprint: s.fingerprint.clone(),
+            })
+            .collect(),
+    })
 }
 
 /// The quota, honestly unavailable.

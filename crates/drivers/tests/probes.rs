@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use agent_adaptor_conformance::{Options, test_driver};
-use agent_adaptor_driver::{CheckStatus, Driver, ModelSource};
+use agent_adaptor_driver::{CheckStatus, Driver, ModelSource, Profile, ProfileSource};
 use agent_adaptor_drivers::child_env::{EnvPolicy, EnvVars};
 use agent_adaptor_drivers::{claude, codebuddy, codex, cursor, gemini};
 
@@ -21,6 +21,8 @@ const SECRET: &str = "sk-probe-secret-value";
 struct Case {
     /// The program name the driver looks up.
     program: &'static str,
+    /// The native profile home, relative to HOME.
+    home: &'static str,
     /// The settings file (relative to HOME) and its content, naming `m-file`.
     settings: (&'static str, &'static str),
     /// A credentials file (relative to HOME), when the CLI has one.
@@ -33,6 +35,7 @@ struct Case {
 
 const CLAUDE: Case = Case {
     program: "claude",
+    home: ".claude",
     settings: (".claude/settings.json", r#"{"model":"m-file"}"#),
     credentials: Some(".claude/.credentials.json"),
     key_var: "ANTHROPIC_API_KEY",
@@ -40,6 +43,7 @@ const CLAUDE: Case = Case {
 };
 const CODEBUDDY: Case = Case {
     program: "codebuddy",
+    home: ".codebuddy",
     settings: (".codebuddy/settings.json", r#"{"model":"m-file"}"#),
     credentials: Some(".codebuddy/.credentials.json"),
     key_var: "CODEBUDDY_API_KEY",
@@ -47,6 +51,7 @@ const CODEBUDDY: Case = Case {
 };
 const CODEX: Case = Case {
     program: "codex",
+    home: ".codex",
     settings: (
         ".codex/config.toml",
         "model = \"m-file\"\n[profiles.x]\nmodel = \"other\"\n",
@@ -57,6 +62,7 @@ const CODEX: Case = Case {
 };
 const GEMINI: Case = Case {
     program: "gemini",
+    home: "",
     settings: (".gemini/settings.json", r#"{"model":{"name":"m-file"}}"#),
     credentials: Some(".gemini/oauth_creds.json"),
     key_var: "GEMINI_API_KEY",
@@ -64,6 +70,7 @@ const GEMINI: Case = Case {
 };
 const CURSOR: Case = Case {
     program: "agent",
+    home: ".cursor",
     settings: (".cursor/cli-config.json", r#"{"model":"m-file"}"#),
     credentials: None,
     key_var: "CURSOR_API_KEY",
@@ -141,10 +148,16 @@ async fn check<D: Driver>(case: &Case, make: impl Fn(EnvVars, Option<String>) ->
     let env = sandbox.env(&[]);
     let report = test_driver(|| make(env.clone(), None), Options::new()).await;
     report.assert_passed();
-    for id in ["CAP-03", "CAP-07", "CAP-08", "SES-09"] {
+    for id in ["CAP-02", "CAP-03", "CAP-06", "CAP-07", "CAP-08", "SES-09"] {
         assert!(report.passed(id), "{name}: {id} not judged:\n{report}");
     }
     let d = make(env.clone(), None);
+    if d.descriptor().skills {
+        assert!(
+            report.passed("CAP-09"),
+            "{name}: CAP-09 not judged:\n{report}"
+        );
+    }
     let r = d.check_environment().unwrap();
     let level = |code: &str| r.checks.iter().find(|c| c.code == code).map(|c| c.level);
     assert_eq!(level("binary"), Some(CheckStatus::Fail), "{name}: {r:?}");
@@ -156,6 +169,27 @@ async fn check<D: Driver>(case: &Case, make: impl Fn(EnvVars, Option<String>) ->
     assert_eq!(level("auth"), Some(CheckStatus::Warn), "{name}: {r:?}");
     assert!(!r.healthy, "{name}: {r:?}");
     assert_eq!(d.detect_model(), None, "{name}");
+    // The native home is the CLI's default under HOME; a dedicated one is
+    // `<root>/<driver type>` exactly when declared; skills are reported
+    // exactly when declared. Nothing is created.
+    let r = d.profile_report(&Profile::Native).unwrap();
+    let home = sandbox.home.path().join(case.home);
+    assert_eq!(
+        (r.supported, r.dir.as_deref(), r.source),
+        (true, Some(home.as_path()), ProfileSource::Default),
+        "{name}"
+    );
+    let descriptor = d.descriptor();
+    let root = sandbox.home.path().join("profiles");
+    let r = d
+        .profile_report(&Profile::Dedicated { root: root.clone() })
+        .unwrap();
+    assert_eq!(r.supported, descriptor.profiles.dedicated, "{name}");
+    if r.supported {
+        assert_eq!(r.dir, Some(root.join(&descriptor.driver_type)), "{name}");
+    }
+    assert!(!root.exists(), "{name} created the profile root");
+    assert_eq!(d.skills(&[]).is_some(), descriptor.skills, "{name}");
     assert!(!d.quota().unwrap().available, "{name}");
 
     // A configured model is detected as such (CAP-05 with its opt-in).
@@ -312,7 +346,13 @@ async fn the_home_variable_moves_the_configuration() {
     let dir = sandbox.home.path().join("elsewhere").display().to_string();
     let mut c = claude::config();
     (c.env, c.env_policy) = (sandbox.env(&[("CLAUDE_CONFIG_DIR", &dir)]), only());
-    assert_eq!(claude::driver(c).detect_model().unwrap().model, "m-moved");
+    let d = claude::driver(c);
+    assert_eq!(d.detect_model().unwrap().model, "m-moved");
+    let r = d.profile_report(&Profile::Native).unwrap();
+    assert_eq!(
+        (r.dir.unwrap().display().to_string(), r.source),
+        (dir.clone(), ProfileSource::ProcessEnv)
+    );
     // Gemini's variable names the parent of `.gemini`.
     sandbox.write("g/.gemini/settings.json", r#"{"model":{"name":"m-g"}}"#);
     let g = sandbox.home.path().join("g").display().to_string();

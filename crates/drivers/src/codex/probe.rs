@@ -2,7 +2,8 @@
 //! (data for [`crate::probe_common`]), and its config schema.
 
 use agent_adaptor_driver::{
-    ConfigField, ConfigSchema, DetectedModel, EnvironmentReport, FieldKind, QuotaReport,
+    ConfigField, ConfigSchema, DetectedModel, Driver, EnvironmentReport, FieldKind, Profile,
+    ProfileReport, QuotaReport, SkillMode, SkillRef, SkillsReport,
 };
 
 use super::config::ENV_ALLOWLIST;
@@ -25,6 +26,7 @@ static FACTS: CliFacts = CliFacts {
     login_hint: "run `codex login`, or set OPENAI_API_KEY",
     quota_reason: "Codex's usage windows are known only to the ChatGPT usage endpoint, which a \
                    hermetic probe does not call",
+    skill_mode: SkillMode::Ephemeral,
 };
 
 fn setup(config: &Config) -> Setup<'_> {
@@ -51,6 +53,16 @@ pub(super) fn environment(d: &CodexDriver) -> EnvironmentReport {
 /// [`Driver::detect_model`](agent_adaptor_driver::Driver::detect_model).
 pub(super) fn detect_model(d: &CodexDriver) -> Option<DetectedModel> {
     probe_common::detect_model(&FACTS, &setup(&d.config))
+}
+
+/// [`Driver::profile_report`](agent_adaptor_driver::Driver::profile_report).
+pub(super) fn profile_report(d: &CodexDriver, profile: &Profile) -> ProfileReport {
+    probe_common::profile_report(&FACTS, &setup(&d.config), &d.descriptor(), profile)
+}
+
+/// [`Driver::skills`](agent_adaptor_driver::Driver::skills).
+pub(super) fn skills(d: &CodexDriver, selection: &[SkillRef]) -> Option<SkillsReport> {
+    probe_common::skills(&FACTS, &d.descriptor(), selection)
 }
 
 /// [`Driver::quota`](agent_adaptor_driver::Driver::quota).

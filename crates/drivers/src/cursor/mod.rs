@@ -123,6 +123,20 @@ impl Driver for CursorDriver {
     fn config_schema(&self) -> Option<agent_adaptor_driver::ConfigSchema> {
         Some(probe::config_schema())
     }
+
+    fn profile_report(
+        &self,
+        profile: &agent_adaptor_driver::Profile,
+    ) -> Option<agent_adaptor_driver::ProfileReport> {
+        Some(probe::profile_report(self, profile))
+    }
+
+    fn skills(
+        &self,
+        selection: &[agent_adaptor_driver::SkillRef],
+    ) -> Option<agent_adaptor_driver::SkillsReport> {
+        probe::skills(self, selection)
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! credentials (data for [`crate::probe_common`]), and its config schema.
 
 use agent_adaptor_driver::{
-    ConfigField, ConfigSchema, DetectedModel, EnvironmentReport, FieldKind, QuotaReport,
+    ConfigField, ConfigSchema, DetectedModel, Driver, EnvironmentReport, FieldKind, Profile,
+    ProfileReport, QuotaReport, SkillMode, SkillRef, SkillsReport,
 };
 
 use super::CursorDriver;
@@ -27,6 +28,7 @@ static FACTS: CliFacts = CliFacts {
     auth_files: &[],
     login_hint: "run `agent login`, or set CURSOR_API_KEY",
     quota_reason: "Cursor Agent reports no usage quota",
+    skill_mode: SkillMode::Ephemeral,
 };
 
 fn setup(config: &Config) -> Setup<'_> {
@@ -49,6 +51,16 @@ pub(super) fn environment(d: &CursorDriver) -> EnvironmentReport {
 /// [`Driver::detect_model`](agent_adaptor_driver::Driver::detect_model).
 pub(super) fn detect_model(d: &CursorDriver) -> Option<DetectedModel> {
     probe_common::detect_model(&FACTS, &setup(&d.config))
+}
+
+/// [`Driver::profile_report`](agent_adaptor_driver::Driver::profile_report).
+pub(super) fn profile_report(d: &CursorDriver, profile: &Profile) -> ProfileReport {
+    probe_common::profile_report(&FACTS, &setup(&d.config), &d.descriptor(), profile)
+}
+
+/// [`Driver::skills`](agent_adaptor_driver::Driver::skills).
+pub(super) fn skills(d: &CursorDriver, selection: &[SkillRef]) -> Option<SkillsReport> {
+    probe_common::skills(&FACTS, &d.descriptor(), selection)
 }
 
 /// [`Driver::quota`](agent_adaptor_driver::Driver::quota).

@@ -2,7 +2,8 @@
 //! credentials (data for [`crate::probe_common`]), and its config schema.
 
 use agent_adaptor_driver::{
-    ConfigField, ConfigSchema, DetectedModel, EnvironmentReport, FieldKind, QuotaReport,
+    ConfigField, ConfigSchema, DetectedModel, Driver, EnvironmentReport, FieldKind, Profile,
+    ProfileReport, QuotaReport, SkillMode, SkillRef, SkillsReport,
 };
 
 use super::GeminiDriver;
@@ -31,6 +32,7 @@ static FACTS: CliFacts = CliFacts {
     auth_files: &["oauth_creds.json"],
     login_hint: "run `gemini` once and log in, or set GEMINI_API_KEY",
     quota_reason: "Gemini CLI reports no usage quota a hermetic probe can read",
+    skill_mode: SkillMode::Ephemeral,
 };
 
 fn setup(config: &Config) -> Setup<'_> {
@@ -53,6 +55,16 @@ pub(super) fn environment(d: &GeminiDriver) -> EnvironmentReport {
 /// [`Driver::detect_model`](agent_adaptor_driver::Driver::detect_model).
 pub(super) fn detect_model(d: &GeminiDriver) -> Option<DetectedModel> {
     probe_common::detect_model(&FACTS, &setup(&d.config))
+}
+
+/// [`Driver::profile_report`](agent_adaptor_driver::Driver::profile_report).
+pub(super) fn profile_report(d: &GeminiDriver, profile: &Profile) -> ProfileReport {
+    probe_common::profile_report(&FACTS, &setup(&d.config), &d.descriptor(), profile)
+}
+
+/// [`Driver::skills`](agent_adaptor_driver::Driver::skills).
+pub(super) fn skills(d: &GeminiDriver, selection: &[SkillRef]) -> Option<SkillsReport> {
+    probe_common::skills(&FACTS, &d.descriptor(), selection)
 }
 
 /// [`Driver::quota`](agent_adaptor_driver::Driver::quota).

@@ -3,7 +3,8 @@
 //! [`crate::probe_common`]), and the family's config schema.
 
 use agent_adaptor_driver::{
-    ConfigField, ConfigSchema, DetectedModel, EnvironmentReport, FieldKind, QuotaReport,
+    ConfigField, ConfigSchema, DetectedModel, Driver, EnvironmentReport, FieldKind, Profile,
+    ProfileReport, QuotaReport, SkillMode, SkillRef, SkillsReport,
 };
 
 use super::{CLAUDE, Config, Family, StreamJsonDriver};
@@ -31,6 +32,7 @@ static CLAUDE_FACTS: CliFacts = CliFacts {
     login_hint: "run `claude` once and log in, or set ANTHROPIC_API_KEY",
     quota_reason: "Claude Code's usage is known only to Anthropic's usage endpoint, which a \
                    hermetic probe does not call",
+    skill_mode: SkillMode::Ephemeral,
 };
 
 /// CodeBuddy Code: `CODEBUDDY_CONFIG_DIR` (default `~/.codebuddy`), the
@@ -50,6 +52,7 @@ static CODEBUDDY_FACTS: CliFacts = CliFacts {
     auth_files: &[".credentials.json"],
     login_hint: "run `codebuddy` once and log in, or set CODEBUDDY_API_KEY",
     quota_reason: "CodeBuddy Code reports no usage quota",
+    skill_mode: SkillMode::Ephemeral,
 };
 
 /// [`Driver::check_environment`](agent_adaptor_driver::Driver::check_environment).
@@ -60,6 +63,21 @@ pub(super) fn environment(d: &StreamJsonDriver) -> EnvironmentReport {
 /// [`Driver::detect_model`](agent_adaptor_driver::Driver::detect_model).
 pub(super) fn detect_model(d: &StreamJsonDriver) -> Option<DetectedModel> {
     probe_common::detect_model(facts(d.family), &setup(d.family, &d.config))
+}
+
+/// [`Driver::profile_report`](agent_adaptor_driver::Driver::profile_report).
+pub(super) fn profile_report(d: &StreamJsonDriver, profile: &Profile) -> ProfileReport {
+    probe_common::profile_report(
+        facts(d.family),
+        &setup(d.family, &d.config),
+        &d.descriptor(),
+        profile,
+    )
+}
+
+/// [`Driver::skills`](agent_adaptor_driver::Driver::skills).
+pub(super) fn skills(d: &StreamJsonDriver, selection: &[SkillRef]) -> Option<SkillsReport> {
+    probe_common::skills(facts(d.family), &d.descriptor(), selection)
 }
 
 /// [`Driver::quota`](agent_adaptor_driver::Driver::quota).
