@@ -488,6 +488,71 @@ mod tests {
         assert_eq!(json_model("not json", paths), None);
     }
 
+    static FACTS: CliFacts = CliFacts {
+        driver_type: "tool",
+        provider: "p",
+        home_var: "TOOL_HOME",
+        home_default: &[("HOME", ".tool")],
+        config_subdir: "",
+        settings: "settings.json",
+        model_key: ModelKey::Json(&[&["model"]]),
+        model_env: None,
+        auth_env: &[],
+        auth_files: &[],
+        login_hint: "log in",
+        quota_reason: "none",
+        skill_mode: SkillMode::Persistent,
+    };
+
+    #[test]
+    fn declared_profiles_and_skills_are_reported_undeclared_ones_are_not() {
+        let env: EnvVars = [("HOME", "/h"), ("TOOL_HOME", "/t")].into_iter().collect();
+        let policy = EnvPolicy::only(Vec::<String>::new());
+        let setup = Setup {
+            command: Path::new("tool"),
+            cwd: None,
+            model: None,
+            env_policy: &policy,
+            documented: &[],
+            defaults: &[],
+            env: &env,
+        };
+        let mut d = Descriptor::new("tool", "Tool");
+        let root = PathBuf::from("/r");
+        let dedicated = Profile::Dedicated { root: root.clone() };
+        let native = profile_report(&FACTS, &setup, &d, &Profile::Native);
+        assert_eq!(
+            (native.dir, native.source),
+            (Some(PathBuf::from("/t")), ProfileSource::ProcessEnv)
+        );
+        assert!(!profile_report(&FACTS, &setup, &d, &dedicated).supported);
+        assert!(skills(&FACTS, &d, &[]).is_none());
+        d.profiles.dedicated = true;
+        d.skills = true;
+        let r = profile_report(&FACTS, &setup, &d, &dedicated);
+        assert_eq!(
+            (r.dir, r.source, r.env_var.as_deref()),
+            (
+                Some(root.join("tool")),
+                ProfileSource::Option,
+                Some("TOOL_HOME")
+            )
+        );
+        assert!(!profile_report(&FACTS, &setup, &d, &Profile::Clone { root }).supported);
+        let skill = SkillRef {
+            name: "a".into(),
+            description: "d".into(),
+            dir: PathBuf::from("/nowhere/a"),
+            fingerprint: "f".into(),
+        };
+        let r = skills(&FACTS, &d, std::slice::from_ref(&skill)).unwrap();
+        assert_eq!(r.mode, SkillMode::Persistent);
+        assert_eq!(
+            (r.skills[0].name.as_str(), r.skills[0].fingerprint.as_str()),
+            ("a", "f")
+        );
+    }
+
     #[test]
     fn a_program_is_looked_up_on_the_childs_path_without_running_it() {
         let dir = tempfile::tempdir().unwrap();
