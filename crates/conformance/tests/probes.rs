@@ -1,5 +1,6 @@
-//! The probe clauses, judged closely: what each finding says, the opt-ins,
-//! and a driver without probes (skipped, with the reason).
+//! The probe and equipment clauses (CAP-02/03/05–09, SES-09), judged
+//! closely: what each finding says, the opt-ins, and a driver without
+//! probes (skipped, with the reason).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 mod common;
@@ -7,8 +8,9 @@ mod common;
 use agent_adaptor_conformance::reference::Fault;
 use agent_adaptor_conformance::{Options, Outcome, Report, test_driver};
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, Profile, ProfileReport, ProfileSource,
-    Request, Response, RunContext, async_trait,
+    CheckStatus, ConfigError, Descriptor, Driver, DriverError, EnvironmentCheck, EnvironmentReport,
+    EventSink, Profile, ProfileReport, ProfileSource, QuotaReport, QuotaWindow, Request, Response,
+    RunContext, async_trait,
 };
 use common::{driver, options};
 
@@ -175,7 +177,7 @@ async fn a_panicking_probe_is_reported_not_propagated() {
         ) -> Result<Response, DriverError> {
             Ok(Response::default())
         }
-        fn check_environment(&self) -> Option<agent_adaptor_driver::EnvironmentReport> {
+        fn check_environment(&self) -> Option<EnvironmentReport> {
             panic!("the probe exploded")
         }
     }
@@ -278,4 +280,67 @@ async fn an_undeclared_or_misplaced_profile_home_fails_cap_06() {
         text.contains("not Some(\"/nonexistent/agent-adaptor-conformance/profiles/over\")"),
         "{report}"
     );
+}
+
+/// Reports in another driver's name, with a status that hides a failed
+/// check and a quota window without a label.
+struct Impostor;
+
+#[async_trait]
+impl Driver for Impostor {
+    fn descriptor(&self) -> Descriptor {
+        Descriptor::new("impostor", "Impostor")
+    }
+    fn validate_config(&self) -> Result<(), ConfigError> {
+        Ok(())
+    }
+    async fn run(
+        &self,
+        _ctx: RunContext,
+        _req: Request,
+        _sink: &dyn EventSink,
+    ) -> Result<Response, DriverError> {
+        Ok(Response::default())
+    }
+    fn check_environment(&self) -> Option<EnvironmentReport> {
+        let mut r = EnvironmentReport::from_checks(
+            "someone-else",
+            vec![EnvironmentCheck::fail("", "the binary is missing")],
+        );
+        r.status = CheckStatus::Warn;
+        Some(r)
+    }
+    fn quota(&self) -> Option<QuotaReport> {
+        Some(QuotaReport {
+            driver_type: "someone-else".into(),
+            available: true,
+            reason: None,
+            windows: vec![QuotaWindow {
+                label: String::new(),
+                used_percent: Some(140),
+                resets_at: None,
+            }],
+        })
+    }
+}
+
+#[tokio::test]
+async fn reports_in_another_drivers_name_or_hiding_a_failure_fail() {
+    let report = test_driver(|| Impostor, Options::new()).await;
+    let env = findings(&report, "CAP-03");
+    for expected in [
+        "names driver type \"someone-else\"",
+        "status Warn hides a check at Fail",
+        "has no code",
+    ] {
+        assert!(env.contains(expected), "{expected}:\n{report}");
+    }
+    let quota = findings(&report, "CAP-07");
+    for expected in [
+        "names driver type \"someone-else\"",
+        "window #0 has no label",
+        "140% used",
+    ] {
+        assert!(quota.contains(expected), "{expected}:\n{report}");
+    }
 }
