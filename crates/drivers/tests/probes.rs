@@ -109,13 +109,19 @@ impl Sandbox {
         std::fs::write(path, body).unwrap();
     }
 
-    /// An executable `program` on the sandbox's PATH (never run: it would
-    /// fail the test if it were).
+    /// An executable `program` on the sandbox's PATH that leaves
+    /// [`Sandbox::ran`] behind if it is ever run.
     fn install(&self, program: &str) {
         use std::os::unix::fs::PermissionsExt;
         let path = self.bin.path().join(program);
-        std::fs::write(&path, "#!/bin/sh\necho probe ran me >&2\nexit 97\n").unwrap();
+        let script = format!("#!/bin/sh\ntouch '{}'\nexit 97\n", self.ran().display());
+        std::fs::write(&path, script).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// The marker an installed program leaves when run.
+    fn ran(&self) -> std::path::PathBuf {
+        self.bin.path().join("ran")
     }
 }
 
@@ -212,6 +218,7 @@ async fn check<D: Driver>(case: &Case, make: impl Fn(EnvVars, Option<String>) ->
     let r = d.check_environment().unwrap();
     let m = d.detect_model().unwrap();
     assert_eq!(before, snapshot(sandbox.home.path()), "{name} wrote");
+    assert!(!sandbox.ran().exists(), "{name} ran its program");
     let expected_status = if case.credentials.is_some() {
         CheckStatus::Pass
     } else {
