@@ -55,11 +55,13 @@
 #![forbid(unsafe_code)]
 
 mod cancel;
+pub mod carry;
 pub mod catalogue;
-pub mod equip;
+mod equipment;
 pub mod fuzz;
 mod hermetic;
 pub mod options;
+mod probes;
 mod procs;
 pub mod record;
 pub mod reference;
@@ -89,7 +91,7 @@ where
     let (a, b) = (factory(), factory());
     hermetic::check(&a, &b, &options, &mut report);
     hermetic::close_processes(&a, &mut report).await;
-    equip::declarations(&a, &mut report);
+    carry::declarations(&a, &mut report);
 
     let timeout = options.run_timeout.unwrap_or(DEFAULT_RUN_TIMEOUT);
     if options.runs.is_empty() {
@@ -116,7 +118,7 @@ where
         );
     }
 
-    equip::instructions_run(&factory, &options, timeout, &mut report).await;
+    carry::instructions_run(&factory, &options, timeout, &mut report).await;
 
     if options.cancels.is_empty() {
         report.skip(
