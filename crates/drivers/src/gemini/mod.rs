@@ -19,6 +19,9 @@
 
 pub mod argv;
 pub mod config;
+pub mod equip;
+pub mod home;
+pub mod mcp;
 pub mod parse;
 pub mod policy;
 pub mod wire;
@@ -71,6 +74,10 @@ impl Driver for GeminiDriver {
         d.sessions.supports_resume = true;
         d.structured_output = crate::structured::prompt_only("Gemini CLI");
         policy::table().declare(&mut d.run_policy);
+        d.instructions = true;
+        d.mcp = mcp::support();
+        d.profiles.dedicated = true;
+        d.profiles.clone = true;
         d
     }
 
@@ -107,12 +114,15 @@ impl Driver for GeminiDriver {
     ) -> Result<Response, DriverError> {
         // The run policy's flags, for this run only.
         let applied = policy::table().apply(&self.config, &req.policy);
-        let cfg = &*applied;
         if req.prompt.len() > MAX_PROMPT_BYTES {
             return Err(DriverError::Other(Box::new(PromptTooLarge {
                 len: req.prompt.len(),
             })));
         }
+        // The run's home and variables; the overlay lives until the end.
+        let mut equipped = (*applied).clone();
+        let _run_home = equip::apply(&mut equipped, &req)?;
+        let cfg = &equipped;
         let args = argv::argv(cfg, &req);
         let spec = OneShot {
             program: &cfg.command,
@@ -124,7 +134,9 @@ impl Driver for GeminiDriver {
             model: cfg.model.as_deref(),
             cancel_grace: cfg.cancel_grace,
         };
-        let mut parser = GeminiParser::new(req.streaming).with_transcript(req.new_transcript());
+        let mut parser = GeminiParser::new(req.streaming)
+            .with_transcript(req.new_transcript())
+            .with_mcp_servers(req.mcp_servers.iter().map(|s| s.name.clone()).collect());
         one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser).await
     }
 }
