@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_adaptor_core::{Agent, Event, Phase, RunOptions, Runner};
-use agent_adaptor_driver::{McpServer, McpToolPolicy, McpTransport, Profile, ToolScope};
+use agent_adaptor_driver::{McpServer, McpToolPolicy, McpTransport, Profile, SkillRef, ToolScope};
 use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_drivers::gemini::{self, ApprovalMode};
 use agent_adaptor_testkit::clis::{GEMINI, ScratchDir};
@@ -372,4 +372,40 @@ async fn a_dedicated_profile_leaves_the_native_home_unchanged() {
             .next()
             .is_some()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_is_offered_to_the_model() {
+    const KEYWORD: &str = "SKILLS";
+    const DESCRIPTION: &str = "Formats release notes the house way (skill-desc-6120).";
+    let h = Harness::start(Script::new().on_prompt(KEYWORD, vec![Reply::Text("ok".into())])).await;
+    let dir = h.home.path().join("skill-src");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: release-notes\ndescription: {DESCRIPTION}\n---\nWrite the notes.\n"),
+    )
+    .unwrap();
+    let skill = SkillRef {
+        name: "release-notes".into(),
+        description: DESCRIPTION.into(),
+        dir,
+        fingerprint: "sha256:test".into(),
+    };
+    let run = drain(
+        h.config(),
+        &format!("{KEYWORD}: go"),
+        RunOptions::new().skill(skill),
+    )
+    .await;
+    assert_eq!(ok(&run).text, "ok");
+    let body = String::from_utf8_lossy(&h.model_requests(KEYWORD)[0].body).into_owned();
+    assert!(
+        body.contains("release-notes"),
+        "the skill's name is offered"
+    );
+    assert!(body.contains("skill-desc-6120"), "and its description");
+    // Copied into the run's overlay, not the user's home (which a native
+    // run changes only by its session files, as without skills).
+    assert!(!h.native().join("skills").exists());
 }

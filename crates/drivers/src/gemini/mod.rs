@@ -76,6 +76,7 @@ impl Driver for GeminiDriver {
         policy::table().declare(&mut d.run_policy);
         d.instructions = true;
         d.mcp = mcp::support();
+        d.skills = true;
         d.profiles.dedicated = true;
         d.profiles.clone = true;
         d
