@@ -16,6 +16,10 @@
 //! input" timer); API errors end with `result{status:"error"}` and an exit
 //! code derived from the HTTP status (400 → 144); a bad `--resume` id exits
 //! 42 with nothing on stdout.
+//!
+//! Equipment (instructions, MCP servers, skills) and profiles: see
+//! [`equip`] and [`home`] (a per-run overlay `GEMINI_CLI_HOME`), [`mcp`]
+//! (the settings format and MCP tool names).
 
 pub mod argv;
 pub mod config;
