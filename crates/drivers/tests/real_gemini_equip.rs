@@ -409,3 +409,62 @@ async fn a_skill_is_offered_to_the_model() {
     // run changes only by its session files, as without skills).
     assert!(!h.native().join("skills").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_mcp_server_gets_the_bearer_token_from_a_host_variable() {
+    const KEYWORD: &str = "HTTPMCP";
+    // A host variable the harness's env policy does not pass: only the
+    // driver's pass-through of the named variable gets it to the CLI.
+    const VAR: &str = "CARGO_PKG_NAME";
+    let token = std::env::var(VAR).expect("cargo sets it for tests");
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        vec![
+            Reply::ToolCall {
+                name: "mcp_web_lookup".into(),
+                arguments: json!({"key": "k2"}),
+            },
+            Reply::Text("Fetched.".into()),
+        ],
+    );
+    let h = Harness::start(script).await;
+    let log = h.home.path().join("web.log");
+    let server = McpTestServer::start_http("web", &log, Some(("AA_TEST_TOKEN", &token)))
+        .await
+        .unwrap();
+    let web = McpServer {
+        name: "web".into(),
+        transport: McpTransport::Http {
+            url: server.url.clone(),
+            headers: [("X-Test".to_owned(), "1".to_owned())].into(),
+            bearer_token_env: Some(VAR.into()),
+        },
+        required: false,
+        tools: McpToolPolicy::default(),
+    };
+    let cfg = gemini::Config {
+        approval_mode: ApprovalMode::Yolo,
+        ..h.config()
+    };
+    let run = drain(
+        cfg,
+        &format!("{KEYWORD} please"),
+        RunOptions::new().mcp_server(web),
+    )
+    .await;
+    assert_eq!(ok(&run).text, "Fetched.");
+    let requests = h.model_requests(KEYWORD);
+    let tools = declared_tools(&requests[0]);
+    assert!(tools.contains(&"mcp_web_lookup".to_owned()), "{tools:?}");
+    assert_eq!(
+        McpTestServer::read_log(&log).unwrap(),
+        [json!({"tool": "lookup", "arguments": {"key": "k2"}})]
+    );
+    assert!(String::from_utf8_lossy(&requests[1].body).contains("value-of-k2"));
+    // The token is in no event.
+    assert!(
+        !run.events
+            .iter()
+            .any(|e| format!("{e:?}").contains(&format!("Bearer {token}")))
+    );
+}

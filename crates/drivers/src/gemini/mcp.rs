@@ -4,8 +4,8 @@
 //! | [`McpServer`] | Gemini `mcpServers.<name>` |
 //! |---|---|
 //! | stdio | `command`, `args`, `env` |
-//! | Streamable HTTP | `httpUrl`, `headers` |
-//! | SSE | `url`, `headers` |
+//! | Streamable HTTP | `url`, `type: "http"`, `headers` (`httpUrl` is deprecated in 0.61) |
+//! | SSE | `url`, `type: "sse"`, `headers` (a `url` without `type` is Streamable HTTP) |
 //! | `bearer_token_env: NAME` | header `Authorization: Bearer ${NAME}` (the settings loader expands `$NAME` / `${NAME}` from the CLI's environment; `NAME` is passed through to it) |
 //! | `tools.allow` / `tools.deny` | `includeTools` / `excludeTools` |
 //!
@@ -107,11 +107,11 @@ fn entry(server: &McpServer) -> Result<Value, McpValueExpands> {
             if let Some(name) = bearer_token_env {
                 headers.insert("Authorization".into(), format!("Bearer ${{{name}}}").into());
             }
-            let key = match server.transport {
-                McpTransport::Http { .. } => "httpUrl",
-                _ => "url",
+            let kind = match server.transport {
+                McpTransport::Http { .. } => "http",
+                _ => "sse",
             };
-            json!({ key: url, "headers": headers })
+            json!({"url": url, "type": kind, "headers": headers})
         }
     };
     if let Some(allow) = &server.tools.allow {
@@ -207,7 +207,7 @@ mod tests {
         );
         assert_eq!(
             m["web"],
-            json!({"httpUrl": "http://127.0.0.1:9/mcp",
+            json!({"url": "http://127.0.0.1:9/mcp", "type": "http",
                    "headers": {"X-A": "1", "Authorization": "Bearer ${WEB_TOKEN}"}})
         );
         assert_eq!(
