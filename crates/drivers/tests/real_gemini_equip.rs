@@ -468,3 +468,92 @@ async fn an_http_mcp_server_gets_the_bearer_token_from_a_host_variable() {
             .any(|e| format!("{e:?}").contains(&format!("Bearer {token}")))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_with_instructions_resumes() {
+    const KEYWORD: &str = "RESUMEINSTR";
+    const INSTRUCTIONS: &str = "resume-instructions-5150";
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        vec![
+            Reply::Text("first-answer".into()),
+            Reply::Text("second-answer".into()),
+        ],
+    );
+    let h = Harness::start(script).await;
+    let first = drain(
+        h.config(),
+        &format!("{KEYWORD} remember lark-42"),
+        RunOptions::new().instructions(INSTRUCTIONS),
+    )
+    .await;
+    let state = ok(&first).checkpoint().unwrap().state.clone().unwrap();
+
+    let driver = gemini::driver(h.config());
+    let mut request = agent_adaptor_driver::Request::new("run_00000000000000r2", "and now?");
+    request.instructions = Some(INSTRUCTIONS.into());
+    request.session = Some(agent_adaptor_driver::SessionContext {
+        state: Some(state.clone()),
+        ..Default::default()
+    });
+    let trace = agent_adaptor_conformance::record_run(&driver, request, RUN_TIMEOUT).await;
+    let response = trace.response().expect("run 2 returned");
+    assert_eq!(response.output, "second-answer");
+    let requests = h.model_requests(KEYWORD);
+    let last = requests.last().unwrap();
+    assert!(
+        String::from_utf8_lossy(&last.body).contains("lark-42"),
+        "the session resumed"
+    );
+    assert!(system_text(last).contains(INSTRUCTIONS));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clone_profile_starts_from_the_users_settings_and_credentials() {
+    const KEYWORD: &str = "CLONED";
+    let h = Harness::start(Script::new().on_prompt(KEYWORD, vec![Reply::Text("ok".into())])).await;
+    std::fs::write(
+        h.native().join("oauth_creds.json"),
+        r#"{"fake":"credential"}"#,
+    )
+    .unwrap();
+    std::fs::write(h.native().join("GEMINI.md"), "native-only-context").unwrap();
+    let before = snapshot(&h.native());
+    let root = h.home.path().join("clones");
+    // No settings in the clone but the user's: their auth selection works.
+    let run = drain(
+        h.config(),
+        &format!("{KEYWORD}: go"),
+        RunOptions::new().profile(Profile::Clone { root: root.clone() }),
+    )
+    .await;
+    assert_eq!(ok(&run).text, "ok");
+    assert_eq!(
+        snapshot(&h.native()),
+        before,
+        "the native home is unchanged"
+    );
+    let home = root.join("gemini/.gemini");
+    // The user's settings were copied (Gemini then migrates its copy:
+    // `disableAutoUpdate` becomes `enableAutoUpdate`).
+    let cloned: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join("settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(cloned["security"]["auth"]["selectedType"], "gemini-api-key");
+    assert_eq!(cloned["general"]["maxAttempts"], 1);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        assert_eq!(
+            ino(&home.join("oauth_creds.json")),
+            ino(&h.native().join("oauth_creds.json")),
+            "the credential is linked, not copied"
+        );
+    }
+    assert!(
+        !home.join("GEMINI.md").exists(),
+        "only settings and credentials"
+    );
+    assert!(!system_text(&h.model_requests(KEYWORD)[0]).contains("native-only-context"));
+}
