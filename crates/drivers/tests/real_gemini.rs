@@ -111,19 +111,9 @@ impl Harness {
 async fn drain(
     agent: &Agent,
     prompt: &str,
-    on_event: impl FnMut(&Event, &agent_adaptor_core::RunStream),
-) -> Run {
-    drain_with(agent, prompt, RunOptions::new(), on_event).await
-}
-
-/// [`drain`] with run options.
-async fn drain_with(
-    agent: &Agent,
-    prompt: &str,
-    options: RunOptions,
     mut on_event: impl FnMut(&Event, &agent_adaptor_core::RunStream),
 ) -> Run {
-    let mut stream = agent.stream_with(prompt, options.timeout(RUN_TIMEOUT));
+    let mut stream = agent.stream_with(prompt, RunOptions::new().timeout(RUN_TIMEOUT));
     let collect = async {
         let mut events = Vec::new();
         while let Some(event) = stream.next().await {

@@ -399,12 +399,16 @@ async fn a_skill_is_offered_to_the_model() {
     )
     .await;
     assert_eq!(ok(&run).text, "ok");
-    let body = String::from_utf8_lossy(&h.model_requests(KEYWORD)[0].body).into_owned();
+    // Offered in the system instruction's list of available skills.
+    let system = system_text(&h.model_requests(KEYWORD)[0]);
     assert!(
-        body.contains("release-notes"),
-        "the skill's name is offered"
+        system.contains("<name>release-notes</name>"),
+        "the skill's name"
     );
-    assert!(body.contains("skill-desc-6120"), "and its description");
+    assert!(
+        system.contains(&format!("<description>{DESCRIPTION}</description>")),
+        "and its description"
+    );
     // Copied into the run's overlay, not the user's home (which a native
     // run changes only by its session files, as without skills).
     assert!(!h.native().join("skills").exists());
