@@ -212,7 +212,7 @@ mod tests {
         );
         assert_eq!(
             m["old"],
-            json!({"url": "http://127.0.0.1:9/sse", "headers": {}})
+            json!({"url": "http://127.0.0.1:9/sse", "type": "sse", "headers": {}})
         );
         assert_eq!(token_variables(&all), ["WEB_TOKEN".to_owned()].into());
         for bad in ["$HOME", "x${Y}"] {
