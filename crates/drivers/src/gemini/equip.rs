@@ -102,3 +102,64 @@ fn passing(policy: &EnvPolicy, names: impl IntoIterator<Item = String>) -> EnvPo
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use agent_adaptor_driver::{McpServer, McpToolPolicy, McpTransport};
+
+    fn config(home: &Path) -> Config {
+        Config {
+            env: [("HOME".to_owned(), home.display().to_string())].into(),
+            env_policy: EnvPolicy::only(["PATH"]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_home_and_variables_of_a_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        // Nothing to carry: the configuration is untouched.
+        let mut cfg = config(tmp.path());
+        assert!(apply(&mut cfg, &Request::new("r", "p")).unwrap().is_none());
+        assert_eq!(cfg, config(tmp.path()));
+
+        // A dedicated profile alone: its home, no overlay.
+        let root = tmp.path().join("profiles");
+        let mut req = Request::new("r", "p");
+        req.profile = Profile::Dedicated { root: root.clone() };
+        assert!(apply(&mut cfg, &req).unwrap().is_none());
+        assert_eq!(
+            cfg.env.get("GEMINI_CLI_HOME").map(PathBuf::from),
+            Some(root.join("gemini"))
+        );
+
+        // Instructions and a server with a bearer token: an overlay of the
+        // native home, and the token's variable passed through.
+        let mut cfg = config(tmp.path());
+        let mut req = Request::new("r", "p");
+        req.instructions = Some("text".into());
+        req.mcp_servers.push(McpServer {
+            name: "web".into(),
+            transport: McpTransport::Http {
+                url: "http://127.0.0.1:1/mcp".into(),
+                headers: Default::default(),
+                bearer_token_env: Some("WEB_TOKEN".into()),
+            },
+            required: false,
+            tools: McpToolPolicy::default(),
+        });
+        let home = apply(&mut cfg, &req).unwrap().unwrap();
+        assert_eq!(
+            cfg.env.get("GEMINI_CLI_HOME").map(PathBuf::from),
+            Some(home.path())
+        );
+        assert!(home.path().join(".gemini/GEMINI.md").is_file());
+        assert!(cfg.env_policy.allows(&[], "WEB_TOKEN"));
+        assert!(tmp.path().join(".gemini/tmp").is_dir());
+        let gone = home.path();
+        drop(home);
+        assert!(!gone.exists());
+    }
+}

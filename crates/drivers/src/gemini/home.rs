@@ -25,6 +25,14 @@
 //! The base is the profile's home, or the user's native one; nothing is
 //! written to it except an empty `.gemini/tmp/` when absent, so that the
 //! session files the CLI writes there survive the run (resume needs them).
+//!
+//! Limits (Gemini's own rules): what the CLI writes to the overlay's own
+//! files (a settings migration, an MCP server toggled) ends with the run;
+//! a workspace `.gemini/settings.json` outranks user settings, so a server
+//! it defines under one of the run's names replaces the run's (strict runs
+//! still load no other name: `--allowed-mcp-server-names`); and, the OS
+//! home being replaced, a run whose working directory is the user's home
+//! reads `~/.gemini/settings.json` as workspace settings.
 
 use std::fs;
 use std::io;
