@@ -55,10 +55,13 @@
 #![forbid(unsafe_code)]
 
 mod cancel;
+pub mod carry;
 pub mod catalogue;
+mod equipment;
 pub mod fuzz;
 mod hermetic;
 pub mod options;
+mod probes;
 mod procs;
 pub mod record;
 pub mod reference;
@@ -88,6 +91,7 @@ where
     let (a, b) = (factory(), factory());
     hermetic::check(&a, &b, &options, &mut report);
     hermetic::close_processes(&a, &mut report).await;
+    carry::declarations(&a, &mut report);
 
     let timeout = options.run_timeout.unwrap_or(DEFAULT_RUN_TIMEOUT);
     if options.runs.is_empty() {
@@ -113,6 +117,8 @@ where
             &mut report,
         );
     }
+
+    carry::instructions_run(&factory, &options, timeout, &mut report).await;
 
     if options.cancels.is_empty() {
         report.skip(

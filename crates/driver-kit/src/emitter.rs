@@ -193,8 +193,8 @@ impl Emitter {
         self.tool_call_in(out, id, name, args, ToolScope::Builtin)
     }
 
-    /// [`tool_call`](Self::tool_call) of a tool that lives in `scope` (an
-    /// MCP server's tool, a host tool).
+    /// As [`tool_call`](Self::tool_call), for a tool that lives in `scope`
+    /// (an MCP server's tool: [`ToolScope::Mcp`]).
     pub fn tool_call_in(
         &mut self,
         out: &mut Vec<Out>,

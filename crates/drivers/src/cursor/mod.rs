@@ -19,16 +19,18 @@
 
 pub mod argv;
 pub mod config;
+pub mod equip;
 pub mod parse;
 pub mod policy;
+mod probe;
 pub mod wire;
 
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, Request, Response,
-    RunContext, SessionCodec, StandardSessionCodec, StreamCapability, async_trait,
-    canonical_session_config_fingerprint,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, McpSupport,
+    ProfileSupport, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
+    StreamCapability, async_trait, canonical_session_config_fingerprint,
 };
 
 use crate::one_shot::{self, OneShot, OneShotCli};
@@ -60,6 +62,20 @@ impl Driver for CursorDriver {
         d.sessions.supports_resume = true;
         d.structured_output = crate::structured::prompt_only("Cursor Agent");
         policy::table().declare(&mut d.run_policy);
+        // MCP servers in the profile home's mcp.json (see `equip`); no
+        // instructions or skills carrier.
+        d.mcp = McpSupport {
+            stdio: true,
+            http: true,
+            sse: true,
+            headers: true,
+            bearer_token_env: true,
+            ..McpSupport::default()
+        };
+        d.profiles = ProfileSupport {
+            dedicated: true,
+            clone: true,
+        };
         d
     }
 
@@ -93,11 +109,16 @@ impl Driver for CursorDriver {
         let applied = policy::table().apply(&self.config, &req.policy);
         let cfg = &*applied;
         let args = argv::argv(cfg, &req);
+        // Held until the run ends: the profile home's claim.
+        let equipped = equip::equip(&req).map_err(|e| DriverError::Other(Box::new(e)))?;
+        let mut env = cfg.env.clone();
+        env.extend(equipped.env.iter().cloned());
+        let env_policy = cfg.env_policy.with_passed(&equipped.pass);
         let spec = OneShot {
             program: &cfg.command,
             args: &args,
-            env: &cfg.env,
-            env_policy: &cfg.env_policy,
+            env: &env,
+            env_policy: &env_policy,
             env_allowlist: ENV_ALLOWLIST,
             cwd: cfg.cwd.as_deref(),
             model: cfg.model.as_deref(),
@@ -105,6 +126,36 @@ impl Driver for CursorDriver {
         };
         let mut parser = CursorParser::new(req.streaming).with_transcript(req.new_transcript());
         one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser).await
+    }
+
+    fn check_environment(&self) -> Option<agent_adaptor_driver::EnvironmentReport> {
+        Some(probe::environment(self))
+    }
+
+    fn detect_model(&self) -> Option<agent_adaptor_driver::DetectedModel> {
+        probe::detect_model(self)
+    }
+
+    fn quota(&self) -> Option<agent_adaptor_driver::QuotaReport> {
+        Some(probe::quota())
+    }
+
+    fn config_schema(&self) -> Option<agent_adaptor_driver::ConfigSchema> {
+        Some(probe::config_schema())
+    }
+
+    fn profile_report(
+        &self,
+        profile: &agent_adaptor_driver::Profile,
+    ) -> Option<agent_adaptor_driver::ProfileReport> {
+        Some(probe::profile_report(self, profile))
+    }
+
+    fn skills(
+        &self,
+        selection: &[agent_adaptor_driver::SkillRef],
+    ) -> Option<agent_adaptor_driver::SkillsReport> {
+        probe::skills(self, selection)
     }
 }
 

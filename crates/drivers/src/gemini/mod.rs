@@ -28,6 +28,7 @@ pub mod home;
 pub mod mcp;
 pub mod parse;
 pub mod policy;
+mod probe;
 pub mod wire;
 
 use std::sync::Arc;
@@ -143,6 +144,36 @@ impl Driver for GeminiDriver {
             .with_transcript(req.new_transcript())
             .with_mcp_servers(req.mcp_servers.iter().map(|s| s.name.clone()).collect());
         one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser).await
+    }
+
+    fn check_environment(&self) -> Option<agent_adaptor_driver::EnvironmentReport> {
+        Some(probe::environment(self))
+    }
+
+    fn detect_model(&self) -> Option<agent_adaptor_driver::DetectedModel> {
+        probe::detect_model(self)
+    }
+
+    fn quota(&self) -> Option<agent_adaptor_driver::QuotaReport> {
+        Some(probe::quota())
+    }
+
+    fn config_schema(&self) -> Option<agent_adaptor_driver::ConfigSchema> {
+        Some(probe::config_schema())
+    }
+
+    fn profile_report(
+        &self,
+        profile: &agent_adaptor_driver::Profile,
+    ) -> Option<agent_adaptor_driver::ProfileReport> {
+        Some(probe::profile_report(self, profile))
+    }
+
+    fn skills(
+        &self,
+        selection: &[agent_adaptor_driver::SkillRef],
+    ) -> Option<agent_adaptor_driver::SkillsReport> {
+        probe::skills(self, selection)
     }
 }
 
