@@ -778,21 +778,20 @@ async fn the_llm_driver_declares_nothing() {
     }
 }
 
-/// Instructions are never dropped: a driver that does not declare a carrier
-/// for them refuses the run before anything starts (no event, no process),
-/// with the typed error naming the driver and the capability. No built-in
-/// CLI driver carries them yet; a driver that declares them receives them
-/// (`pipeline.rs`).
+/// Instructions are never dropped: every driver either carries them or
+/// refuses the run before anything starts (no event, no process), with the
+/// typed error naming the driver and the capability. A driver that declares
+/// a carrier receives them (`pipeline.rs`) and is proven by its real-CLI
+/// test (the text in the model's system prompt); it is skipped here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instructions_are_refused_before_launch_by_a_driver_without_a_carrier() {
     for target in targets() {
         let name = target.name;
         let (args, _, opts) = target.fake.next_for(target.control_always);
         let driver = (target.make)(opts);
-        assert!(
-            !driver.descriptor().instructions,
-            "{name} declares a carrier"
-        );
+        if driver.descriptor().instructions {
+            continue;
+        }
         let agent = Agent::builder_shared(driver).build().unwrap();
         let run = RunOptions::new()
             .instructions("Answer in French.")

@@ -37,11 +37,14 @@ use agent_adaptor_driver::{
     async_trait, canonical_session_config_fingerprint,
 };
 
+use agent_adaptor_driver_kit::scratch::RunScratch;
+
 use crate::resident::Pool;
 
 pub mod argv;
 pub mod config;
 pub mod control;
+mod equip;
 pub mod parse;
 pub mod policy;
 mod resident;
@@ -60,6 +63,17 @@ pub enum PermissionReply {
     /// CodeBuddy: `{"allowed":true,"updatedInput":…}` / `{"allowed":false,"reason":…}`.
     /// A Claude-shaped reply is treated as a denial by CodeBuddy.
     Allowed,
+}
+
+/// How a CLI of the family takes text appended to its system prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstructionsCarrier {
+    /// A flag naming a file (Claude: `--append-system-prompt-file`).
+    AppendFile(&'static str),
+    /// `appendSystemPrompt` in the SDK's `initialize` request (CodeBuddy,
+    /// whose `--append-system-prompt` has no file form): the run reads
+    /// stream-json frames on stdin.
+    Initialize,
 }
 
 /// What distinguishes one CLI of the family from another.
@@ -89,6 +103,16 @@ pub struct Family {
     /// input schema) and reports `result.structured_output`. Otherwise core
     /// puts the schema into the prompt and validates the final text.
     pub native_json_schema: bool,
+    /// How instructions reach the system prompt.
+    pub instructions: InstructionsCarrier,
+    /// The variable that names the CLI's configuration home.
+    pub home_var: &'static str,
+    /// The home's default, relative to `$HOME`.
+    pub home_default: &'static str,
+    /// What a cloned profile copies from the user's home (settings).
+    pub clone_copy: &'static [&'static str],
+    /// What a cloned profile links from the user's home (credentials).
+    pub clone_link: &'static [&'static str],
 }
 
 /// Claude Code.
@@ -120,6 +144,11 @@ pub static CLAUDE: Family = Family {
     ],
     browser_flags: true,
     native_json_schema: true,
+    instructions: InstructionsCarrier::AppendFile("--append-system-prompt-file"),
+    home_var: "CLAUDE_CONFIG_DIR",
+    home_default: ".claude",
+    clone_copy: &["settings.json"],
+    clone_link: &[".credentials.json"],
 };
 
 /// CodeBuddy Code.
@@ -143,6 +172,11 @@ pub static CODEBUDDY: Family = Family {
     // gets is reported as `result.structured_output` unchecked (observed
     // against the mock). Prompt validation tells the model the shape.
     native_json_schema: false,
+    instructions: InstructionsCarrier::Initialize,
+    home_var: "CODEBUDDY_CONFIG_DIR",
+    home_default: ".codebuddy",
+    clone_copy: &["settings.json"],
+    clone_link: &[],
 };
 
 /// A configured stream-json CLI driver. Build one with
@@ -157,7 +191,7 @@ pub static CODEBUDDY: Family = Family {
 pub struct StreamJsonDriver {
     family: &'static Family,
     config: Config,
-    pool: Pool<()>,
+    pool: Pool<Option<RunScratch>>,
 }
 
 impl StreamJsonDriver {
@@ -217,6 +251,9 @@ impl Driver for StreamJsonDriver {
         // Run policy: exactly what the family's table translates (asking
         // a human only with host approvals).
         policy::table(self.family, &self.config).declare(&mut d.run_policy);
+        // Instructions travel as a file (Claude) or in `initialize`
+        // (CodeBuddy): never on argv.
+        d.instructions = true;
         d
     }
 

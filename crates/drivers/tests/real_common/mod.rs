@@ -9,8 +9,10 @@
 //! harness: the mock, the scratch home, the driver configuration, and the
 //! reading of a run's events.
 
+mod equip;
 mod scenarios;
 
+pub use equip::*;
 pub use scenarios::*;
 
 use std::path::PathBuf;
@@ -74,6 +76,8 @@ macro_rules! real_cli_tests {
             policy_reject_continue_lets_the_model_go_on,
             policy_reject_abort_fails_the_run,
             policy_auto_deny_asks_nobody,
+            instructions_reach_the_system_prompt,
+            instructions_of_200_kb_still_launch,
         );
     };
     (@cases $cli:path; $($case:ident),* $(,)?) => {
