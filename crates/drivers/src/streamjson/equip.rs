@@ -9,7 +9,9 @@
 //! - MCP servers: the CLI's `{"mcpServers": …}` JSON in a per-run file,
 //!   `--mcp-config <file>` (`--strict-mcp-config` on request); a bearer
 //!   token is the header `Authorization: Bearer ${VAR}`, which the CLI
-//!   expands from its environment, and `VAR` is passed through to the child.
+//!   expands from its environment, and `VAR` is passed through to the child;
+//!   auto-approved tools go on the CLI's allow-list
+//!   (`--allowedTools=mcp__<server>__<tool>`), so the CLI asks nobody.
 //! - Profiles: a dedicated or cloned home exported through the CLI's home
 //!   variable ([`Family::home_var`]).
 //! - Skills: copied into `<home>/skills/<name>/` for a dedicated or cloned
@@ -64,30 +66,51 @@ pub(crate) fn identity(cfg: &Config, req: &Request) -> Value {
     })
 }
 
-/// The names of the run's MCP servers, longest first (a tool name is
-/// matched against them in that order).
-pub(crate) fn mcp_server_names(cfg: &Config, req: &Request) -> Vec<String> {
-    let mut names: Vec<String> = cfg
+/// The run's MCP servers as `(the name in the CLI's tool names, the run's
+/// name)`, longest first (a tool name is matched against them in that
+/// order).
+pub(crate) fn mcp_server_names(
+    family: &Family,
+    cfg: &Config,
+    req: &Request,
+) -> Vec<(String, String)> {
+    let mut names: Vec<(String, String)> = cfg
         .mcp_servers
         .keys()
         .cloned()
         .chain(req.mcp_servers.iter().map(|s| s.name.clone()))
+        .map(|name| (tool_prefix_name(family, &name), name))
         .collect();
-    names.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    names.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.cmp(b)));
     names.dedup();
     names
 }
 
+/// A server's name as the CLI writes it in `mcp__<server>__<tool>`:
+/// CodeBuddy turns `-` into `_` (observed: `aa-test` → `mcp__aa_test__lookup`).
+fn tool_prefix_name(family: &Family, server: &str) -> String {
+    if family.mcp_underscores {
+        server.replace('-', "_")
+    } else {
+        server.to_owned()
+    }
+}
+
+/// The CLI's name of `tool` of `server`.
+fn mcp_tool_name(family: &Family, server: &str, tool: &str) -> String {
+    format!("mcp__{}__{tool}", tool_prefix_name(family, server))
+}
+
 /// Where the tool `name` lives: `mcp__<server>__<tool>` for one of
-/// `servers` (longest first) is that server's tool.
-pub(crate) fn tool_scope(servers: &[String], name: &str) -> ToolScope {
+/// `servers` (from [`mcp_server_names`]) is that server's tool.
+pub(crate) fn tool_scope(servers: &[(String, String)], name: &str) -> ToolScope {
     let Some(rest) = name.strip_prefix("mcp__") else {
         return ToolScope::Builtin;
     };
     servers
         .iter()
-        .find_map(|server| {
-            let tool = rest.strip_prefix(server.as_str())?.strip_prefix("__")?;
+        .find_map(|(prefix, server)| {
+            let tool = rest.strip_prefix(prefix.as_str())?.strip_prefix("__")?;
             (!tool.is_empty()).then(|| ToolScope::Mcp {
                 server: server.clone(),
                 tool: tool.to_owned(),
@@ -132,6 +155,21 @@ pub(crate) fn prepare(family: &Family, cfg: &Config, req: &Request) -> std::io::
                 .iter()
                 .filter_map(|s| s.transport.bearer_token_env().map(str::to_owned)),
         );
+    }
+    let auto: Vec<String> = req
+        .mcp_servers
+        .iter()
+        .flat_map(|s| {
+            s.tools
+                .auto_approve
+                .iter()
+                .map(move |t| mcp_tool_name(family, &s.name, t))
+        })
+        .collect();
+    if !auto.is_empty() {
+        // The CLI's own allow-list: it runs these without a permission
+        // request (so none reaches the host).
+        eq.args.push(format!("--allowedTools={}", auto.join(",")));
     }
     if req.mcp_strict {
         eq.args.push("--strict-mcp-config".to_owned());
@@ -208,11 +246,23 @@ fn server_json(server: &McpServer) -> Value {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::streamjson::CLAUDE;
+    use crate::streamjson::{CLAUDE, CODEBUDDY};
 
     #[test]
     fn mcp_tool_names_find_their_server_longest_first() {
-        let names = vec!["aa-test".to_owned(), "aa".to_owned()];
+        let mut req = Request::new("r", "p");
+        req.mcp_servers = ["aa", "aa-test"]
+            .map(|n| McpServer::stdio(n, "srv", Vec::<String>::new()))
+            .to_vec();
+        let codebuddy = mcp_server_names(&CODEBUDDY, &Config::new(&CODEBUDDY), &req);
+        assert_eq!(
+            tool_scope(&codebuddy, "mcp__aa_test__lookup"),
+            ToolScope::Mcp {
+                server: "aa-test".into(),
+                tool: "lookup".into()
+            }
+        );
+        let names = mcp_server_names(&CLAUDE, &Config::new(&CLAUDE), &req);
         let scope = |n| tool_scope(&names, n);
         assert_eq!(
             scope("mcp__aa-test__lookup"),

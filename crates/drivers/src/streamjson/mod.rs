@@ -32,9 +32,9 @@
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, Request, Response,
-    RunContext, SessionCodec, StandardSessionCodec, StreamCapability, StructuredOutputCapability,
-    async_trait, canonical_session_config_fingerprint,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, McpSupport, Request,
+    Response, RunContext, SessionCodec, StandardSessionCodec, StreamCapability,
+    StructuredOutputCapability, async_trait, canonical_session_config_fingerprint,
 };
 
 use agent_adaptor_driver_kit::scratch::RunScratch;
@@ -103,6 +103,9 @@ pub struct Family {
     /// input schema) and reports `result.structured_output`. Otherwise core
     /// puts the schema into the prompt and validates the final text.
     pub native_json_schema: bool,
+    /// The CLI writes a server's `-` as `_` in its tool names
+    /// (`mcp__<server>__<tool>`).
+    pub mcp_underscores: bool,
     /// How instructions reach the system prompt.
     pub instructions: InstructionsCarrier,
     /// The variable that names the CLI's configuration home.
@@ -144,6 +147,7 @@ pub static CLAUDE: Family = Family {
     ],
     browser_flags: true,
     native_json_schema: true,
+    mcp_underscores: false,
     instructions: InstructionsCarrier::AppendFile("--append-system-prompt-file"),
     home_var: "CLAUDE_CONFIG_DIR",
     home_default: ".claude",
@@ -172,6 +176,7 @@ pub static CODEBUDDY: Family = Family {
     // gets is reported as `result.structured_output` unchecked (observed
     // against the mock). Prompt validation tells the model the shape.
     native_json_schema: false,
+    mcp_underscores: true,
     instructions: InstructionsCarrier::Initialize,
     home_var: "CODEBUDDY_CONFIG_DIR",
     home_default: ".codebuddy",
@@ -254,6 +259,15 @@ impl Driver for StreamJsonDriver {
         // Instructions travel as a file (Claude) or in `initialize`
         // (CodeBuddy): never on argv.
         d.instructions = true;
+        d.mcp = McpSupport {
+            stdio: true,
+            http: true,
+            headers: true,
+            bearer_token_env: true,
+            auto_approve: true,
+            strict: true,
+            ..McpSupport::default()
+        };
         d
     }
 

@@ -105,8 +105,8 @@ pub struct Parser {
     /// The host sent `initialize` and no control response came yet.
     awaiting_initialize: bool,
     ignored: IgnoredTerminals,
-    /// The run's MCP server names, longest first.
-    mcp_servers: Vec<String>,
+    /// The run's MCP servers (the CLI's name, the run's), longest first.
+    mcp_servers: Vec<(String, String)>,
 }
 
 impl Parser {
@@ -118,10 +118,11 @@ impl Parser {
         self
     }
 
-    /// Name the run's MCP servers (longest first), so that a call to
+    /// Name the run's MCP servers (as `(name in the CLI's tool names, the
+    /// run's name)`, longest first), so that a call to
     /// `mcp__<server>__<tool>` starts with
     /// [`ToolScope::Mcp`](agent_adaptor_driver::ToolScope::Mcp).
-    pub fn with_mcp_servers(mut self, servers: Vec<String>) -> Self {
+    pub fn with_mcp_servers(mut self, servers: Vec<(String, String)>) -> Self {
         self.mcp_servers = servers;
         self
     }

@@ -232,7 +232,7 @@ impl Session {
             family,
             parser: Parser::new(family, streaming, streaming)
                 .with_transcript(req.new_transcript())
-                .with_mcp_servers(equip::mcp_server_names(cfg, req)),
+                .with_mcp_servers(equip::mcp_server_names(family, cfg, req)),
             host_approvals: cfg.host_approvals,
             frames: true,
             gate: None,

@@ -1,9 +1,13 @@
 //! The equipment scenarios: instructions, MCP servers, profiles and skills
 //! reach the real CLI in its own carriers, proven on what the model is sent.
 
-use agent_adaptor_core::RunOptions;
+use std::path::Path;
+
+use agent_adaptor_core::{Event, Phase, RunOptions};
+use agent_adaptor_driver::{McpServer, McpTransport, ToolScope};
+use agent_adaptor_testkit::mcp::McpTestServer;
 use agent_adaptor_testkit::mock::{RecordedRequest, Reply, Script};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{Cli, Harness, drain_with};
 
@@ -105,6 +109,231 @@ pub async fn instructions_of_200_kb_still_launch(cli: &'static Cli) {
     assert!(
         system_text(&request).contains(TAIL),
         "{}: the whole text reached the system prompt",
+        cli.recipe.name
+    );
+}
+
+// ---------------------------------------------------------------------------
+// MCP servers.
+
+/// The testkit MCP server's name in the run (the CLI's config key).
+const MCP_SERVER: &str = "aa-test";
+
+/// The tool names a model request offers (Anthropic `tools[].name`, Chat
+/// Completions `tools[].function.name`).
+pub fn offered_tools(request: &RecordedRequest) -> Vec<String> {
+    let body = request.json().unwrap_or_default();
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            t.get("name")
+                .or_else(|| t.pointer("/function/name"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// A stdio `mock-mcp-server` named [`MCP_SERVER`] that logs to `log`.
+pub fn stdio_server(log: &Path) -> McpServer {
+    let (command, args) = McpTestServer::stdio_command(MCP_SERVER, log).expect("mock-mcp-server");
+    McpServer::stdio(MCP_SERVER, command, args)
+}
+
+/// The driver configuration of an MCP scenario: the CLI lists MCP tools
+/// in the request's tools instead of deferring them behind its tool search.
+fn mcp_config(h: &Harness, host_approvals: bool) -> agent_adaptor_drivers::streamjson::Config {
+    let mut cfg = h.config(host_approvals);
+    cfg.env.extend(h.cli.load_mcp_tools.iter().copied());
+    cfg
+}
+
+/// The script of one MCP round trip: the model calls `lookup {key}`, then
+/// answers.
+fn lookup_replies(cli: &Cli, key: &str) -> Vec<Reply> {
+    vec![
+        Reply::ToolCall {
+            name: cli.mcp_lookup.into(),
+            arguments: json!({ "key": key }),
+        },
+        Reply::Text("looked it up".into()),
+    ]
+}
+
+/// Check one MCP round trip of `prompt`: the tool was offered, the server
+/// logged the call, its answer reached the model, and the run's events hold
+/// the call (scope `Mcp`) and its result.
+fn assert_round_trip(h: &Harness, run: &super::Run, prompt: &str, key: &str, log: &Path) {
+    let name = h.cli.recipe.name;
+    let lookup = h.cli.mcp_lookup;
+    let requests = h.model_requests(prompt);
+    let first = requests.first().expect("a model request");
+    let tools = offered_tools(first);
+    assert!(
+        tools.iter().any(|t| t == lookup),
+        "{name}: the model is offered {lookup}; tools: {tools:?}"
+    );
+    let calls = McpTestServer::read_log(log).expect("the server log");
+    assert!(
+        calls
+            .iter()
+            .any(|c| c["tool"] == "lookup" && c["arguments"]["key"] == key),
+        "{name}: the server was called: {calls:?}\n{}",
+        run.describe()
+    );
+    let answer = format!("value-of-{key}");
+    assert!(
+        requests
+            .iter()
+            .skip(1)
+            .any(|r| String::from_utf8_lossy(&r.body).contains(&answer)),
+        "{name}: the tool's answer reached the model\n{}",
+        run.describe()
+    );
+    let call = run
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolCall(c) if c.phase == Phase::Start && c.name == lookup => Some(c),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{name}: no {lookup} ToolCall\n{}", run.describe()));
+    assert_eq!(
+        call.scope,
+        ToolScope::Mcp {
+            server: MCP_SERVER.into(),
+            tool: "lookup".into()
+        },
+        "{name}"
+    );
+    let result = run.tool_result(call.id.as_str());
+    assert!(
+        super::result_text(result).contains(&answer),
+        "{name}: the ToolResult holds the answer: {result}"
+    );
+}
+
+/// A stdio MCP server of the run: the model is offered its tool, calls it,
+/// and gets its answer. One-shot: the tool is auto-approved (the CLI's
+/// allow-list, nobody is asked). Host approvals: the call goes to the host
+/// as an approval like any tool.
+pub async fn mcp_stdio_tool_round_trip(cli: &'static Cli) {
+    let script = Script::new()
+        .on_prompt("MCPONESHOT", lookup_replies(cli, "k1"))
+        .on_prompt("MCPCONTROL", lookup_replies(cli, "k2"));
+    let h = Harness::start(cli, script).await;
+
+    let log = h.home.path().join("mcp-one-shot.log");
+    let mut server = stdio_server(&log);
+    server.tools.auto_approve.insert("lookup".into());
+    let prompt = "MCPONESHOT: look up k1";
+    let run = drain_with(
+        &h.agent(mcp_config(&h, false)),
+        prompt,
+        RunOptions::new().mcp_server(server),
+        |_, _| {},
+    )
+    .await;
+    run.ok("one-shot MCP round trip");
+    assert_eq!(run.transport(), "one_shot");
+    assert_round_trip(&h, &run, prompt, "k1", &log);
+
+    let log = h.home.path().join("mcp-control.log");
+    let prompt = "MCPCONTROL: look up k2";
+    let mut asked = Vec::new();
+    let run = drain_with(
+        &h.agent(mcp_config(&h, true)),
+        prompt,
+        RunOptions::new().mcp_server(stdio_server(&log)),
+        |event, _| {
+            if let Event::ApprovalRequest(req) = event {
+                let details = req.details.clone().unwrap_or_default();
+                asked.push(details["tool_name"].as_str().unwrap_or_default().to_owned());
+                req.approve().expect("answerable once");
+            }
+        },
+    )
+    .await;
+    run.ok("control MCP round trip");
+    assert_eq!(run.transport(), "control");
+    assert_eq!(asked, [cli.mcp_lookup], "the host approved the MCP call");
+    assert_round_trip(&h, &run, prompt, "k2", &log);
+}
+
+/// A Streamable HTTP MCP server that wants a bearer token: the CLI's config
+/// names the variable (`Authorization: Bearer ${VAR}`), the CLI expands it
+/// from its environment, and the server (401 without it) answers.
+pub async fn mcp_http_bearer_token_from_env(cli: &'static Cli) {
+    const VAR: &str = "AA_MCP_TOKEN";
+    const TOKEN: &str = "tok-5a1e-secret";
+    let h = Harness::start(
+        cli,
+        Script::new().on_prompt("MCPHTTP", lookup_replies(cli, "k3")),
+    )
+    .await;
+    let log = h.home.path().join("mcp-http.log");
+    let http = McpTestServer::start_http(MCP_SERVER, &log, Some((VAR, TOKEN)))
+        .await
+        .expect("the HTTP MCP server");
+    let mut server = McpServer::http(MCP_SERVER, http.url.clone());
+    if let McpTransport::Http {
+        bearer_token_env, ..
+    } = &mut server.transport
+    {
+        *bearer_token_env = Some(VAR.into());
+    }
+    server.tools.auto_approve.insert("lookup".into());
+    // The host's variable (a binding here: tests do not change their own
+    // environment).
+    let mut cfg = mcp_config(&h, false);
+    cfg.env.insert(VAR.into(), TOKEN.into());
+    let prompt = "MCPHTTP: look up k3";
+    let run = drain_with(
+        &h.agent(cfg),
+        prompt,
+        RunOptions::new().mcp_server(server),
+        |_, _| {},
+    )
+    .await;
+    run.ok("HTTP MCP round trip");
+    assert_round_trip(&h, &run, prompt, "k3", &log);
+    assert!(
+        !run.describe().contains(TOKEN),
+        "the token is in no event or output"
+    );
+}
+
+/// A 200 KB MCP configuration (server environment) still launches: it
+/// travels as a file, never on argv.
+pub async fn mcp_config_of_200_kb_still_launches(cli: &'static Cli) {
+    let h = Harness::start(
+        cli,
+        Script::new().on_prompt("MCPBIG", vec![Reply::Text("ok".into())]),
+    )
+    .await;
+    let log = h.home.path().join("mcp-big.log");
+    let mut server = stdio_server(&log);
+    if let McpTransport::Stdio { env, .. } = &mut server.transport {
+        // 50 variables of 4 KiB: each stays under the per-string exec limit.
+        for i in 0..50 {
+            env.insert(format!("AA_FILLER_{i}"), "x".repeat(4096));
+        }
+    }
+    let run = drain_with(
+        &h.agent(mcp_config(&h, false)),
+        "MCPBIG: say ok",
+        RunOptions::new().mcp_server(server),
+        |_, _| {},
+    )
+    .await;
+    run.ok("200 KB MCP config");
+    let request = h.model_requests("MCPBIG").pop().expect("a model request");
+    let tools = offered_tools(&request);
+    assert!(
+        tools.iter().any(|t| t == cli.mcp_lookup),
+        "{}: the server started; tools: {tools:?}",
         cli.recipe.name
     );
 }

@@ -56,6 +56,11 @@ pub struct Cli {
     /// The CLI's own text the model gets for a tool call the host denied,
     /// when the CLI does not forward the host's reason (`None`: it does).
     pub fixed_denial_text: Option<&'static str>,
+    /// Environment that makes the CLI list MCP tools in the request's
+    /// `tools` rather than defer them behind its tool search.
+    pub load_mcp_tools: &'static [(&'static str, &'static str)],
+    /// The CLI's name of the `lookup` tool of the MCP server `aa-test`.
+    pub mcp_lookup: &'static str,
 }
 
 /// One `#[tokio::test]` per scenario of [`scenarios`], for the [`Cli`] named
@@ -78,6 +83,9 @@ macro_rules! real_cli_tests {
             policy_auto_deny_asks_nobody,
             instructions_reach_the_system_prompt,
             instructions_of_200_kb_still_launch,
+            mcp_stdio_tool_round_trip,
+            mcp_http_bearer_token_from_env,
+            mcp_config_of_200_kb_still_launches,
         );
     };
     (@cases $cli:path; $($case:ident),* $(,)?) => {
