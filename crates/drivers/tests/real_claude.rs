@@ -41,6 +41,7 @@ static CLI: Cli = Cli {
     // a system reminder) unless tool search is off.
     load_mcp_tools: &[("ENABLE_TOOL_SEARCH", "false")],
     mcp_lookup: "mcp__aa-test__lookup",
+    user_mcp_file: ".claude/.claude.json",
 };
 
 real_cli_tests!(CLI);

@@ -32,9 +32,10 @@
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, McpSupport, Request,
-    Response, RunContext, SessionCodec, StandardSessionCodec, StreamCapability,
-    StructuredOutputCapability, async_trait, canonical_session_config_fingerprint,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, McpSupport,
+    ProfileSupport, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
+    StreamCapability, StructuredOutputCapability, async_trait,
+    canonical_session_config_fingerprint,
 };
 
 use agent_adaptor_driver_kit::scratch::RunScratch;
@@ -267,6 +268,10 @@ impl Driver for StreamJsonDriver {
             auto_approve: true,
             strict: true,
             ..McpSupport::default()
+        };
+        d.profiles = ProfileSupport {
+            dedicated: true,
+            clone: true,
         };
         d
     }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use agent_adaptor_core::{Event, Phase, RunOptions};
-use agent_adaptor_driver::{McpServer, McpTransport, ToolScope};
+use agent_adaptor_driver::{McpServer, McpTransport, Profile, ToolScope};
 use agent_adaptor_testkit::mcp::McpTestServer;
 use agent_adaptor_testkit::mock::{RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
@@ -335,5 +335,148 @@ pub async fn mcp_config_of_200_kb_still_launches(cli: &'static Cli) {
         tools.iter().any(|t| t == cli.mcp_lookup),
         "{}: the server started; tools: {tools:?}",
         cli.recipe.name
+    );
+}
+
+/// The user's own MCP server in the CLI's configuration home (the recipe's
+/// home, as if configured by hand): `aa-user`, logging to `log`.
+fn configure_user_server(h: &Harness, log: &Path) {
+    let (command, args) = McpTestServer::stdio_command("aa-user", log).expect("mock-mcp-server");
+    let file = h.home.path().join(h.cli.user_mcp_file);
+    let doc =
+        json!({"mcpServers": {"aa-user": {"type": "stdio", "command": command, "args": args}}});
+    std::fs::write(&file, doc.to_string()).expect("write the user's MCP config");
+}
+
+/// Whether `tools` holds a tool of the user's server `aa-user`.
+fn has_user_server(tools: &[String]) -> bool {
+    tools
+        .iter()
+        .any(|t| t.starts_with("mcp__aa-user__") || t.starts_with("mcp__aa_user__"))
+}
+
+/// `mcp_strict`: only the run's servers are loaded, not the user's own
+/// (which a run without it does load).
+pub async fn mcp_strict_loads_only_the_runs_servers(cli: &'static Cli) {
+    let script = Script::new()
+        .on_prompt("MCPLOOSE", vec![Reply::Text("ok".into())])
+        .on_prompt("MCPSTRICT", vec![Reply::Text("ok".into())]);
+    let h = Harness::start(cli, script).await;
+    configure_user_server(&h, &h.home.path().join("user.log"));
+    let log = h.home.path().join("run.log");
+    for (prompt, strict) in [("MCPLOOSE: say ok", false), ("MCPSTRICT: say ok", true)] {
+        let run = drain_with(
+            &h.agent(mcp_config(&h, false)),
+            prompt,
+            RunOptions::new()
+                .mcp_server(stdio_server(&log))
+                .mcp_strict(strict),
+            |_, _| {},
+        )
+        .await;
+        run.ok(prompt);
+        let request = h.model_requests(prompt).pop().expect("a model request");
+        let tools = offered_tools(&request);
+        assert!(tools.iter().any(|t| t == cli.mcp_lookup), "{tools:?}");
+        assert_eq!(
+            has_user_server(&tools),
+            !strict,
+            "{} strict={strict}: the user's server; tools: {tools:?}",
+            cli.recipe.name
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Profiles.
+
+/// Every file under `dir` with its content's hash (paths relative).
+fn tree_hashes(dir: &Path) -> std::collections::BTreeMap<String, u64> {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let mut hasher = DefaultHasher::new();
+                std::fs::read(&path).unwrap_or_default().hash(&mut hasher);
+                let rel = path.strip_prefix(dir).unwrap_or(&path);
+                out.insert(rel.to_string_lossy().into_owned(), hasher.finish());
+            }
+        }
+    }
+    out
+}
+
+/// A dedicated profile runs in a home of its own: the user's home (with its
+/// settings and an MCP server) is byte-for-byte unchanged, and the model is
+/// not offered the user's server. A clone is seeded with the user's
+/// settings, and leaves the user's home unchanged too.
+pub async fn profiles_leave_the_users_home_untouched(cli: &'static Cli) {
+    let script = Script::new()
+        .on_prompt("PROFDEDICATED", vec![Reply::Text("ok".into())])
+        .on_prompt("PROFCLONE", vec![Reply::Text("ok".into())]);
+    let h = Harness::start(cli, script).await;
+    let native = h.home.path().join(
+        Path::new(cli.user_mcp_file)
+            .parent()
+            .expect("the config home"),
+    );
+    std::fs::write(native.join("settings.json"), r#"{"cleanupPeriodDays": 42}"#)
+        .expect("the user's settings");
+    configure_user_server(&h, &h.home.path().join("user.log"));
+    let before = tree_hashes(&native);
+    let root = h.home.path().join("profiles");
+    for (prompt, profile) in [
+        (
+            "PROFDEDICATED: say ok",
+            Profile::Dedicated {
+                root: root.join("d"),
+            },
+        ),
+        (
+            "PROFCLONE: say ok",
+            Profile::Clone {
+                root: root.join("c"),
+            },
+        ),
+    ] {
+        let run = drain_with(
+            &h.agent(mcp_config(&h, false)),
+            prompt,
+            RunOptions::new().profile(profile.clone()),
+            |_, _| {},
+        )
+        .await;
+        run.ok(prompt);
+        assert_eq!(
+            tree_hashes(&native),
+            before,
+            "{} {}: the user's home is unchanged",
+            cli.recipe.name,
+            profile.kind()
+        );
+        let request = h.model_requests(prompt).pop().expect("a model request");
+        let tools = offered_tools(&request);
+        assert!(
+            !has_user_server(&tools),
+            "{} {}: not the user's MCP server; tools: {tools:?}",
+            cli.recipe.name,
+            profile.kind()
+        );
+        let home = profile.home(cli.recipe.name).expect("a home");
+        assert!(
+            std::fs::read_dir(&home).expect("the profile home").count() > 0,
+            "{}: the CLI wrote its state in the profile home",
+            profile.kind()
+        );
+    }
+    let clone_home = root.join("c").join(cli.recipe.name);
+    assert_eq!(
+        std::fs::read_to_string(clone_home.join("settings.json")).expect("seeded settings"),
+        r#"{"cleanupPeriodDays": 42}"#
     );
 }

@@ -61,6 +61,9 @@ pub struct Cli {
     pub load_mcp_tools: &'static [(&'static str, &'static str)],
     /// The CLI's name of the `lookup` tool of the MCP server `aa-test`.
     pub mcp_lookup: &'static str,
+    /// The CLI's user-scope MCP configuration, relative to the scratch home
+    /// (inside the configuration home the recipe points the CLI at).
+    pub user_mcp_file: &'static str,
 }
 
 /// One `#[tokio::test]` per scenario of [`scenarios`], for the [`Cli`] named
@@ -86,6 +89,8 @@ macro_rules! real_cli_tests {
             mcp_stdio_tool_round_trip,
             mcp_http_bearer_token_from_env,
             mcp_config_of_200_kb_still_launches,
+            mcp_strict_loads_only_the_runs_servers,
+            profiles_leave_the_users_home_untouched,
         );
     };
     (@cases $cli:path; $($case:ident),* $(,)?) => {
