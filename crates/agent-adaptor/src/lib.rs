@@ -46,6 +46,7 @@
 //! | `postgres` | `store`, `PgStore` | the PostgreSQL thread store: several hosts share threads |
 //! | `llm` | `llm` | LLM HTTP providers (Chat Completions, Responses, Anthropic, Gemini, OpenRouter) and `llm::agent::LlmDriver` |
 //! | `bridges` | `bridges` | the web: `bridges::agui` (AG-UI and raw SSE, an axum `Router` to mount), `bridges::a2a` |
+//! | `skills` (default) | `skills` | `skills::Skill`: a skill from a directory, inline `SKILL.md` or an archive extracted safely |
 //!
 //! ```toml
 //! # Claude Code with SQLite threads, served over AG-UI:
@@ -129,6 +130,11 @@ pub use agent_adaptor_llm as llm;
 /// raw SSE, A2A.
 #[cfg(feature = "bridges")]
 pub use agent_adaptor_bridges as bridges;
+
+/// The host-side skill loader (`agent-adaptor-skills`, feature `skills`):
+/// `skills::Skill` from a directory, inline `SKILL.md` text or an archive.
+#[cfg(feature = "skills")]
+pub use agent_adaptor_skills as skills;
 
 /// The durable thread stores (`agent-adaptor-store`).
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

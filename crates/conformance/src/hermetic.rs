@@ -23,6 +23,8 @@ pub(crate) fn check(a: &dyn Driver, b: &dyn Driver, options: &Options, report: &
     descriptor(a, b, report);
     config(a, options, report);
     capabilities(a, b, report);
+    crate::probes::check(a, b, options, report);
+    crate::equipment::check(a, b, report);
     structured_output(a, report);
     session(a, options, report);
     for id in ["OBS-01", "OBS-02", "OBS-03", "OBS-04", "OBS-05", "OBS-06"] {
@@ -175,17 +177,6 @@ fn capabilities(a: &dyn Driver, b: &dyn Driver, report: &mut Report) {
         }
     };
     report.judge("CAP-01", SCOPE, f);
-    for (id, what) in [
-        ("CAP-02", "skills"),
-        ("CAP-03", "an environment probe"),
-        ("CAP-05", "model detection"),
-        ("CAP-06", "profile reports"),
-        ("CAP-07", "a quota probe"),
-        ("CAP-08", "a config schema"),
-        ("CAP-09", "skill operations"),
-    ] {
-        report.skip(id, SCOPE, format!("the driver SPI has no {what} yet"));
-    }
     match guarded("descriptor()", || a.descriptor().models) {
         Err(e) => report.judge("CAP-04", SCOPE, vec![e]),
         Ok(models) if models.is_empty() => report.skip("CAP-04", SCOPE, "no models declared"),
@@ -258,7 +249,7 @@ fn session(a: &dyn Driver, options: &Options, report: &mut Report) {
             ] {
                 report.skip(id, SCOPE, "the driver has no session codec");
             }
-            report.skip("SES-09", SCOPE, "the driver SPI has no profiles yet");
+            report.skip("SES-09", SCOPE, "the driver has no session codec");
             return;
         }
         Ok(Some(c)) => c,
@@ -307,11 +298,75 @@ fn session(a: &dyn Driver, options: &Options, report: &mut Report) {
                 "no session state supplied (Options::session_state)",
             );
         }
-        report.skip("SES-09", SCOPE, "the driver SPI has no profiles yet");
+        profile_guard(c, &synthetic_state(), report);
         return;
     };
     session_laws(c, state, options, report);
-    report.skip("SES-09", SCOPE, "the driver SPI has no profiles yet");
+    profile_guard(c, state, report);
+}
+
+/// A resumable state for SES-09 when the suite was given none.
+fn synthetic_state() -> SessionState {
+    SessionState {
+        resume_id: "conformance-session".into(),
+        display_id: "conformance-session".into(),
+        data: BTreeMap::from([("cwd".to_owned(), "/conformance/repo".to_owned())]),
+    }
+}
+
+/// The profile's session fingerprint: the data key the guard must follow.
+const PROFILE_KEY: &str = "profile_fingerprint";
+
+/// Exact materialization data (a per-run directory, the fingerprint of the
+/// exact profile payload): the guard must not follow them, or every resume
+/// would be refused.
+const MATERIALIZATION_KEYS: [&str; 2] = ["run_dir", "profile_exact_fingerprint"];
+
+/// SES-09: the guard changes with the profile's session fingerprint, and
+/// not with exact materialization data.
+fn profile_guard(c: &dyn SessionCodec, state: &SessionState, report: &mut Report) {
+    let with = |extra: &[(&str, &str)]| {
+        let mut s = state.clone();
+        for (k, v) in extra {
+            s.data.insert((*k).to_owned(), (*v).to_owned());
+        }
+        c.guard_fingerprint(&c.to_params(Some(&s)))
+    };
+    let guards = guarded("guard fingerprint", || {
+        let base = with(&[(PROFILE_KEY, "profile-a")]);
+        let other_profile = with(&[(PROFILE_KEY, "profile-b")]);
+        let materialized: Vec<(&str, String, String)> = MATERIALIZATION_KEYS
+            .iter()
+            .map(|k| {
+                (
+                    *k,
+                    with(&[(PROFILE_KEY, "profile-a"), (k, "/run/one")]),
+                    with(&[(PROFILE_KEY, "profile-a"), (k, "/run/two")]),
+                )
+            })
+            .collect();
+        (base, other_profile, materialized)
+    });
+    let f = match guards {
+        Err(e) => vec![e],
+        Ok((base, other_profile, materialized)) => {
+            let mut f = Vec::new();
+            if base == other_profile {
+                f.push(format!(
+                    "changing {PROFILE_KEY:?} does not change the guard: a thread would resume under another profile"
+                ));
+            }
+            for (k, one, two) in materialized {
+                if one != two {
+                    f.push(format!(
+                        "the guard follows {k:?}, exact materialization data: every resume would be refused"
+                    ));
+                }
+            }
+            f
+        }
+    };
+    report.judge("SES-09", SCOPE, f);
 }
 
 fn session_laws(

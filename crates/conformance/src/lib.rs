@@ -56,9 +56,11 @@
 
 mod cancel;
 pub mod catalogue;
+mod equipment;
 pub mod fuzz;
 mod hermetic;
 pub mod options;
+mod probes;
 mod procs;
 pub mod record;
 pub mod reference;

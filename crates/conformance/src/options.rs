@@ -128,6 +128,8 @@ pub struct Options {
     pub(crate) cancels: Vec<CancelCase>,
     pub(crate) live: Option<LiveRun>,
     pub(crate) run_timeout: Option<Duration>,
+    pub(crate) expected_model: Option<String>,
+    pub(crate) required_config_fields: Vec<String>,
 }
 
 impl std::fmt::Debug for Options {
@@ -140,6 +142,8 @@ impl std::fmt::Debug for Options {
             .field("runs", &self.runs)
             .field("cancels", &self.cancels)
             .field("live", &self.live)
+            .field("expected_model", &self.expected_model)
+            .field("required_config_fields", &self.required_config_fields)
             .finish()
     }
 }
@@ -189,6 +193,23 @@ impl Options {
     /// Opt in to a live run against the real provider (LIV clauses).
     pub fn live(mut self, live: LiveRun) -> Self {
         self.live = Some(live);
+        self
+    }
+
+    /// The model [`Driver::detect_model`](agent_adaptor_driver::Driver::detect_model)
+    /// must find (CAP-05).
+    pub fn expected_model(mut self, model: impl Into<String>) -> Self {
+        self.expected_model = Some(model.into());
+        self
+    }
+
+    /// Fields the [config schema](agent_adaptor_driver::Driver::config_schema)
+    /// must have (CAP-08).
+    pub fn required_config_fields<S: Into<String>>(
+        mut self,
+        names: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.required_config_fields = names.into_iter().map(Into::into).collect();
         self
     }
 

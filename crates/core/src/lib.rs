@@ -84,3 +84,9 @@ pub use thread::{MemoryStore, Thread, ThreadError, ThreadStore};
 pub use agent_adaptor_driver as driver;
 /// The id type of the message, reasoning and tool-call events.
 pub use agent_adaptor_driver::LifecycleId;
+/// What a run gives its agent: MCP servers, skills, the profile, and where
+/// a tool lives.
+pub use agent_adaptor_driver::{
+    Delegation, McpConfigError, McpServer, McpToolPolicy, McpTransport, Profile, SkillHandle,
+    SkillRef, ToolScope,
+};

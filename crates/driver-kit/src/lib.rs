@@ -21,6 +21,7 @@
 //!   that travel as files, never on argv.
 //! - [`profile`]: the configuration home of a dedicated or cloned
 //!   [`Profile`](agent_adaptor_driver::Profile).
+//! - [`skills`]: the skills a run carries, copied where the CLI finds them.
 //!
 //! A parser is sans-IO: a stdout line in, what it means out. On the
 //! [`Emitter`](one_shot::Emitter) the conventions are kept for it —
@@ -98,4 +99,5 @@ pub mod one_shot;
 pub mod profile;
 pub mod pump;
 pub mod scratch;
+pub mod skills;
 pub mod terminal_guard;

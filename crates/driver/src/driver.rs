@@ -8,10 +8,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::decision::DecisionError;
 use crate::descriptor::{Descriptor, StreamCapability};
+use crate::probe::{
+    ConfigSchema, DetectedModel, EnvironmentReport, ProfileReport, QuotaReport, SkillsReport,
+};
+use crate::profile::Profile;
 use crate::request::Request;
 use crate::response::Response;
 use crate::session::{FingerprintError, SessionCodec};
 use crate::sink::{EventSink, SinkError};
+use crate::skill::SkillRef;
 
 /// One provider integration.
 ///
@@ -68,6 +73,49 @@ pub trait Driver: Send + Sync + 'static {
     /// stopped or kept when that run ends, as usual). The default does
     /// nothing, which is right for a driver that keeps no process.
     async fn close_processes(&self) {}
+
+    /// Check, without running anything, whether a run can work: the
+    /// program is found, its configuration home is readable, credentials
+    /// are present (by name). Hermetic: local files only (see
+    /// [`crate::probe`]).
+    fn check_environment(&self) -> Option<EnvironmentReport> {
+        None
+    }
+
+    /// The model a run would use when the request names none: the
+    /// configured one, else what the CLI's own settings say. Hermetic.
+    fn detect_model(&self) -> Option<DetectedModel> {
+        None
+    }
+
+    /// The provider's usage quota. Hermetic: a driver whose quota is only
+    /// known to a remote endpoint reports it unavailable.
+    fn quota(&self) -> Option<QuotaReport> {
+        None
+    }
+
+    /// The fields of the driver's configuration.
+    fn config_schema(&self) -> Option<ConfigSchema> {
+        None
+    }
+
+    /// The configuration home the CLI would run with under `profile`, and
+    /// the variable that points it there. Pure: the home is named, not
+    /// created.
+    fn profile_report(&self, profile: &Profile) -> Option<ProfileReport> {
+        let _ = profile;
+        None
+    }
+
+    /// The skills a run with `selection` would offer, and how they reach
+    /// the CLI. A driver whose descriptor declares
+    /// [`skills`](crate::Descriptor::skills) answers with a mode
+    /// (CAP-02); the answer echoes the selection (CAP-09) and reads none of
+    /// the skills' files.
+    fn skills(&self, selection: &[SkillRef]) -> Option<SkillsReport> {
+        let _ = selection;
+        None
+    }
 }
 
 /// Per-run context handed to [`Driver::run`].

@@ -63,6 +63,7 @@ pub mod id;
 pub mod lifecycle;
 pub mod mcp;
 pub mod policy;
+pub mod probe;
 pub mod profile;
 pub mod redact;
 pub mod request;
@@ -95,6 +96,11 @@ pub use policy::{
     ApprovalMode, ApprovalTimeout, DEFAULT_HUMAN_DECISION_MAX_RETRIES,
     DEFAULT_HUMAN_DECISION_TIMEOUT, FallbackAction, FeatureLevel, HumanDecisionPolicy,
     QuestionMode, RunPolicy, SandboxLevel,
+};
+pub use probe::{
+    CheckStatus, ConfigField, ConfigSchema, DetectedModel, EnvironmentCheck, EnvironmentReport,
+    FieldKind, ModelSource, ProfileReport, ProfileSource, QuotaReport, QuotaWindow, SkillEntry,
+    SkillMode, SkillsReport,
 };
 pub use profile::Profile;
 pub use redact::{redact_text, redact_url};

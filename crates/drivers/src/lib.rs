@@ -29,6 +29,7 @@ pub mod cursor;
 #[cfg(feature = "gemini")]
 pub mod gemini;
 pub mod policy;
+mod probe_common;
 #[cfg(any(feature = "claude", feature = "codebuddy", feature = "codex"))]
 pub mod resident;
 #[cfg(any(feature = "claude", feature = "codebuddy"))]

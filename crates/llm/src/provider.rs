@@ -143,6 +143,11 @@ impl ProviderEndpoint {
         &self.base_url
     }
 
+    /// Whether credentials are configured (their value is not shown).
+    pub fn has_auth(&self) -> bool {
+        self.auth.is_some()
+    }
+
     /// The base URL as it may be shown (labels, events, errors, logs):
     /// credentials in its userinfo, query and fragment masked
     /// ([`redact_url`](agent_adaptor_driver::redact_url)). The real one,

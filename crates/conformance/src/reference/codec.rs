@@ -72,6 +72,8 @@ impl SessionCodec for RefCodec {
                 format!("guard-{}", self.calls.fetch_add(1, Ordering::Relaxed))
             }
             Some(Fault::CodecGuardIgnoresKeys) => "constant-guard".into(),
+            // Every value, per-run materialization data included.
+            Some(Fault::CodecGuardsEverything) => format!("guard-{:?}", params.values),
             _ => self.inner.guard_fingerprint(params),
         }
     }

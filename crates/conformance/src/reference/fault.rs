@@ -55,11 +55,19 @@ pub enum Fault {
     NoCheckpoint,
     IgnoresCancel,
     LeavesProcessBehind,
+    PassingButUnhealthy,
+    EmptyDetectedModel,
+    LiveQuota,
+    DuplicateConfigField,
+    CodecGuardsEverything,
+    UndeclaredSkills,
+    ForeignProfileReport,
+    SkillsEchoDropsOne,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 50] = [
+    pub const ALL: [Fault; 58] = [
         Fault::EmptyDriverType,
         Fault::DriftingDescriptor,
         Fault::PanicInValidate,
@@ -110,6 +118,14 @@ impl Fault {
         Fault::NoCheckpoint,
         Fault::IgnoresCancel,
         Fault::LeavesProcessBehind,
+        Fault::PassingButUnhealthy,
+        Fault::EmptyDetectedModel,
+        Fault::LiveQuota,
+        Fault::DuplicateConfigField,
+        Fault::CodecGuardsEverything,
+        Fault::UndeclaredSkills,
+        Fault::ForeignProfileReport,
+        Fault::SkillsEchoDropsOne,
     ];
 
     /// The clause this fault breaks.
@@ -164,6 +180,14 @@ impl Fault {
             IgnoresThePrompt => "LIV-02",
             NoCheckpoint => "LIV-03",
             IgnoresCancel | LeavesProcessBehind => "RUN-05",
+            PassingButUnhealthy => "CAP-03",
+            EmptyDetectedModel => "CAP-05",
+            LiveQuota => "CAP-07",
+            DuplicateConfigField => "CAP-08",
+            CodecGuardsEverything => "SES-09",
+            UndeclaredSkills => "CAP-02",
+            ForeignProfileReport => "CAP-06",
+            SkillsEchoDropsOne => "CAP-09",
         }
     }
 }

@@ -15,6 +15,7 @@
 
 mod codec;
 mod fault;
+mod probe;
 mod stall;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,12 +23,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agent_adaptor_driver::{
-    Checkpoint, ConfigError, DecisionKind, DecisionRequest, Descriptor, Driver, DriverError,
-    EventSink, FailureCode, FingerprintError, HitlRequested, ModelInfo, ProviderCoords, RawStreams,
-    Request, Response, Role, RunContext, RunEvent, RunFailure, SessionCodec, SessionState,
-    StandardSessionCodec, StreamCapability, StreamKind, StreamPayload, StructuredOutputCapability,
-    TerminalPayload, TranscriptItem, TranscriptKind, Usage, async_trait,
-    canonical_session_config_fingerprint,
+    Checkpoint, ConfigError, ConfigSchema, DecisionKind, DecisionRequest, Descriptor,
+    DetectedModel, Driver, DriverError, EnvironmentReport, EventSink, FailureCode,
+    FingerprintError, HitlRequested, ModelInfo, Profile, ProfileReport, ProviderCoords,
+    QuotaReport, RawStreams, Request, Response, Role, RunContext, RunEvent, RunFailure,
+    SessionCodec, SessionState, SkillRef, SkillsReport, StandardSessionCodec, StreamCapability,
+    StreamKind, StreamPayload, StructuredOutputCapability, TerminalPayload, TranscriptItem,
+    TranscriptKind, Usage, async_trait, canonical_session_config_fingerprint,
 };
 use serde_json::json;
 
@@ -68,6 +70,7 @@ pub struct ReferenceDriver {
     /// The sessions kept "resident" until `close_processes`.
     resident: Mutex<BTreeSet<String>>,
     closes: AtomicU64,
+    quota_calls: AtomicU64,
 }
 
 impl Default for ReferenceDriver {
@@ -86,6 +89,7 @@ impl ReferenceDriver {
             calls: AtomicU64::new(0),
             resident: Mutex::default(),
             closes: AtomicU64::new(0),
+            quota_calls: AtomicU64::new(0),
         }
     }
 
@@ -116,6 +120,7 @@ impl ReferenceDriver {
                     | Fault::CodecPanicsOnEmpty
                     | Fault::CheckpointNotRoundTripping
                     | Fault::CodecRenamesKey
+                    | Fault::CodecGuardsEverything
             )
         })
     }
@@ -141,6 +146,10 @@ impl Driver for ReferenceDriver {
         }];
         d.sessions.supports_resume = !self.is(Fault::UndeclaredResume);
         d.process.persistent = true;
+        // Skills and profiles are "materialized" in the simulation only.
+        d.skills = !self.is(Fault::UndeclaredSkills);
+        d.profiles.dedicated = true;
+        d.profiles.clone = true;
         d.structured_output = StructuredOutputCapability {
             json_schema_prompt_validate: !self.is(Fault::InconsistentStructuredOutput),
             works_with_run: true,
@@ -363,6 +372,30 @@ impl Driver for ReferenceDriver {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
+    }
+
+    fn check_environment(&self) -> Option<EnvironmentReport> {
+        Some(probe::environment(self.fault))
+    }
+
+    fn detect_model(&self) -> Option<DetectedModel> {
+        Some(probe::detect_model(&self.config, self.fault))
+    }
+
+    fn quota(&self) -> Option<QuotaReport> {
+        Some(probe::quota(self.fault, &self.quota_calls))
+    }
+
+    fn config_schema(&self) -> Option<ConfigSchema> {
+        Some(probe::config_schema(self.fault))
+    }
+
+    fn profile_report(&self, profile: &Profile) -> Option<ProfileReport> {
+        Some(probe::profile_report(profile, self.fault))
+    }
+
+    fn skills(&self, selection: &[SkillRef]) -> Option<SkillsReport> {
+        Some(probe::skills(selection, self.fault))
     }
 }
 

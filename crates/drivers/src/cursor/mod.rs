@@ -21,6 +21,7 @@ pub mod argv;
 pub mod config;
 pub mod parse;
 pub mod policy;
+mod probe;
 pub mod wire;
 
 use std::sync::Arc;
@@ -105,6 +106,36 @@ impl Driver for CursorDriver {
         };
         let mut parser = CursorParser::new(req.streaming).with_transcript(req.new_transcript());
         one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser).await
+    }
+
+    fn check_environment(&self) -> Option<agent_adaptor_driver::EnvironmentReport> {
+        Some(probe::environment(self))
+    }
+
+    fn detect_model(&self) -> Option<agent_adaptor_driver::DetectedModel> {
+        probe::detect_model(self)
+    }
+
+    fn quota(&self) -> Option<agent_adaptor_driver::QuotaReport> {
+        Some(probe::quota())
+    }
+
+    fn config_schema(&self) -> Option<agent_adaptor_driver::ConfigSchema> {
+        Some(probe::config_schema())
+    }
+
+    fn profile_report(
+        &self,
+        profile: &agent_adaptor_driver::Profile,
+    ) -> Option<agent_adaptor_driver::ProfileReport> {
+        Some(probe::profile_report(self, profile))
+    }
+
+    fn skills(
+        &self,
+        selection: &[agent_adaptor_driver::SkillRef],
+    ) -> Option<agent_adaptor_driver::SkillsReport> {
+        probe::skills(self, selection)
     }
 }
 

@@ -14,6 +14,7 @@
 //!
 //! The model's tool calls are reported, not executed: a run is one turn.
 
+mod probe;
 mod translate;
 
 use std::collections::BTreeMap;
@@ -254,5 +255,21 @@ impl Driver for LlmDriver {
             }
         }
         Ok(translator.into_response(self.provider.name()))
+    }
+
+    fn check_environment(&self) -> Option<agent_adaptor_driver::EnvironmentReport> {
+        Some(probe::environment(self))
+    }
+
+    fn detect_model(&self) -> Option<agent_adaptor_driver::DetectedModel> {
+        probe::detect_model(self)
+    }
+
+    fn quota(&self) -> Option<agent_adaptor_driver::QuotaReport> {
+        Some(probe::quota())
+    }
+
+    fn config_schema(&self) -> Option<agent_adaptor_driver::ConfigSchema> {
+        Some(probe::config_schema())
     }
 }

@@ -1,0 +1,114 @@
+//! Cursor Agent's probes: where it keeps its configuration, model and
+//! credentials (data for [`crate::probe_common`]), and its config schema.
+
+use agent_adaptor_driver::{
+    ConfigField, ConfigSchema, DetectedModel, Driver, EnvironmentReport, FieldKind, Profile,
+    ProfileReport, QuotaReport, SkillMode, SkillRef, SkillsReport,
+};
+
+use super::CursorDriver;
+use super::config::{Config, ENV_ALLOWLIST};
+use crate::probe_common::{self, CliFacts, ModelKey, Setup};
+
+/// Cursor Agent: `CURSOR_CONFIG_DIR`, else `$XDG_CONFIG_HOME/cursor` (Linux),
+/// else `~/.cursor`, holding `cli-config.json` (its `model` is an object
+/// whose shape is not documented: a string `model` or `model.modelId` is
+/// read, anything else is not detected). Credentials: the API key
+/// variables; an `agent login` keeps them where a file probe does not look.
+static FACTS: CliFacts = CliFacts {
+    driver_type: "cursor",
+    provider: "cursor",
+    home_var: "CURSOR_CONFIG_DIR",
+    home_default: &[("XDG_CONFIG_HOME", "cursor"), ("HOME", ".cursor")],
+    config_subdir: "",
+    settings: "cli-config.json",
+    model_key: ModelKey::Json(&[&["model"], &["model", "modelId"]]),
+    model_env: None,
+    auth_env: &["CURSOR_API_KEY", "CURSOR_AUTH_TOKEN"],
+    auth_files: &[],
+    login_hint: "run `agent login`, or set CURSOR_API_KEY",
+    quota_reason: "Cursor Agent reports no usage quota",
+    skill_mode: SkillMode::Ephemeral,
+};
+
+fn setup(config: &Config) -> Setup<'_> {
+    Setup {
+        command: &config.command,
+        cwd: config.cwd.as_deref(),
+        model: config.model.as_deref(),
+        env_policy: &config.env_policy,
+        documented: ENV_ALLOWLIST,
+        defaults: &[],
+        env: &config.env,
+    }
+}
+
+/// [`Driver::check_environment`](agent_adaptor_driver::Driver::check_environment).
+pub(super) fn environment(d: &CursorDriver) -> EnvironmentReport {
+    probe_common::check_environment(&FACTS, &setup(&d.config))
+}
+
+/// [`Driver::detect_model`](agent_adaptor_driver::Driver::detect_model).
+pub(super) fn detect_model(d: &CursorDriver) -> Option<DetectedModel> {
+    probe_common::detect_model(&FACTS, &setup(&d.config))
+}
+
+/// [`Driver::profile_report`](agent_adaptor_driver::Driver::profile_report).
+pub(super) fn profile_report(d: &CursorDriver, profile: &Profile) -> ProfileReport {
+    probe_common::profile_report(&FACTS, &setup(&d.config), &d.descriptor(), profile)
+}
+
+/// [`Driver::skills`](agent_adaptor_driver::Driver::skills).
+pub(super) fn skills(d: &CursorDriver, selection: &[SkillRef]) -> Option<SkillsReport> {
+    probe_common::skills(&FACTS, &d.descriptor(), selection)
+}
+
+/// [`Driver::quota`](agent_adaptor_driver::Driver::quota).
+pub(super) fn quota() -> QuotaReport {
+    probe_common::quota(&FACTS)
+}
+
+/// The fields of [`Config`].
+pub(super) fn config_schema() -> ConfigSchema {
+    let defaults = Config::default();
+    let mut fields: Vec<ConfigField> = probe_common::common_fields("agent").into();
+    fields.extend([
+        ConfigField::new("mode", "Mode", FieldKind::Select, "`--mode`")
+            .options(["agent", "plan", "ask"]),
+        ConfigField::new(
+            "force",
+            "Run every tool",
+            FieldKind::Toggle,
+            "`--force`: run every tool without asking",
+        )
+        .default_value(defaults.force.to_string()),
+        ConfigField::new(
+            "trust_workspace",
+            "Trust the workspace",
+            FieldKind::Toggle,
+            "`--trust`",
+        )
+        .default_value(defaults.trust_workspace.to_string()),
+        probe_common::duration_field(
+            "cancel_grace",
+            "Cancel grace",
+            "On cancel: the wait after stdin closes before SIGTERM",
+            defaults.cancel_grace,
+        ),
+    ]);
+    ConfigSchema { fields }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_names_every_field_of_the_config() {
+        let schema = config_schema();
+        let value = serde_json::to_value(Config::default()).unwrap_or_default();
+        for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
+            assert!(schema.field(key).is_some(), "no field {key:?}");
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Gemini CLI's probes: where it keeps its configuration, model and
+//! credentials (data for [`crate::probe_common`]), and its config schema.
+
+use agent_adaptor_driver::{
+    ConfigField, ConfigSchema, DetectedModel, Driver, EnvironmentReport, FieldKind, Profile,
+    ProfileReport, QuotaReport, SkillMode, SkillRef, SkillsReport,
+};
+
+use super::GeminiDriver;
+use super::config::{Config, ENV_ALLOWLIST};
+use crate::probe_common::{self, CliFacts, ModelKey, Setup};
+
+/// Gemini CLI: its home is `GEMINI_CLI_HOME` (default the user's home), its
+/// configuration `<home>/.gemini`; the model is `GEMINI_MODEL`, else
+/// `settings.json` `model.name` (a string `model` in older settings), as
+/// its bundle reads them; credentials are the API key variables or the
+/// OAuth login's `oauth_creds.json`.
+static FACTS: CliFacts = CliFacts {
+    driver_type: "gemini",
+    provider: "google",
+    home_var: "GEMINI_CLI_HOME",
+    home_default: &[("HOME", "")],
+    config_subdir: ".gemini",
+    settings: "settings.json",
+    model_key: ModelKey::Json(&[&["model", "name"], &["model"]]),
+    model_env: Some("GEMINI_MODEL"),
+    auth_env: &[
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+    ],
+    auth_files: &["oauth_creds.json"],
+    login_hint: "run `gemini` once and log in, or set GEMINI_API_KEY",
+    quota_reason: "Gemini CLI reports no usage quota a hermetic probe can read",
+    skill_mode: SkillMode::Ephemeral,
+};
+
+fn setup(config: &Config) -> Setup<'_> {
+    Setup {
+        command: &config.command,
+        cwd: config.cwd.as_deref(),
+        model: config.model.as_deref(),
+        env_policy: &config.env_policy,
+        documented: ENV_ALLOWLIST,
+        defaults: &[],
+        env: &config.env,
+    }
+}
+
+/// [`Driver::check_environment`](agent_adaptor_driver::Driver::check_environment).
+pub(super) fn environment(d: &GeminiDriver) -> EnvironmentReport {
+    probe_common::check_environment(&FACTS, &setup(&d.config))
+}
+
+/// [`Driver::detect_model`](agent_adaptor_driver::Driver::detect_model).
+pub(super) fn detect_model(d: &GeminiDriver) -> Option<DetectedModel> {
+    probe_common::detect_model(&FACTS, &setup(&d.config))
+}
+
+/// [`Driver::profile_report`](agent_adaptor_driver::Driver::profile_report).
+pub(super) fn profile_report(d: &GeminiDriver, profile: &Profile) -> ProfileReport {
+    probe_common::profile_report(&FACTS, &setup(&d.config), &d.descriptor(), profile)
+}
+
+/// [`Driver::skills`](agent_adaptor_driver::Driver::skills).
+pub(super) fn skills(d: &GeminiDriver, selection: &[SkillRef]) -> Option<SkillsReport> {
+    probe_common::skills(&FACTS, &d.descriptor(), selection)
+}
+
+/// [`Driver::quota`](agent_adaptor_driver::Driver::quota).
+pub(super) fn quota() -> QuotaReport {
+    probe_common::quota(&FACTS)
+}
+
+/// The fields of [`Config`].
+pub(super) fn config_schema() -> ConfigSchema {
+    let defaults = Config::default();
+    let mut fields: Vec<ConfigField> = probe_common::common_fields("gemini").into();
+    fields.extend([
+        ConfigField::new(
+            "approval_mode",
+            "Approval mode",
+            FieldKind::Select,
+            "Which tools run without asking (`--approval-mode` / `--yolo`)",
+        )
+        .options(["default", "auto_edit", "yolo", "plan"])
+        .default_value("default"),
+        ConfigField::new(
+            "skip_trust",
+            "Skip the folder trust check",
+            FieldKind::Toggle,
+            "`--skip-trust`",
+        )
+        .default_value(defaults.skip_trust.to_string()),
+        ConfigField::new(
+            "include_directories",
+            "Extra directories",
+            FieldKind::List,
+            "`--include-directories`",
+        ),
+        probe_common::duration_field(
+            "cancel_grace",
+            "Cancel grace",
+            "On cancel: the wait after stdin closes before SIGTERM",
+            defaults.cancel_grace,
+        ),
+    ]);
+    ConfigSchema { fields }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_names_every_field_of_the_config() {
+        let schema = config_schema();
+        let value = serde_json::to_value(Config::default()).unwrap_or_default();
+        for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
+            assert!(schema.field(key).is_some(), "no field {key:?}");
+        }
+    }
+}

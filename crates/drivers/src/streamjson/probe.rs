@@ -1,0 +1,197 @@
+//! The probes of the stream-json family: where Claude Code and CodeBuddy
+//! Code keep their configuration, models and credentials (data for
+//! [`crate::probe_common`]), and the family's config schema.
+
+use agent_adaptor_driver::{
+    ConfigField, ConfigSchema, DetectedModel, Driver, EnvironmentReport, FieldKind, Profile,
+    ProfileReport, QuotaReport, SkillMode, SkillRef, SkillsReport,
+};
+
+use super::{CLAUDE, Config, Family, StreamJsonDriver};
+use crate::probe_common::{self, CliFacts, ModelKey, Setup};
+
+/// Claude Code: `CLAUDE_CONFIG_DIR` (default `~/.claude`), the model in
+/// `settings.json` `model` unless `ANTHROPIC_MODEL` is set, credentials in
+/// `.credentials.json` (Linux; the macOS keychain is not visible to a file
+/// probe) or the API key variables.
+static CLAUDE_FACTS: CliFacts = CliFacts {
+    driver_type: "claude",
+    provider: "anthropic",
+    home_var: "CLAUDE_CONFIG_DIR",
+    home_default: &[("HOME", ".claude")],
+    config_subdir: "",
+    settings: "settings.json",
+    model_key: ModelKey::Json(&[&["model"]]),
+    model_env: Some("ANTHROPIC_MODEL"),
+    auth_env: &[
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+    ],
+    auth_files: &[".credentials.json"],
+    login_hint: "run `claude` once and log in, or set ANTHROPIC_API_KEY",
+    quota_reason: "Claude Code's usage is known only to Anthropic's usage endpoint, which a \
+                   hermetic probe does not call",
+    skill_mode: SkillMode::Ephemeral,
+};
+
+/// CodeBuddy Code: `CODEBUDDY_CONFIG_DIR` (default `~/.codebuddy`), the
+/// model in `settings.json` `model` unless `CODEBUDDY_MODEL` is set
+/// (read in its bundle), credentials in `.credentials.json` or the API
+/// key variables.
+static CODEBUDDY_FACTS: CliFacts = CliFacts {
+    driver_type: "codebuddy",
+    provider: "codebuddy",
+    home_var: "CODEBUDDY_CONFIG_DIR",
+    home_default: &[("HOME", ".codebuddy")],
+    config_subdir: "",
+    settings: "settings.json",
+    model_key: ModelKey::Json(&[&["model"]]),
+    model_env: Some("CODEBUDDY_MODEL"),
+    auth_env: &["CODEBUDDY_API_KEY", "CODEBUDDY_AUTH_TOKEN"],
+    auth_files: &[".credentials.json"],
+    login_hint: "run `codebuddy` once and log in, or set CODEBUDDY_API_KEY",
+    quota_reason: "CodeBuddy Code reports no usage quota",
+    skill_mode: SkillMode::Ephemeral,
+};
+
+/// [`Driver::check_environment`](agent_adaptor_driver::Driver::check_environment).
+pub(super) fn environment(d: &StreamJsonDriver) -> EnvironmentReport {
+    probe_common::check_environment(facts(d.family), &setup(d.family, &d.config))
+}
+
+/// [`Driver::detect_model`](agent_adaptor_driver::Driver::detect_model).
+pub(super) fn detect_model(d: &StreamJsonDriver) -> Option<DetectedModel> {
+    probe_common::detect_model(facts(d.family), &setup(d.family, &d.config))
+}
+
+/// [`Driver::profile_report`](agent_adaptor_driver::Driver::profile_report).
+pub(super) fn profile_report(d: &StreamJsonDriver, profile: &Profile) -> ProfileReport {
+    probe_common::profile_report(
+        facts(d.family),
+        &setup(d.family, &d.config),
+        &d.descriptor(),
+        profile,
+    )
+}
+
+/// [`Driver::skills`](agent_adaptor_driver::Driver::skills).
+pub(super) fn skills(d: &StreamJsonDriver, selection: &[SkillRef]) -> Option<SkillsReport> {
+    probe_common::skills(facts(d.family), &d.descriptor(), selection)
+}
+
+/// [`Driver::quota`](agent_adaptor_driver::Driver::quota).
+pub(super) fn quota(d: &StreamJsonDriver) -> QuotaReport {
+    probe_common::quota(facts(d.family))
+}
+
+/// The facts of `family`'s CLI.
+fn facts(family: &Family) -> &'static CliFacts {
+    if family.driver_type == CLAUDE.driver_type {
+        &CLAUDE_FACTS
+    } else {
+        &CODEBUDDY_FACTS
+    }
+}
+
+/// What the probes read of `config`.
+fn setup<'a>(family: &'a Family, config: &'a Config) -> Setup<'a> {
+    Setup {
+        command: &config.command,
+        cwd: config.cwd.as_deref(),
+        model: config.model.as_deref(),
+        env_policy: &config.env_policy,
+        documented: family.env_allowlist,
+        defaults: family.env_defaults,
+        env: &config.env,
+    }
+}
+
+/// The fields of [`Config`].
+pub(super) fn config_schema(family: &Family) -> ConfigSchema {
+    let defaults = Config::new(family);
+    let mut fields: Vec<ConfigField> = probe_common::common_fields(family.program).into();
+    fields.extend([
+        ConfigField::new("effort", "Effort", FieldKind::Select, "`--effort`")
+            .options(["low", "medium", "high", "xhigh", "max"]),
+        ConfigField::new("max_turns", "Max turns", FieldKind::Number, "`--max-turns`"),
+        ConfigField::new(
+            "permission_mode",
+            "Permission mode",
+            FieldKind::Text,
+            "`--permission-mode`",
+        ),
+        ConfigField::new(
+            "host_approvals",
+            "Host approvals",
+            FieldKind::Toggle,
+            "Route permission requests to the host (the control transport)",
+        )
+        .default_value("false"),
+        ConfigField::new(
+            "mcp_servers",
+            "MCP servers",
+            FieldKind::Map,
+            "MCP servers in the CLI's own `--mcp-config` form",
+        ),
+        ConfigField::new(
+            "add_dirs",
+            "Extra directories",
+            FieldKind::List,
+            "`--add-dir` directories",
+        ),
+        probe_common::duration_field(
+            "cancel_close_grace",
+            "Close grace",
+            "On cancel: how long the CLI may take to exit after stdin closes",
+            defaults.cancel_close_grace,
+        ),
+        probe_common::duration_field(
+            "cancel_term_grace",
+            "Terminate grace",
+            "On cancel: how long after SIGTERM before SIGKILL",
+            defaults.cancel_term_grace,
+        ),
+        ConfigField::new(
+            "resident",
+            "Resident processes",
+            FieldKind::Toggle,
+            "Keep one live CLI process per provider session between a thread's turns",
+        )
+        .default_value(defaults.resident.to_string()),
+        probe_common::duration_field(
+            "resident_idle_timeout",
+            "Resident idle timeout",
+            "How long a resident process may stay idle",
+            defaults.resident_idle_timeout,
+        ),
+        probe_common::duration_field(
+            "resident_stop_grace",
+            "Resident stop grace",
+            "When a resident process is stopped: how long after its stdin closes before SIGTERM",
+            defaults.resident_stop_grace,
+        ),
+    ]);
+    ConfigSchema { fields }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::streamjson::CODEBUDDY;
+
+    #[test]
+    fn the_schema_names_every_field_of_the_config() {
+        for family in [&CLAUDE, &CODEBUDDY] {
+            let schema = config_schema(family);
+            let value = serde_json::to_value(Config::new(family)).unwrap_or_default();
+            for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
+                assert!(
+                    schema.field(key).is_some(),
+                    "{}: the schema has no field {key:?}",
+                    family.driver_type
+                );
+            }
+        }
+    }
+}
