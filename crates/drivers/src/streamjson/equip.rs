@@ -15,7 +15,8 @@
 //! - Profiles: a dedicated or cloned home exported through the CLI's home
 //!   variable ([`Family::home_var`]).
 //! - Skills: copied into `<home>/skills/<name>/` for a dedicated or cloned
-//!   profile, else into a per-run directory the CLI is pointed at.
+//!   profile, else into a per-run directory the CLI is pointed at
+//!   ([`RunSkills`]).
 //!
 //! The per-run files live in a [`RunScratch`] that the process keeps until
 //! it exits. A resident process is chosen by [`identity`], which hashes the
@@ -30,7 +31,7 @@ use agent_adaptor_driver_kit::scratch::RunScratch;
 use serde_json::{Value, json};
 
 use super::config::Config;
-use super::{Family, InstructionsCarrier};
+use super::{Family, InstructionsCarrier, RunSkills};
 
 /// What a run's process needs beyond the family's command line.
 #[derive(Debug, Default)]
@@ -133,7 +134,8 @@ pub(crate) fn prepare(family: &Family, cfg: &Config, req: &Request) -> std::io::
         },
     )?;
     let mcp = mcp_json(cfg, &req.mcp_servers);
-    let wants_scratch = req.instructions.is_some() || !mcp.is_empty();
+    let wants_scratch =
+        req.instructions.is_some() || !mcp.is_empty() || (!req.skills.is_empty() && home.is_none());
     if wants_scratch {
         eq.scratch = Some(RunScratch::new(family.driver_type)?);
     }
@@ -173,6 +175,26 @@ pub(crate) fn prepare(family: &Family, cfg: &Config, req: &Request) -> std::io::
     }
     if req.mcp_strict {
         eq.args.push("--strict-mcp-config".to_owned());
+    }
+    if !req.skills.is_empty() {
+        let skills_dir = match &home {
+            Some(home) => home.join("skills"),
+            // Never the user's own home: a per-run directory.
+            None => match family.run_skills {
+                RunSkills::AddDir(project_dir) => {
+                    // Read as a project's `<project dir>/skills/`.
+                    let root = scratch(&eq)?.path().join("skills-root");
+                    eq.args.extend(["--add-dir".to_owned(), path_arg(&root)]);
+                    root.join(project_dir).join("skills")
+                }
+                RunSkills::EnvVar(var) => {
+                    let dir = scratch(&eq)?.path().join("skills");
+                    eq.env.push((var.to_owned(), dir.clone()));
+                    dir
+                }
+            },
+        };
+        agent_adaptor_driver_kit::skills::materialize(&req.skills, &skills_dir)?;
     }
     if let Some(home) = home {
         eq.env.push((family.home_var.to_owned(), home));

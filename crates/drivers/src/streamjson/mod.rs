@@ -78,6 +78,20 @@ pub enum InstructionsCarrier {
     Initialize,
 }
 
+/// Where a CLI of the family reads a run's skills when the run uses the
+/// user's own home (a dedicated or cloned home has its `skills/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunSkills {
+    /// A per-run directory passed as `--add-dir`, whose
+    /// `<project dir>/skills/` the CLI reads like a project's (Claude:
+    /// `.claude`).
+    AddDir(&'static str),
+    /// A per-run skills directory named by this variable (CodeBuddy:
+    /// `CODEBUDDY_SESSION_SKILL_DIRS`, read as project skills; it ignores
+    /// skills under `--add-dir`).
+    EnvVar(&'static str),
+}
+
 /// What distinguishes one CLI of the family from another.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Family {
@@ -114,6 +128,8 @@ pub struct Family {
     pub home_var: &'static str,
     /// The home's default, relative to `$HOME`.
     pub home_default: &'static str,
+    /// Where a run's skills go under the native profile.
+    pub run_skills: RunSkills,
     /// What a cloned profile copies from the user's home (settings).
     pub clone_copy: &'static [&'static str],
     /// What a cloned profile links from the user's home (credentials).
@@ -153,6 +169,7 @@ pub static CLAUDE: Family = Family {
     instructions: InstructionsCarrier::AppendFile("--append-system-prompt-file"),
     home_var: "CLAUDE_CONFIG_DIR",
     home_default: ".claude",
+    run_skills: RunSkills::AddDir(".claude"),
     clone_copy: &["settings.json"],
     clone_link: &[".credentials.json"],
 };
@@ -182,6 +199,7 @@ pub static CODEBUDDY: Family = Family {
     instructions: InstructionsCarrier::Initialize,
     home_var: "CODEBUDDY_CONFIG_DIR",
     home_default: ".codebuddy",
+    run_skills: RunSkills::EnvVar("CODEBUDDY_SESSION_SKILL_DIRS"),
     clone_copy: &["settings.json"],
     clone_link: &[],
 };
@@ -270,6 +288,7 @@ impl Driver for StreamJsonDriver {
             strict: true,
             ..McpSupport::default()
         };
+        d.skills = true;
         d.profiles = ProfileSupport {
             dedicated: true,
             clone: true,

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use agent_adaptor_core::{Event, Phase, RunOptions};
-use agent_adaptor_driver::{McpServer, McpTransport, Profile, ToolScope};
+use agent_adaptor_driver::{McpServer, McpTransport, Profile, SkillRef, ToolScope};
 use agent_adaptor_testkit::mcp::McpTestServer;
 use agent_adaptor_testkit::mock::{RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
@@ -478,5 +478,82 @@ pub async fn profiles_leave_the_users_home_untouched(cli: &'static Cli) {
     assert_eq!(
         std::fs::read_to_string(clone_home.join("settings.json")).expect("seeded settings"),
         r#"{"cleanupPeriodDays": 42}"#
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Skills.
+
+/// A skill directory under `parent`: `SKILL.md` with its front matter.
+fn make_skill(parent: &Path, name: &str, description: &str) -> SkillRef {
+    let dir = parent.join(format!("src-{name}"));
+    std::fs::create_dir_all(&dir).expect("the skill dir");
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!(
+            "---\nname: {name}\ndescription: {description}\n---\n\nReply with the word OSPREY.\n"
+        ),
+    )
+    .expect("SKILL.md");
+    SkillRef {
+        name: name.into(),
+        description: description.into(),
+        dir,
+        fingerprint: format!("test:{name}"),
+    }
+}
+
+/// The run's skills are offered to the model (name and description), with
+/// the native profile (a per-run directory, never the user's home) and a
+/// dedicated one (its home's skills directory).
+pub async fn skills_are_offered_to_the_model(cli: &'static Cli) {
+    let script = Script::new()
+        .on_prompt("SKILLNATIVE", vec![Reply::Text("ok".into())])
+        .on_prompt("SKILLDEDICATED", vec![Reply::Text("ok".into())]);
+    let h = Harness::start(cli, script).await;
+    let native = h.home.path().join(
+        Path::new(cli.user_mcp_file)
+            .parent()
+            .expect("the config home"),
+    );
+    let root = h.home.path().join("profiles");
+    for (prompt, name, profile) in [
+        ("SKILLNATIVE: say ok", "tern-notes", Profile::Native),
+        (
+            "SKILLDEDICATED: say ok",
+            "heron-notes",
+            Profile::Dedicated { root: root.clone() },
+        ),
+    ] {
+        let description = format!("Use when the user mentions {name}-9931 reports.");
+        let skill = make_skill(h.home.path(), name, &description);
+        let run = drain_with(
+            &h.agent(h.config(false)),
+            prompt,
+            RunOptions::new().skill(skill).profile(profile.clone()),
+            |_, _| {},
+        )
+        .await;
+        run.ok(prompt);
+        let request = h.model_requests(prompt).pop().expect("a model request");
+        let body = String::from_utf8_lossy(&request.body).into_owned();
+        assert!(
+            body.contains(name) && body.contains(&description),
+            "{} {}: the model is offered the skill {name}",
+            cli.recipe.name,
+            profile.kind()
+        );
+    }
+    // A native run writes its session state there, never a skill.
+    let after = tree_hashes(&native);
+    assert!(
+        after.keys().all(|p| !p.contains("notes")) && !native.join("skills").exists(),
+        "no skill in the user's home: {:?}",
+        after.keys()
+    );
+    assert!(
+        root.join(cli.recipe.name)
+            .join("skills/heron-notes/SKILL.md")
+            .is_file()
     );
 }

@@ -91,6 +91,7 @@ macro_rules! real_cli_tests {
             mcp_config_of_200_kb_still_launches,
             mcp_strict_loads_only_the_runs_servers,
             profiles_leave_the_users_home_untouched,
+            skills_are_offered_to_the_model,
         );
     };
     (@cases $cli:path; $($case:ident),* $(,)?) => {
