@@ -141,9 +141,10 @@ pub(crate) fn prepare(family: &Family, cfg: &Config, req: &Request) -> std::io::
     }
     if let Some(text) = &req.instructions {
         match family.instructions {
-            InstructionsCarrier::AppendFile(flag) => {
+            InstructionsCarrier::AppendFile { flag, fresh } => {
                 let path = scratch(&eq)?.write("instructions.md", text.as_bytes())?;
                 eq.args.extend([flag.to_owned(), path_arg(&path)]);
+                eq.args.extend(fresh.iter().map(|a| (*a).to_owned()));
             }
             InstructionsCarrier::Initialize => eq.append_system_prompt = Some(text.clone()),
         }

@@ -70,8 +70,18 @@ pub enum PermissionReply {
 /// How a CLI of the family takes text appended to its system prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InstructionsCarrier {
-    /// A flag naming a file (Claude: `--append-system-prompt-file`).
-    AppendFile(&'static str),
+    /// A flag naming a file (Claude: `--append-system-prompt-file`), and
+    /// the flags that make the CLI render the system prompt afresh on
+    /// every request.
+    AppendFile {
+        /// The flag.
+        flag: &'static str,
+        /// Passed with it. Claude records a conversation's first system
+        /// prompt and replays it on resume, even when a later launch
+        /// passes other text (observed with 2.1.332): a resumed turn would
+        /// keep the instructions of the turn that started the session.
+        fresh: &'static [&'static str],
+    },
     /// `appendSystemPrompt` in the SDK's `initialize` request (CodeBuddy,
     /// whose `--append-system-prompt` has no file form): the run reads
     /// stream-json frames on stdin.
@@ -166,7 +176,10 @@ pub static CLAUDE: Family = Family {
     browser_flags: true,
     native_json_schema: true,
     mcp_underscores: false,
-    instructions: InstructionsCarrier::AppendFile("--append-system-prompt-file"),
+    instructions: InstructionsCarrier::AppendFile {
+        flag: "--append-system-prompt-file",
+        fresh: &["--system-prompt-snapshot", "off"],
+    },
     home_var: "CLAUDE_CONFIG_DIR",
     home_default: ".claude",
     run_skills: RunSkills::AddDir(".claude"),

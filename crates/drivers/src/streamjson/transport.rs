@@ -462,6 +462,44 @@ mod tests {
     }
 
     #[test]
+    fn equipment_flags_env_and_passed_variables_reach_the_command() {
+        use crate::child_env::EnvPolicy;
+        let mut cfg = Config::new(&CLAUDE);
+        cfg.env_policy = EnvPolicy::only(Vec::<String>::new());
+        cfg.env
+            .insert("CLAUDE_CONFIG_DIR".into(), "/configured".into());
+        let equipment = Equipment {
+            args: vec!["--mcp-config".into(), "/run/mcp.json".into()],
+            env: vec![("CLAUDE_CONFIG_DIR".into(), "/profile/claude".into())],
+            // A bearer token's variable (PATH stands in: the test process
+            // has it) passes even a policy that passes nothing.
+            pass: vec!["PATH".into()],
+            ..Equipment::default()
+        };
+        let req = Request::new("r", "p");
+        let cmd = command(&CLAUDE, &cfg, &req, false, None, &equipment);
+        let args: Vec<String> = cmd
+            .get_args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--mcp-config", "/run/mcp.json"])
+        );
+        let env = cmd.effective_env();
+        let get = |k: &str| env.get(std::ffi::OsStr::new(k)).cloned();
+        assert_eq!(get("CLAUDE_CONFIG_DIR"), Some("/profile/claude".into()));
+        assert_eq!(get("PATH"), std::env::var_os("PATH"));
+        let bare = command(&CLAUDE, &cfg, &req, false, None, &Equipment::default());
+        assert!(
+            !bare
+                .effective_env()
+                .contains_key(std::ffi::OsStr::new("PATH"))
+        );
+    }
+
+    #[test]
     fn the_end_of_stdout_with_the_gate_open_still_gives_the_notice() {
         let mut session = gated();
         assert!(lines(&mut session, &[INIT, RESULT]).is_empty());

@@ -3,8 +3,11 @@
 
 use std::path::Path;
 
+use agent_adaptor_conformance::record_run;
 use agent_adaptor_core::{Event, Phase, RunOptions};
-use agent_adaptor_driver::{McpServer, McpTransport, Profile, SkillRef, ToolScope};
+use agent_adaptor_driver::{
+    McpServer, McpTransport, Profile, Request, SessionContext, SkillRef, ToolScope,
+};
 use agent_adaptor_testkit::mcp::McpTestServer;
 use agent_adaptor_testkit::mock::{RecordedRequest, Reply, Script};
 use serde_json::{Value, json};
@@ -555,5 +558,50 @@ pub async fn skills_are_offered_to_the_model(cli: &'static Cli) {
         root.join(cli.recipe.name)
             .join("skills/heron-notes/SKILL.md")
             .is_file()
+    );
+}
+
+/// A resumed session gets the instructions of its own turn, not those of
+/// the turn that started it (Claude records the first system prompt of a
+/// conversation and replays it on resume unless told not to).
+pub async fn a_resumed_turn_gets_its_own_instructions(cli: &'static Cli) {
+    const KEYWORD: &str = "REINSTRUCT";
+    const FIRST: &str = "Instruction of turn one: KESTREL-1.";
+    const SECOND: &str = "Instruction of turn two: PLOVER-2.";
+    let h = Harness::start(
+        cli,
+        Script::new().on_prompt(
+            KEYWORD,
+            vec![Reply::Text("one".into()), Reply::Text("two".into())],
+        ),
+    )
+    .await;
+    let first = drain_with(
+        &h.agent(h.config(false)),
+        &format!("{KEYWORD}: turn one"),
+        RunOptions::new().instructions(FIRST),
+        |_, _| {},
+    )
+    .await;
+    let state = first
+        .ok("turn one")
+        .checkpoint()
+        .and_then(|c| c.state.clone())
+        .expect("a checkpoint state");
+    let mut request = Request::new("run_00000000000000c2", "turn two");
+    request.streaming = true;
+    request.instructions = Some(SECOND.into());
+    request.session = Some(SessionContext {
+        state: Some(state),
+        ..Default::default()
+    });
+    let trace = record_run(&h.driver(h.config(false)), request, super::RUN_TIMEOUT).await;
+    assert_eq!(trace.response().expect("turn two's response").output, "two");
+    let system = system_text(&h.request_after(KEYWORD, 1));
+    assert!(
+        system.contains(SECOND) && !system.contains(FIRST),
+        "{}: turn two's system prompt holds its own instructions only: {}",
+        cli.recipe.name,
+        super::tail(&system, 1500)
     );
 }

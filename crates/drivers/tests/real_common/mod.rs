@@ -92,6 +92,7 @@ macro_rules! real_cli_tests {
             mcp_strict_loads_only_the_runs_servers,
             profiles_leave_the_users_home_untouched,
             skills_are_offered_to_the_model,
+            a_resumed_turn_gets_its_own_instructions,
         );
     };
     (@cases $cli:path; $($case:ident),* $(,)?) => {
