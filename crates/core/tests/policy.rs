@@ -790,7 +790,7 @@ async fn instructions_are_refused_before_launch_by_a_driver_without_a_carrier() 
         let (args, _, opts) = target.fake.next_for(target.control_always);
         let driver = (target.make)(opts);
         if driver.descriptor().instructions {
-            // It carries them: proven against the real CLI (real_codex_equip.rs …).
+            // It carries them: proven against its real CLI (real_*_equip.rs, real_common).
             continue;
         }
         let agent = Agent::builder_shared(driver).build().unwrap();

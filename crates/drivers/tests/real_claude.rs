@@ -37,6 +37,11 @@ static CLI: Cli = Cli {
     allow_read_only: &[],
     // The deny reply's `message` becomes the tool result.
     fixed_denial_text: None,
+    // Claude 2.1.332 defers MCP tools behind ToolSearch (listed by name in
+    // a system reminder) unless tool search is off.
+    load_mcp_tools: &[("ENABLE_TOOL_SEARCH", "false")],
+    mcp_lookup: "mcp__aa-test__lookup",
+    user_mcp_file: ".claude/.claude.json",
 };
 
 real_cli_tests!(CLI);

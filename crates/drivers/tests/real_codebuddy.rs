@@ -35,6 +35,10 @@ static CLI: Cli = Cli {
     // CodeBuddy 2.117 logs the deny reply's `reason` but tells the model its
     // own fixed rejection text.
     fixed_denial_text: Some("The user doesn't want to proceed with this tool use"),
+    // CodeBuddy 2.117 defers tool loading (ToolSearch) unless told not to.
+    load_mcp_tools: &[("CODEBUDDY_DEFER_TOOL_LOADING", "false")],
+    mcp_lookup: "mcp__aa_test__lookup",
+    user_mcp_file: ".codebuddy/.mcp.json",
 };
 
 real_cli_tests!(CLI);

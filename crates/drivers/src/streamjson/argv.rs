@@ -1,8 +1,10 @@
 //! The command line of a stream-json CLI (pure): one-shot `-p`, or
 //! stream-json frames on stdin (the control transport, resident processes).
+//! The run's equipment (instructions, MCP config) adds flags naming per-run
+//! files (`equip.rs`).
 
 use agent_adaptor_driver::Request;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Family;
 use super::config::{Config, Transport};
@@ -59,12 +61,6 @@ pub fn argv_with(family: &Family, cfg: &Config, req: &Request, stdin_frames: boo
         .filter(|id| !id.is_empty())
     {
         a.extend(["--resume".into(), id.to_owned()]);
-    }
-    if !cfg.mcp_servers.is_empty() {
-        a.extend([
-            "--mcp-config".into(),
-            json!({ "mcpServers": cfg.mcp_servers }).to_string(),
-        ]);
     }
     for d in &cfg.add_dirs {
         a.extend(["--add-dir".into(), d.to_string_lossy().into_owned()]);
@@ -188,17 +184,6 @@ mod tests {
         );
         let codebuddy = argv_with(&CODEBUDDY, &Config::new(&CODEBUDDY), &req, true);
         assert_eq!(codebuddy[..2], ["--input-format", "stream-json"]);
-    }
-
-    #[test]
-    fn mcp_servers_use_the_cli_format() {
-        let mut cfg = Config::new(&CLAUDE);
-        cfg.mcp_servers
-            .insert("files".into(), json!({"command": "mcp-files", "args": []}));
-        let a = argv(&CLAUDE, &cfg, &Request::new("r", "p"));
-        let i = a.iter().position(|x| x == "--mcp-config").unwrap();
-        let v: Value = serde_json::from_str(&a[i + 1]).unwrap();
-        assert_eq!(v["mcpServers"]["files"]["command"], "mcp-files");
     }
 
     #[test]

@@ -41,7 +41,9 @@ pub struct Config {
     pub permission_mode: Option<String>,
     /// Route permission requests to the host (the control transport).
     pub host_approvals: bool,
-    /// MCP servers, written as the CLI's own `--mcp-config` JSON
+    /// MCP servers in the CLI's own spec form, written with the run's
+    /// servers ([`Request::mcp_servers`](agent_adaptor_driver::Request::mcp_servers),
+    /// which win on a name clash) to the run's `--mcp-config` file
     /// (`{"mcpServers": {name: spec}}`).
     pub mcp_servers: BTreeMap<String, Value>,
     /// `--add-dir` directories.

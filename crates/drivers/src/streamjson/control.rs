@@ -11,8 +11,13 @@ use serde_json::{Map, Value, json};
 use super::{Family, PermissionReply};
 
 /// `initialize`, the first frame of a control session.
-pub fn initialize_frame(request_id: &str) -> String {
-    json!({"type": "control_request", "request_id": request_id, "request": {"subtype": "initialize", "hooks": null}}).to_string()
+pub fn initialize_frame(request_id: &str, append_system_prompt: Option<&str>) -> String {
+    let mut request = json!({"subtype": "initialize", "hooks": null});
+    if let Some(text) = append_system_prompt {
+        // CodeBuddy appends it to its system prompt (the SDK's field).
+        request["appendSystemPrompt"] = text.into();
+    }
+    json!({"type": "control_request", "request_id": request_id, "request": request}).to_string()
 }
 
 /// The user's prompt.

@@ -32,16 +32,20 @@
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, Request, Response,
-    RunContext, SessionCodec, StandardSessionCodec, StreamCapability, StructuredOutputCapability,
-    async_trait, canonical_session_config_fingerprint,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, McpSupport,
+    ProfileSupport, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
+    StreamCapability, StructuredOutputCapability, async_trait,
+    canonical_session_config_fingerprint,
 };
+
+use agent_adaptor_driver_kit::scratch::RunScratch;
 
 use crate::resident::Pool;
 
 pub mod argv;
 pub mod config;
 pub mod control;
+mod equip;
 pub mod parse;
 pub mod policy;
 mod probe;
@@ -61,6 +65,41 @@ pub enum PermissionReply {
     /// CodeBuddy: `{"allowed":true,"updatedInput":…}` / `{"allowed":false,"reason":…}`.
     /// A Claude-shaped reply is treated as a denial by CodeBuddy.
     Allowed,
+}
+
+/// How a CLI of the family takes text appended to its system prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstructionsCarrier {
+    /// A flag naming a file (Claude: `--append-system-prompt-file`), and
+    /// the flags that make the CLI render the system prompt afresh on
+    /// every request.
+    AppendFile {
+        /// The flag.
+        flag: &'static str,
+        /// Passed with it. Claude records a conversation's first system
+        /// prompt and replays it on resume, even when a later launch
+        /// passes other text (observed with 2.1.332): a resumed turn would
+        /// keep the instructions of the turn that started the session.
+        fresh: &'static [&'static str],
+    },
+    /// `appendSystemPrompt` in the SDK's `initialize` request (CodeBuddy,
+    /// whose `--append-system-prompt` has no file form): the run reads
+    /// stream-json frames on stdin.
+    Initialize,
+}
+
+/// Where a CLI of the family reads a run's skills when the run uses the
+/// user's own home (a dedicated or cloned home has its `skills/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunSkills {
+    /// A per-run directory passed as `--add-dir`, whose
+    /// `<project dir>/skills/` the CLI reads like a project's (Claude:
+    /// `.claude`).
+    AddDir(&'static str),
+    /// A per-run skills directory named by this variable (CodeBuddy:
+    /// `CODEBUDDY_SESSION_SKILL_DIRS`, read as project skills; it ignores
+    /// skills under `--add-dir`).
+    EnvVar(&'static str),
 }
 
 /// What distinguishes one CLI of the family from another.
@@ -90,6 +129,21 @@ pub struct Family {
     /// input schema) and reports `result.structured_output`. Otherwise core
     /// puts the schema into the prompt and validates the final text.
     pub native_json_schema: bool,
+    /// The CLI writes a server's `-` as `_` in its tool names
+    /// (`mcp__<server>__<tool>`).
+    pub mcp_underscores: bool,
+    /// How instructions reach the system prompt.
+    pub instructions: InstructionsCarrier,
+    /// The variable that names the CLI's configuration home.
+    pub home_var: &'static str,
+    /// The home's default, relative to `$HOME`.
+    pub home_default: &'static str,
+    /// Where a run's skills go under the native profile.
+    pub run_skills: RunSkills,
+    /// What a cloned profile copies from the user's home (settings).
+    pub clone_copy: &'static [&'static str],
+    /// What a cloned profile links from the user's home (credentials).
+    pub clone_link: &'static [&'static str],
 }
 
 /// Claude Code.
@@ -121,6 +175,16 @@ pub static CLAUDE: Family = Family {
     ],
     browser_flags: true,
     native_json_schema: true,
+    mcp_underscores: false,
+    instructions: InstructionsCarrier::AppendFile {
+        flag: "--append-system-prompt-file",
+        fresh: &["--system-prompt-snapshot", "off"],
+    },
+    home_var: "CLAUDE_CONFIG_DIR",
+    home_default: ".claude",
+    run_skills: RunSkills::AddDir(".claude"),
+    clone_copy: &["settings.json"],
+    clone_link: &[".credentials.json"],
 };
 
 /// CodeBuddy Code.
@@ -144,6 +208,13 @@ pub static CODEBUDDY: Family = Family {
     // gets is reported as `result.structured_output` unchecked (observed
     // against the mock). Prompt validation tells the model the shape.
     native_json_schema: false,
+    mcp_underscores: true,
+    instructions: InstructionsCarrier::Initialize,
+    home_var: "CODEBUDDY_CONFIG_DIR",
+    home_default: ".codebuddy",
+    run_skills: RunSkills::EnvVar("CODEBUDDY_SESSION_SKILL_DIRS"),
+    clone_copy: &["settings.json"],
+    clone_link: &[],
 };
 
 /// A configured stream-json CLI driver. Build one with
@@ -158,7 +229,7 @@ pub static CODEBUDDY: Family = Family {
 pub struct StreamJsonDriver {
     family: &'static Family,
     config: Config,
-    pool: Pool<()>,
+    pool: Pool<Option<RunScratch>>,
 }
 
 impl StreamJsonDriver {
@@ -218,6 +289,23 @@ impl Driver for StreamJsonDriver {
         // Run policy: exactly what the family's table translates (asking
         // a human only with host approvals).
         policy::table(self.family, &self.config).declare(&mut d.run_policy);
+        // Instructions travel as a file (Claude) or in `initialize`
+        // (CodeBuddy): never on argv.
+        d.instructions = true;
+        d.mcp = McpSupport {
+            stdio: true,
+            http: true,
+            headers: true,
+            bearer_token_env: true,
+            auto_approve: true,
+            strict: true,
+            ..McpSupport::default()
+        };
+        d.skills = true;
+        d.profiles = ProfileSupport {
+            dedicated: true,
+            clone: true,
+        };
         d
     }
 

@@ -105,6 +105,8 @@ pub struct Parser {
     /// The host sent `initialize` and no control response came yet.
     awaiting_initialize: bool,
     ignored: IgnoredTerminals,
+    /// The run's MCP servers (the CLI's name, the run's), longest first.
+    mcp_servers: Vec<(String, String)>,
 }
 
 impl Parser {
@@ -113,6 +115,15 @@ impl Parser {
     /// instead of one with the default budget.
     pub fn with_transcript(mut self, transcript: Transcript) -> Self {
         self.items = transcript;
+        self
+    }
+
+    /// Name the run's MCP servers (as `(name in the CLI's tool names, the
+    /// run's name)`, longest first), so that a call to
+    /// `mcp__<server>__<tool>` starts with
+    /// [`ToolScope::Mcp`](agent_adaptor_driver::ToolScope::Mcp).
+    pub fn with_mcp_servers(mut self, servers: Vec<(String, String)>) -> Self {
+        self.mcp_servers = servers;
         self
     }
 
@@ -146,6 +157,7 @@ impl Parser {
             init: None,
             awaiting_initialize: false,
             ignored: IgnoredTerminals::new(),
+            mcp_servers: Vec::new(),
         }
     }
 
@@ -416,7 +428,12 @@ impl Parser {
                     if nested.is_none() && !self.partials && self.tools.insert(call.clone()) {
                         self.emit(
                             out,
-                            StreamPayload::tool_call_start(&call, &name, Some(input.clone())),
+                            StreamPayload::tool_call_start_in(
+                                &call,
+                                &name,
+                                Some(input.clone()),
+                                super::equip::tool_scope(&self.mcp_servers, &name),
+                            ),
                         );
                         self.emit(out, StreamPayload::tool_call_end(&call, None));
                     }
@@ -500,7 +517,12 @@ impl Parser {
                         let call_id = LifecycleId::from(call.as_str());
                         self.emit(
                             out,
-                            StreamPayload::tool_call_start(call_id.clone(), &name, None),
+                            StreamPayload::tool_call_start_in(
+                                call_id.clone(),
+                                &name,
+                                None,
+                                super::equip::tool_scope(&self.mcp_servers, &name),
+                            ),
                         );
                         self.tools.insert(call);
                         Open::Tool(call_id)

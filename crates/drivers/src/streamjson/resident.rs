@@ -33,18 +33,21 @@ use std::path::Path;
 use agent_adaptor_driver::{
     DriverError, EventSink, RawStreams, Request, Response, RunContext, RunFailure, SessionMode,
 };
+use agent_adaptor_driver_kit::scratch::RunScratch;
 use agent_adaptor_process::Process;
 
 use super::Family;
 use super::config::Config;
 use super::control;
+use super::equip::{self, Equipment};
 use super::parse::{ExitFacts, Out};
 use super::transport::{INIT_ID, Session, command, resume_id, workspace};
 use crate::pump::{self, TurnEnd, write_frame};
 use crate::resident::{self, Delivery, Pool, Resident, Signature, Taken};
 
-/// A resident process of this family (no protocol state beyond the process).
-type Proc = Resident<()>;
+/// A resident process of this family; its state is the per-run files it
+/// was started with (instructions, MCP config), removed when it is gone.
+type Proc = Resident<Option<RunScratch>>;
 
 /// Whether `req` is served by a resident process: the feature is on, the run
 /// belongs to a thread that continues (or starts) its session, streams, has
@@ -66,7 +69,7 @@ pub(super) fn eligible(cfg: &Config, req: &Request) -> bool {
 struct Turn<'a> {
     family: &'static Family,
     cfg: &'a Config,
-    pool: &'a Pool<()>,
+    pool: &'a Pool<Option<RunScratch>>,
     ctx: &'a RunContext,
     req: &'a Request,
     sink: &'a dyn EventSink,
@@ -77,7 +80,7 @@ struct Turn<'a> {
 pub(super) async fn run(
     family: &'static Family,
     cfg: &Config,
-    pool: &Pool<()>,
+    pool: &Pool<Option<RunScratch>>,
     ctx: RunContext,
     req: Request,
     sink: &dyn EventSink,
@@ -99,7 +102,7 @@ pub(super) async fn run(
         let pid = resident.pid();
         match resident::deliver(&mut resident, &control::user_frame(&req.prompt)).await {
             Delivery::Delivered => {
-                let session = Session::new(family, cfg, true, req.new_transcript());
+                let session = Session::new(family, cfg, &req);
                 return turn.serve(resident, session, true).await;
             }
             Delivery::Refused(error) => {
@@ -113,7 +116,7 @@ pub(super) async fn run(
                     w.accepted, w.error
                 );
                 let failure = resident::lost_failure(family.driver_type, pid, &what);
-                let session = Session::new(family, cfg, true, req.new_transcript());
+                let session = Session::new(family, cfg, &req);
                 return turn.lose(resident, session, failure).await;
             }
         }
@@ -124,35 +127,55 @@ pub(super) async fn run(
 
 impl Turn<'_> {
     /// The signature of the process this run needs: its command line without
-    /// the session (the resume id is the pool key, not part of the process).
+    /// the session (the resume id is the pool key, not part of the process)
+    /// and without the per-run file paths, extended with the equipment's
+    /// content (instructions, MCP servers, skills, profile).
     fn signature(&self) -> Signature {
         let mut bare = self.req.clone();
         bare.session = None;
         bare.prompt.clear();
-        let cmd = command(self.family, self.cfg, &bare, true, self.cwd);
+        let cmd = command(
+            self.family,
+            self.cfg,
+            &bare,
+            true,
+            self.cwd,
+            &Equipment::default(),
+        );
         Signature::of(
             &format!("{}/resident-process/v1", self.family.driver_type),
             &cmd,
         )
+        .and(&equip::identity(self.cfg, self.req))
     }
 
     /// Spawn a resident process for this turn (resuming the request's
     /// session) and send it `initialize`; the session sends the prompt once
     /// the process answered (see [`Session::gate`]).
     async fn spawn(&self, signature: Signature) -> Result<(Proc, Session), DriverError> {
-        let mut cmd = command(self.family, self.cfg, self.req, true, self.cwd);
+        let equipment = equip::prepare(self.family, self.cfg, self.req)?;
+        let mut cmd = command(self.family, self.cfg, self.req, true, self.cwd, &equipment);
         cmd.close_grace(self.cfg.resident_stop_grace);
         let mut process = Process::spawn(&cmd)?;
+        let Equipment {
+            scratch,
+            append_system_prompt,
+            ..
+        } = equipment;
         let stdin = process.take_stdin();
         let spawned =
             resident::spawn_event(self.family.display_name, &process, resume_id(self.req));
         // On a refusal the process is dropped, which kills its group.
         self.sink.emit(spawned).await?;
-        let mut resident = Resident::new(process, stdin, signature, ());
+        let mut resident = Resident::new(process, stdin, signature, scratch);
         // A fresh process that cannot take its frames ends without a result
         // line, which the turn reports.
-        write_frame(&mut resident.stdin, &control::initialize_frame(INIT_ID)).await;
-        let mut session = Session::new(self.family, self.cfg, true, self.req.new_transcript());
+        write_frame(
+            &mut resident.stdin,
+            &control::initialize_frame(INIT_ID, append_system_prompt.as_deref()),
+        )
+        .await;
+        let mut session = Session::new(self.family, self.cfg, self.req);
         session.gate(control::user_frame(&self.req.prompt));
         Ok((resident, session))
     }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use agent_adaptor_driver::{
     Checkpoint, DecisionResponse, DecisionResult, DriverError, EventSink, OperationalEvent,
     RawStreams, Request, Response, RunContext, StructuredOutput, StructuredOutputSource,
-    Transcript, async_trait,
+    async_trait,
 };
 use agent_adaptor_process::{Command, StdinController, StdinMode};
 use bytes::Bytes;
@@ -21,17 +21,19 @@ use super::Family;
 use super::argv::argv_with;
 use super::config::{Config, Transport};
 use super::control;
+use super::equip::{self, Equipment};
 use super::parse::{ControlFrame, ExitFacts, Out, Parser};
 use super::resident;
 use crate::exit::CliName;
 use crate::pump::{self, Controller, LineProtocol, write_frame};
 use crate::resident::Pool;
+use agent_adaptor_driver_kit::scratch::RunScratch;
 
 /// One run of the CLI: resident when eligible, else a process of its own.
 pub(crate) async fn run(
     family: &'static Family,
     cfg: &Config,
-    pool: &Pool<()>,
+    pool: &Pool<Option<RunScratch>>,
     ctx: RunContext,
     req: Request,
     sink: &dyn EventSink,
@@ -73,14 +75,19 @@ async fn run_once(
     req: Request,
     sink: &dyn EventSink,
 ) -> Result<Response, DriverError> {
-    let frames = cfg.transport() == Transport::Control;
+    let frames = cfg.transport() == Transport::Control || equip::needs_frames(family, &req);
     let cwd = workspace(cfg, &req);
-    let cmd = command(family, cfg, &req, frames, cwd.as_deref());
-    let mut session = Session::new(family, cfg, req.streaming, req.new_transcript());
+    // The run's files live until the process has exited (end of this fn).
+    let equipment = equip::prepare(family, cfg, &req)?;
+    let cmd = command(family, cfg, &req, frames, cwd.as_deref(), &equipment);
+    let mut session = Session::new(family, cfg, &req);
     session.frames = frames;
     let mut setup = Vec::new();
     if frames {
-        setup.push(control::initialize_frame(INIT_ID));
+        setup.push(control::initialize_frame(
+            INIT_ID,
+            equipment.append_system_prompt.as_deref(),
+        ));
         let prompt = control::user_frame(&req.prompt);
         if resume_id(&req).is_some() {
             // A resumed CLI may replay the session first (CodeBuddy does):
@@ -150,23 +157,33 @@ fn is_reply_to(line: &[u8], id: &str) -> bool {
             == Some(id)
 }
 
-/// The command for one run: the family's argv (`frames`: stream-json input),
-/// the environment, the working directory and the stdin mode.
+/// The command for one run: the family's argv (`frames`: stream-json input)
+/// and the equipment's flags, the environment, the working directory and
+/// the stdin mode.
 pub(super) fn command(
     family: &Family,
     cfg: &Config,
     req: &Request,
     frames: bool,
     cwd: Option<&Path>,
+    equipment: &Equipment,
 ) -> Command {
     let mut cmd = Command::new(&cfg.command);
     cmd.args(argv_with(family, cfg, req, frames));
+    cmd.args(&equipment.args);
     cfg.env_policy.apply(
         &mut cmd,
         family.env_allowlist,
         family.env_defaults,
         &cfg.env,
     );
+    // A bearer token's variable reaches the CLI, which expands it in the
+    // MCP config's header; the value is never written anywhere by us.
+    cmd.inherit_env(equipment.pass.iter());
+    // A dedicated or cloned profile's home wins over a configured one.
+    for (key, value) in &equipment.env {
+        cmd.env(key, value);
+    }
     if let Some(dir) = cwd {
         cmd.cwd(dir);
     }
@@ -207,16 +224,15 @@ struct Gate {
 }
 
 impl Session {
-    /// A session whose parser records its items into `transcript`.
-    pub(super) fn new(
-        family: &'static Family,
-        cfg: &Config,
-        streaming: bool,
-        transcript: Transcript,
-    ) -> Self {
+    /// A session for `req`: its parser streams when the request does,
+    /// records the request's transcript and knows the run's MCP servers.
+    pub(super) fn new(family: &'static Family, cfg: &Config, req: &Request) -> Self {
+        let streaming = req.streaming;
         Session {
             family,
-            parser: Parser::new(family, streaming, streaming).with_transcript(transcript),
+            parser: Parser::new(family, streaming, streaming)
+                .with_transcript(req.new_transcript())
+                .with_mcp_servers(equip::mcp_server_names(family, cfg, req)),
             host_approvals: cfg.host_approvals,
             frames: true,
             gate: None,
@@ -396,7 +412,9 @@ mod tests {
 
     fn gated() -> Session {
         let cfg = Config::new(&CLAUDE);
-        let mut session = Session::new(&CLAUDE, &cfg, true, Transcript::new());
+        let mut req = Request::new("r", "p");
+        req.streaming = true;
+        let mut session = Session::new(&CLAUDE, &cfg, &req);
         session.gate(control::user_frame("now"));
         session
     }
@@ -441,6 +459,44 @@ mod tests {
         let out = lines(&mut session, &[INIT, RESULT]);
         assert!(LineProtocol::terminated(&session), "{out:?}");
         assert!(out.iter().all(|o| skipped(o).is_none()));
+    }
+
+    #[test]
+    fn equipment_flags_env_and_passed_variables_reach_the_command() {
+        use crate::child_env::EnvPolicy;
+        let mut cfg = Config::new(&CLAUDE);
+        cfg.env_policy = EnvPolicy::only(Vec::<String>::new());
+        cfg.env
+            .insert("CLAUDE_CONFIG_DIR".into(), "/configured".into());
+        let equipment = Equipment {
+            args: vec!["--mcp-config".into(), "/run/mcp.json".into()],
+            env: vec![("CLAUDE_CONFIG_DIR".into(), "/profile/claude".into())],
+            // A bearer token's variable (PATH stands in: the test process
+            // has it) passes even a policy that passes nothing.
+            pass: vec!["PATH".into()],
+            ..Equipment::default()
+        };
+        let req = Request::new("r", "p");
+        let cmd = command(&CLAUDE, &cfg, &req, false, None, &equipment);
+        let args: Vec<String> = cmd
+            .get_args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--mcp-config", "/run/mcp.json"])
+        );
+        let env = cmd.effective_env();
+        let get = |k: &str| env.get(std::ffi::OsStr::new(k)).cloned();
+        assert_eq!(get("CLAUDE_CONFIG_DIR"), Some("/profile/claude".into()));
+        assert_eq!(get("PATH"), std::env::var_os("PATH"));
+        let bare = command(&CLAUDE, &cfg, &req, false, None, &Equipment::default());
+        assert!(
+            !bare
+                .effective_env()
+                .contains_key(std::ffi::OsStr::new("PATH"))
+        );
     }
 
     #[test]

@@ -9,8 +9,10 @@
 //! harness: the mock, the scratch home, the driver configuration, and the
 //! reading of a run's events.
 
+mod equip;
 mod scenarios;
 
+pub use equip::*;
 pub use scenarios::*;
 
 use std::path::PathBuf;
@@ -54,6 +56,14 @@ pub struct Cli {
     /// The CLI's own text the model gets for a tool call the host denied,
     /// when the CLI does not forward the host's reason (`None`: it does).
     pub fixed_denial_text: Option<&'static str>,
+    /// Environment that makes the CLI list MCP tools in the request's
+    /// `tools` rather than defer them behind its tool search.
+    pub load_mcp_tools: &'static [(&'static str, &'static str)],
+    /// The CLI's name of the `lookup` tool of the MCP server `aa-test`.
+    pub mcp_lookup: &'static str,
+    /// The CLI's user-scope MCP configuration, relative to the scratch home
+    /// (inside the configuration home the recipe points the CLI at).
+    pub user_mcp_file: &'static str,
 }
 
 /// One `#[tokio::test]` per scenario of [`scenarios`], for the [`Cli`] named
@@ -74,6 +84,15 @@ macro_rules! real_cli_tests {
             policy_reject_continue_lets_the_model_go_on,
             policy_reject_abort_fails_the_run,
             policy_auto_deny_asks_nobody,
+            instructions_reach_the_system_prompt,
+            instructions_of_200_kb_still_launch,
+            mcp_stdio_tool_round_trip,
+            mcp_http_bearer_token_from_env,
+            mcp_config_of_200_kb_still_launches,
+            mcp_strict_loads_only_the_runs_servers,
+            profiles_leave_the_users_home_untouched,
+            skills_are_offered_to_the_model,
+            a_resumed_turn_gets_its_own_instructions,
         );
     };
     (@cases $cli:path; $($case:ident),* $(,)?) => {
