@@ -1,0 +1,79 @@
+//! What the CLI drivers' probes share beyond [`crate::probe_common`]'s
+//! functions: [`Probed`], what a driver gives them, and
+//! [`probe_methods!`], the [`Driver`](agent_adaptor_driver::Driver)
+//! methods that forward to them, written once for every driver.
+
+use agent_adaptor_driver::ConfigSchema;
+
+use crate::probe_common::{CliFacts, Setup};
+
+/// A CLI driver whose probes are [`crate::probe_common`]'s: its CLI's
+/// facts, what the probes read of its configuration, and its config
+/// schema. Each driver implements it in its `probe.rs`, next to its facts.
+pub(crate) trait Probed {
+    /// The facts of the driver's CLI.
+    fn facts(&self) -> &'static CliFacts;
+
+    /// What the probes read of the driver's configuration.
+    fn setup(&self) -> Setup<'_>;
+
+    /// The fields of the driver's configuration.
+    fn schema(&self) -> ConfigSchema;
+}
+
+/// The six optional probe methods of
+/// [`Driver`](agent_adaptor_driver::Driver) (`check_environment`,
+/// `detect_model`, `quota`, `config_schema`, `profile_report`, `skills`),
+/// over the driver's [`Probed`] implementation. Used inside an
+/// `impl Driver for X` block, where `X: Probed`.
+macro_rules! probe_methods {
+    () => {
+        fn check_environment(&self) -> Option<::agent_adaptor_driver::EnvironmentReport> {
+            Some($crate::probe_common::check_environment(
+                $crate::probed::Probed::facts(self),
+                &$crate::probed::Probed::setup(self),
+            ))
+        }
+
+        fn detect_model(&self) -> Option<::agent_adaptor_driver::DetectedModel> {
+            $crate::probe_common::detect_model(
+                $crate::probed::Probed::facts(self),
+                &$crate::probed::Probed::setup(self),
+            )
+        }
+
+        fn quota(&self) -> Option<::agent_adaptor_driver::QuotaReport> {
+            Some($crate::probe_common::quota($crate::probed::Probed::facts(
+                self,
+            )))
+        }
+
+        fn config_schema(&self) -> Option<::agent_adaptor_driver::ConfigSchema> {
+            Some($crate::probed::Probed::schema(self))
+        }
+
+        fn profile_report(
+            &self,
+            profile: &::agent_adaptor_driver::Profile,
+        ) -> Option<::agent_adaptor_driver::ProfileReport> {
+            Some($crate::probe_common::profile_report(
+                $crate::probed::Probed::facts(self),
+                &$crate::probed::Probed::setup(self),
+                &::agent_adaptor_driver::Driver::descriptor(self),
+                profile,
+            ))
+        }
+
+        fn skills(
+            &self,
+            selection: &[::agent_adaptor_driver::SkillRef],
+        ) -> Option<::agent_adaptor_driver::SkillsReport> {
+            $crate::probe_common::skills(
+                $crate::probed::Probed::facts(self),
+                &::agent_adaptor_driver::Driver::descriptor(self),
+                selection,
+            )
+        }
+    };
+}
+pub(crate) use probe_methods;
