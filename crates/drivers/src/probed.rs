@@ -77,3 +77,66 @@ macro_rules! probe_methods {
     };
 }
 pub(crate) use probe_methods;
+
+/// The [`Setup`] of `$config`, a CLI driver's configuration (every one
+/// names these fields alike: `command`, `cwd`, `model`, `env_policy`,
+/// `env`), whose documented variables are `$documented`, with no SDK
+/// defaults.
+macro_rules! setup_of {
+    ($config:expr, $documented:expr) => {{
+        let config = $config;
+        $crate::probe_common::Setup {
+            command: &config.command,
+            cwd: config.cwd.as_deref(),
+            model: config.model.as_deref(),
+            env_policy: &config.env_policy,
+            documented: $documented,
+            defaults: &[],
+            env: &config.env,
+        }
+    }};
+}
+pub(crate) use setup_of;
+
+/// `impl Probed for $driver`, a driver of one CLI whose configuration is
+/// its `config` field: its CLI's facts are `$facts`, the probes read its
+/// configuration with [`setup_of!`] (documented variables `$documented`;
+/// the configured model `$model`, of `config` named `$config`, where given,
+/// else its `model`), and its config schema is `$schema`.
+macro_rules! impl_probed {
+    ($driver:ty, facts: $facts:expr, documented: $documented:expr, schema: $schema:expr $(,)?) => {
+        $crate::probed::impl_probed!(
+            $driver,
+            facts: $facts,
+            documented: $documented,
+            schema: $schema,
+            model: |config| config.model.as_deref(),
+        );
+    };
+    (
+        $driver:ty,
+        facts: $facts:expr,
+        documented: $documented:expr,
+        schema: $schema:expr,
+        model: |$config:ident| $model:expr $(,)?
+    ) => {
+        impl $crate::probed::Probed for $driver {
+            fn facts(&self) -> &'static $crate::probe_common::CliFacts {
+                $facts
+            }
+
+            fn setup(&self) -> $crate::probe_common::Setup<'_> {
+                let $config = &self.config;
+                $crate::probe_common::Setup {
+                    model: $model,
+                    ..$crate::probed::setup_of!($config, $documented)
+                }
+            }
+
+            fn schema(&self) -> ::agent_adaptor_driver::ConfigSchema {
+                $schema
+            }
+        }
+    };
+}
+pub(crate) use impl_probed;

@@ -5,8 +5,7 @@ use agent_adaptor_driver::{ConfigField, ConfigSchema, FieldKind, SkillMode};
 
 use super::config::ENV_ALLOWLIST;
 use super::{CodexDriver, Config};
-use crate::probe_common::{self, CliFacts, ModelKey, Setup};
-use crate::probed::Probed;
+use crate::probe_common::{self, CliFacts, ModelKey};
 
 /// Codex: `CODEX_HOME` (default `~/.codex`), the model in `config.toml`'s
 /// top-level `model`, credentials in `auth.json` or the API key variables.
@@ -27,32 +26,17 @@ static FACTS: CliFacts = CliFacts {
     skill_mode: SkillMode::Ephemeral,
 };
 
-impl Probed for CodexDriver {
-    fn facts(&self) -> &'static CliFacts {
-        &FACTS
-    }
-
-    fn setup(&self) -> Setup<'_> {
-        let config = &self.config;
-        Setup {
-            command: &config.command,
-            cwd: config.cwd.as_deref(),
-            // `-c model=…` is the configured model too.
-            model: config
-                .model
-                .as_deref()
-                .or(config.overrides.get("model").map(String::as_str)),
-            env_policy: &config.env_policy,
-            documented: ENV_ALLOWLIST,
-            defaults: &[],
-            env: &config.env,
-        }
-    }
-
-    fn schema(&self) -> ConfigSchema {
-        config_schema()
-    }
-}
+crate::probed::impl_probed!(
+    CodexDriver,
+    facts: &FACTS,
+    documented: ENV_ALLOWLIST,
+    schema: config_schema(),
+    // `-c model=…` is the configured model too.
+    model: |config| config
+        .model
+        .as_deref()
+        .or(config.overrides.get("model").map(String::as_str)),
+);
 
 /// The fields of [`Config`].
 fn config_schema() -> ConfigSchema {

@@ -5,8 +5,7 @@ use agent_adaptor_driver::{ConfigField, ConfigSchema, FieldKind, SkillMode};
 
 use super::GeminiDriver;
 use super::config::{Config, ENV_ALLOWLIST};
-use crate::probe_common::{self, CliFacts, ModelKey, Setup};
-use crate::probed::Probed;
+use crate::probe_common::{self, CliFacts, ModelKey};
 
 /// Gemini CLI: its home is `GEMINI_CLI_HOME` (default the user's home), its
 /// configuration `<home>/.gemini`; the model is `GEMINI_MODEL`, else
@@ -33,28 +32,12 @@ static FACTS: CliFacts = CliFacts {
     skill_mode: SkillMode::Ephemeral,
 };
 
-impl Probed for GeminiDriver {
-    fn facts(&self) -> &'static CliFacts {
-        &FACTS
-    }
-
-    fn setup(&self) -> Setup<'_> {
-        let config = &self.config;
-        Setup {
-            command: &config.command,
-            cwd: config.cwd.as_deref(),
-            model: config.model.as_deref(),
-            env_policy: &config.env_policy,
-            documented: ENV_ALLOWLIST,
-            defaults: &[],
-            env: &config.env,
-        }
-    }
-
-    fn schema(&self) -> ConfigSchema {
-        config_schema()
-    }
-}
+crate::probed::impl_probed!(
+    GeminiDriver,
+    facts: &FACTS,
+    documented: ENV_ALLOWLIST,
+    schema: config_schema(),
+);
 
 /// The fields of [`Config`].
 fn config_schema() -> ConfigSchema {

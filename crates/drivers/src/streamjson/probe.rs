@@ -6,7 +6,7 @@ use agent_adaptor_driver::{ConfigField, ConfigSchema, FieldKind, SkillMode};
 
 use super::{CLAUDE, Config, Family, StreamJsonDriver};
 use crate::probe_common::{self, CliFacts, ModelKey, Setup};
-use crate::probed::Probed;
+use crate::probed::{Probed, setup_of};
 
 /// Claude Code: `CLAUDE_CONFIG_DIR` (default `~/.claude`), the model in
 /// `settings.json` `model` unless `ANTHROPIC_MODEL` is set, credentials in
@@ -64,15 +64,9 @@ impl Probed for StreamJsonDriver {
     }
 
     fn setup(&self) -> Setup<'_> {
-        let (family, config) = (self.family, &self.config);
         Setup {
-            command: &config.command,
-            cwd: config.cwd.as_deref(),
-            model: config.model.as_deref(),
-            env_policy: &config.env_policy,
-            documented: family.env_allowlist,
-            defaults: family.env_defaults,
-            env: &config.env,
+            defaults: self.family.env_defaults,
+            ..setup_of!(&self.config, self.family.env_allowlist)
         }
     }
 
