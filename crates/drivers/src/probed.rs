@@ -140,3 +140,53 @@ macro_rules! impl_probed {
     };
 }
 pub(crate) use impl_probed;
+
+#[cfg(test)]
+mod tests {
+    use agent_adaptor_driver::Driver;
+    use serde::Serialize;
+
+    /// Asserts that `driver`'s config schema names every field of
+    /// `config`, the configuration it was built with.
+    fn assert_the_schema_names_every_field(driver: &impl Driver, config: &impl Serialize) {
+        let Some(schema) = driver.config_schema() else {
+            panic!("no config schema");
+        };
+        let value = serde_json::to_value(config).unwrap_or_default();
+        for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
+            assert!(schema.field(key).is_some(), "no field {key:?}");
+        }
+    }
+
+    #[cfg(feature = "codex")]
+    #[test]
+    fn codex_s_schema_names_every_field_of_its_config() {
+        let config = crate::codex::Config::default();
+        assert_the_schema_names_every_field(&crate::codex::driver(config.clone()), &config);
+    }
+
+    #[cfg(feature = "cursor")]
+    #[test]
+    fn cursor_s_schema_names_every_field_of_its_config() {
+        let config = crate::cursor::Config::default();
+        assert_the_schema_names_every_field(&crate::cursor::driver(config.clone()), &config);
+    }
+
+    #[cfg(feature = "gemini")]
+    #[test]
+    fn gemini_s_schema_names_every_field_of_its_config() {
+        let config = crate::gemini::Config::default();
+        assert_the_schema_names_every_field(&crate::gemini::driver(config.clone()), &config);
+    }
+
+    #[cfg(any(feature = "claude", feature = "codebuddy"))]
+    #[test]
+    fn each_stream_json_cli_s_schema_names_every_field_of_its_config() {
+        use crate::streamjson::{CLAUDE, CODEBUDDY, Config, StreamJsonDriver};
+        for family in [&CLAUDE, &CODEBUDDY] {
+            let config = Config::new(family);
+            let driver = StreamJsonDriver::new(family, config.clone());
+            assert_the_schema_names_every_field(&driver, &config);
+        }
+    }
+}
