@@ -103,6 +103,7 @@ pub(crate) use setup_of;
 /// configuration with [`setup_of!`] (documented variables `$documented`;
 /// the configured model `$model`, of `config` named `$config`, where given,
 /// else its `model`), and its config schema is `$schema`.
+#[cfg(any(feature = "codex", feature = "cursor", feature = "gemini"))]
 macro_rules! impl_probed {
     ($driver:ty, facts: $facts:expr, documented: $documented:expr, schema: $schema:expr $(,)?) => {
         $crate::probed::impl_probed!(
@@ -139,6 +140,7 @@ macro_rules! impl_probed {
         }
     };
 }
+#[cfg(any(feature = "codex", feature = "cursor", feature = "gemini"))]
 pub(crate) use impl_probed;
 
 #[cfg(test)]
