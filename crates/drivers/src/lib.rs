@@ -30,6 +30,7 @@ pub mod cursor;
 pub mod gemini;
 pub mod policy;
 mod probe_common;
+mod probed;
 #[cfg(any(feature = "claude", feature = "codebuddy", feature = "codex"))]
 pub mod resident;
 #[cfg(any(feature = "claude", feature = "codebuddy"))]

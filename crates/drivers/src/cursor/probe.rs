@@ -1,14 +1,11 @@
 //! Cursor Agent's probes: where it keeps its configuration, model and
 //! credentials (data for [`crate::probe_common`]), and its config schema.
 
-use agent_adaptor_driver::{
-    ConfigField, ConfigSchema, DetectedModel, Driver, EnvironmentReport, FieldKind, Profile,
-    ProfileReport, QuotaReport, SkillMode, SkillRef, SkillsReport,
-};
+use agent_adaptor_driver::{ConfigField, ConfigSchema, FieldKind, SkillMode};
 
 use super::CursorDriver;
 use super::config::{Config, ENV_ALLOWLIST};
-use crate::probe_common::{self, CliFacts, ModelKey, Setup};
+use crate::probe_common::{self, CliFacts, ModelKey};
 
 /// Cursor Agent: `CURSOR_CONFIG_DIR`, else `$XDG_CONFIG_HOME/cursor` (Linux),
 /// else `~/.cursor`, holding `cli-config.json` (its `model` is an object
@@ -31,45 +28,15 @@ static FACTS: CliFacts = CliFacts {
     skill_mode: SkillMode::Ephemeral,
 };
 
-fn setup(config: &Config) -> Setup<'_> {
-    Setup {
-        command: &config.command,
-        cwd: config.cwd.as_deref(),
-        model: config.model.as_deref(),
-        env_policy: &config.env_policy,
-        documented: ENV_ALLOWLIST,
-        defaults: &[],
-        env: &config.env,
-    }
-}
-
-/// [`Driver::check_environment`](agent_adaptor_driver::Driver::check_environment).
-pub(super) fn environment(d: &CursorDriver) -> EnvironmentReport {
-    probe_common::check_environment(&FACTS, &setup(&d.config))
-}
-
-/// [`Driver::detect_model`](agent_adaptor_driver::Driver::detect_model).
-pub(super) fn detect_model(d: &CursorDriver) -> Option<DetectedModel> {
-    probe_common::detect_model(&FACTS, &setup(&d.config))
-}
-
-/// [`Driver::profile_report`](agent_adaptor_driver::Driver::profile_report).
-pub(super) fn profile_report(d: &CursorDriver, profile: &Profile) -> ProfileReport {
-    probe_common::profile_report(&FACTS, &setup(&d.config), &d.descriptor(), profile)
-}
-
-/// [`Driver::skills`](agent_adaptor_driver::Driver::skills).
-pub(super) fn skills(d: &CursorDriver, selection: &[SkillRef]) -> Option<SkillsReport> {
-    probe_common::skills(&FACTS, &d.descriptor(), selection)
-}
-
-/// [`Driver::quota`](agent_adaptor_driver::Driver::quota).
-pub(super) fn quota() -> QuotaReport {
-    probe_common::quota(&FACTS)
-}
+crate::probed::impl_probed!(
+    CursorDriver,
+    facts: &FACTS,
+    documented: ENV_ALLOWLIST,
+    schema: config_schema(),
+);
 
 /// The fields of [`Config`].
-pub(super) fn config_schema() -> ConfigSchema {
+fn config_schema() -> ConfigSchema {
     let defaults = Config::default();
     let mut fields: Vec<ConfigField> = probe_common::common_fields("agent").into();
     fields.extend([
@@ -97,18 +64,4 @@ pub(super) fn config_schema() -> ConfigSchema {
         ),
     ]);
     ConfigSchema { fields }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_schema_names_every_field_of_the_config() {
-        let schema = config_schema();
-        let value = serde_json::to_value(Config::default()).unwrap_or_default();
-        for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
-            assert!(schema.field(key).is_some(), "no field {key:?}");
-        }
-    }
 }

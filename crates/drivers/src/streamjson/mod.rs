@@ -348,33 +348,5 @@ impl Driver for StreamJsonDriver {
         self.pool.close().await;
     }
 
-    fn check_environment(&self) -> Option<agent_adaptor_driver::EnvironmentReport> {
-        Some(probe::environment(self))
-    }
-
-    fn detect_model(&self) -> Option<agent_adaptor_driver::DetectedModel> {
-        probe::detect_model(self)
-    }
-
-    fn quota(&self) -> Option<agent_adaptor_driver::QuotaReport> {
-        Some(probe::quota(self))
-    }
-
-    fn config_schema(&self) -> Option<agent_adaptor_driver::ConfigSchema> {
-        Some(probe::config_schema(self.family))
-    }
-
-    fn profile_report(
-        &self,
-        profile: &agent_adaptor_driver::Profile,
-    ) -> Option<agent_adaptor_driver::ProfileReport> {
-        Some(probe::profile_report(self, profile))
-    }
-
-    fn skills(
-        &self,
-        selection: &[agent_adaptor_driver::SkillRef],
-    ) -> Option<agent_adaptor_driver::SkillsReport> {
-        probe::skills(self, selection)
-    }
+    crate::probed::probe_methods!();
 }

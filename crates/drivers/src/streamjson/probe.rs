@@ -2,13 +2,11 @@
 //! Code keep their configuration, models and credentials (data for
 //! [`crate::probe_common`]), and the family's config schema.
 
-use agent_adaptor_driver::{
-    ConfigField, ConfigSchema, DetectedModel, Driver, EnvironmentReport, FieldKind, Profile,
-    ProfileReport, QuotaReport, SkillMode, SkillRef, SkillsReport,
-};
+use agent_adaptor_driver::{ConfigField, ConfigSchema, FieldKind, SkillMode};
 
 use super::{CLAUDE, Config, Family, StreamJsonDriver};
 use crate::probe_common::{self, CliFacts, ModelKey, Setup};
+use crate::probed::{Probed, setup_of};
 
 /// Claude Code: `CLAUDE_CONFIG_DIR` (default `~/.claude`), the model in
 /// `settings.json` `model` unless `ANTHROPIC_MODEL` is set, credentials in
@@ -55,60 +53,30 @@ static CODEBUDDY_FACTS: CliFacts = CliFacts {
     skill_mode: SkillMode::Ephemeral,
 };
 
-/// [`Driver::check_environment`](agent_adaptor_driver::Driver::check_environment).
-pub(super) fn environment(d: &StreamJsonDriver) -> EnvironmentReport {
-    probe_common::check_environment(facts(d.family), &setup(d.family, &d.config))
-}
-
-/// [`Driver::detect_model`](agent_adaptor_driver::Driver::detect_model).
-pub(super) fn detect_model(d: &StreamJsonDriver) -> Option<DetectedModel> {
-    probe_common::detect_model(facts(d.family), &setup(d.family, &d.config))
-}
-
-/// [`Driver::profile_report`](agent_adaptor_driver::Driver::profile_report).
-pub(super) fn profile_report(d: &StreamJsonDriver, profile: &Profile) -> ProfileReport {
-    probe_common::profile_report(
-        facts(d.family),
-        &setup(d.family, &d.config),
-        &d.descriptor(),
-        profile,
-    )
-}
-
-/// [`Driver::skills`](agent_adaptor_driver::Driver::skills).
-pub(super) fn skills(d: &StreamJsonDriver, selection: &[SkillRef]) -> Option<SkillsReport> {
-    probe_common::skills(facts(d.family), &d.descriptor(), selection)
-}
-
-/// [`Driver::quota`](agent_adaptor_driver::Driver::quota).
-pub(super) fn quota(d: &StreamJsonDriver) -> QuotaReport {
-    probe_common::quota(facts(d.family))
-}
-
-/// The facts of `family`'s CLI.
-fn facts(family: &Family) -> &'static CliFacts {
-    if family.driver_type == CLAUDE.driver_type {
-        &CLAUDE_FACTS
-    } else {
-        &CODEBUDDY_FACTS
+impl Probed for StreamJsonDriver {
+    /// The facts of the family's CLI.
+    fn facts(&self) -> &'static CliFacts {
+        if self.family.driver_type == CLAUDE.driver_type {
+            &CLAUDE_FACTS
+        } else {
+            &CODEBUDDY_FACTS
+        }
     }
-}
 
-/// What the probes read of `config`.
-fn setup<'a>(family: &'a Family, config: &'a Config) -> Setup<'a> {
-    Setup {
-        command: &config.command,
-        cwd: config.cwd.as_deref(),
-        model: config.model.as_deref(),
-        env_policy: &config.env_policy,
-        documented: family.env_allowlist,
-        defaults: family.env_defaults,
-        env: &config.env,
+    fn setup(&self) -> Setup<'_> {
+        Setup {
+            defaults: self.family.env_defaults,
+            ..setup_of!(&self.config, self.family.env_allowlist)
+        }
+    }
+
+    fn schema(&self) -> ConfigSchema {
+        config_schema(self.family)
     }
 }
 
 /// The fields of [`Config`].
-pub(super) fn config_schema(family: &Family) -> ConfigSchema {
+fn config_schema(family: &Family) -> ConfigSchema {
     let defaults = Config::new(family);
     let mut fields: Vec<ConfigField> = probe_common::common_fields(family.program).into();
     fields.extend([
@@ -173,25 +141,4 @@ pub(super) fn config_schema(family: &Family) -> ConfigSchema {
         ),
     ]);
     ConfigSchema { fields }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::streamjson::CODEBUDDY;
-
-    #[test]
-    fn the_schema_names_every_field_of_the_config() {
-        for family in [&CLAUDE, &CODEBUDDY] {
-            let schema = config_schema(family);
-            let value = serde_json::to_value(Config::new(family)).unwrap_or_default();
-            for key in value.as_object().into_iter().flat_map(|o| o.keys()) {
-                assert!(
-                    schema.field(key).is_some(),
-                    "{}: the schema has no field {key:?}",
-                    family.driver_type
-                );
-            }
-        }
-    }
 }
