@@ -28,8 +28,19 @@ use crate::child_env::{EnvPolicy, EnvVars};
 pub(crate) enum ModelKey {
     /// A JSON file; the first of these paths (object keys) that holds a
     /// non-empty string.
+    #[cfg_attr(
+        not(any(
+            feature = "claude",
+            feature = "codebuddy",
+            feature = "cursor",
+            feature = "gemini"
+        )),
+        allow(dead_code)
+    )]
     Json(&'static [&'static [&'static str]]),
-    /// A TOML file's top-level string key.
+    /// A TOML file's top-level string key (Codex; unused in a build
+    /// without it).
+    #[cfg_attr(not(feature = "codex"), allow(dead_code))]
     TomlTop(&'static str),
 }
 
