@@ -29,7 +29,21 @@ pub mod cursor;
 #[cfg(feature = "gemini")]
 pub mod gemini;
 pub mod policy;
+#[cfg(any(
+    feature = "claude",
+    feature = "codebuddy",
+    feature = "codex",
+    feature = "cursor",
+    feature = "gemini"
+))]
 mod probe_common;
+#[cfg(any(
+    feature = "claude",
+    feature = "codebuddy",
+    feature = "codex",
+    feature = "cursor",
+    feature = "gemini"
+))]
 mod probed;
 #[cfg(any(feature = "claude", feature = "codebuddy", feature = "codex"))]
 pub mod resident;
