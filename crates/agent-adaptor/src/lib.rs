@@ -147,6 +147,6 @@ pub use agent_adaptor_store::{PgConfig, PgStore};
 
 /// README.md's Rust examples, compiled (and run, where they need no CLI) as
 /// doctests: they use this facade only.
-#[cfg(all(doctest, feature = "claude", feature = "sqlite"))]
+#[cfg(all(doctest, feature = "claude", feature = "sqlite", feature = "skills"))]
 #[doc = include_str!("../../../README.md")]
 struct Readme;

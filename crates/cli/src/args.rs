@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::equip::EquipArgs;
 use crate::error::CliError;
 
 /// `agent-adaptor`: run coding agents and LLM APIs behind one API.
@@ -229,6 +230,9 @@ pub struct RunArgs {
     /// all of them; `--env NAME` passes one variable.
     #[arg(long, conflicts_with = "env")]
     pub inherit_env: bool,
+    /// Instructions, MCP servers, skills and the profile of the run.
+    #[command(flatten)]
+    pub equip: EquipArgs,
     /// The prompt.
     #[arg(value_name = "PROMPT", required = true, num_args = 1.., trailing_var_arg = true)]
     pub prompt: Vec<String>,
@@ -294,6 +298,10 @@ pub struct ServeArgs {
     /// default info).
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
     pub log_format: LogFormat,
+    /// Instructions, MCP servers, skills and the profile: the defaults of
+    /// every run of the server.
+    #[command(flatten)]
+    pub equip: EquipArgs,
 }
 
 /// The format of `serve`'s operator log.

@@ -42,6 +42,7 @@
 pub mod approve;
 pub mod args;
 pub mod chat;
+pub mod equip;
 pub mod error;
 pub mod host_record;
 pub mod inspect;

@@ -113,6 +113,10 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
             CliError::usage(format!("--cwd {}: not a directory", dir.display())),
         ));
     }
+    let equipment = args
+        .equip
+        .load()
+        .map_err(not_started(json_out::INVALID_ARGUMENTS))?;
     let mode = approve_mode(args.approve);
     let store = if args.thread.is_some() || args.store.is_some() {
         let spec = StoreSpec::parse(args.store.as_deref())
@@ -173,6 +177,7 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
     if let Some((bytes, _)) = &schema {
         options = with_schema(options, bytes);
     }
+    options = equipment.apply(options);
     options = match mode {
         // A human at the terminal may take their time.
         ApproveMode::Ask => options.approval_timeout(None),

@@ -49,6 +49,14 @@ pub const CLAUSES: &[(&str, &str)] = &[
         "a live native structured run yields valid native output (opt-in)",
     ),
     ("SO-03", "the suite never requests an undeclared mechanism"),
+    (
+        "EQP-01",
+        "the equipment declaration core refuses by is coherent: MCP options need a transport, clone needs dedicated",
+    ),
+    (
+        "EQP-02",
+        "a driver that declares an instructions carrier accepts a run that sets instructions",
+    ),
     ("SES-01", "the codec has a stable, non-empty name"),
     (
         "SES-02",

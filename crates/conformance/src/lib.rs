@@ -55,6 +55,7 @@
 #![forbid(unsafe_code)]
 
 mod cancel;
+pub mod carry;
 pub mod catalogue;
 mod equipment;
 pub mod fuzz;
@@ -90,6 +91,7 @@ where
     let (a, b) = (factory(), factory());
     hermetic::check(&a, &b, &options, &mut report);
     hermetic::close_processes(&a, &mut report).await;
+    carry::declarations(&a, &mut report);
 
     let timeout = options.run_timeout.unwrap_or(DEFAULT_RUN_TIMEOUT);
     if options.runs.is_empty() {
@@ -115,6 +117,8 @@ where
             &mut report,
         );
     }
+
+    carry::instructions_run(&factory, &options, timeout, &mut report).await;
 
     if options.cancels.is_empty() {
         report.skip(

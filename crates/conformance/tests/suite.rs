@@ -38,7 +38,7 @@ async fn the_reference_driver_passes_everything_that_applies() {
         "EVT-03", "EVT-04", "EVT-05", "EVT-06", "EVT-07", "EVT-08", "EVT-09", "EVT-11", "EVT-12",
         "EVT-14", "EVT-15", "RUN-02", "RUN-04", "TRN-01", "TRN-02", "TRN-03", "TRN-04", "TRN-05",
         "RSP-01", "RSP-03", "RSP-04", "RSP-05", "CASE-01", "CAP-11", "RUN-05", "LIV-01", "LIV-02",
-        "LIV-03",
+        "LIV-03", "EQP-01", "EQP-02",
     ] {
         assert!(report.passed(id), "{id} did not pass:\n{report}");
     }
@@ -123,8 +123,8 @@ fn knock_on(clause: &str, other: &str) -> bool {
             | ("RUN-02", "RUN-04")
             // A run that fails every time fails its run cases and the live
             // run too.
-            | ("RSP-01" | "RSP-02", "CASE-01" | "LIV-01")
-            | ("CASE-01", "LIV-01")
+            | ("RSP-01" | "RSP-02", "CASE-01" | "LIV-01" | "EQP-02")
+            | ("CASE-01", "LIV-01" | "EQP-02")
     )
 }
 

@@ -778,11 +778,11 @@ async fn the_llm_driver_declares_nothing() {
     }
 }
 
-/// Instructions are never dropped: every driver either carries them or
-/// refuses the run before anything starts (no event, no process), with the
-/// typed error naming the driver and the capability. A driver that declares
-/// a carrier receives them (`pipeline.rs`) and is proven by its real-CLI
-/// test (the text in the model's system prompt); it is skipped here.
+/// Instructions are never dropped: a driver that does not declare a carrier
+/// for them refuses the run before anything starts (no event, no process),
+/// with the typed error naming the driver and the capability: every driver
+/// either carries them or refuses. A driver that declares them receives them
+/// (`pipeline.rs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instructions_are_refused_before_launch_by_a_driver_without_a_carrier() {
     for target in targets() {
@@ -790,6 +790,7 @@ async fn instructions_are_refused_before_launch_by_a_driver_without_a_carrier() 
         let (args, _, opts) = target.fake.next_for(target.control_always);
         let driver = (target.make)(opts);
         if driver.descriptor().instructions {
+            // It carries them: proven against its real CLI (real_*_equip.rs, real_common).
             continue;
         }
         let agent = Agent::builder_shared(driver).build().unwrap();

@@ -117,6 +117,17 @@ impl EnvPolicy {
         }
     }
 
+    /// This policy, also passing the host variables `names` (a run's MCP
+    /// bearer-token variables: the child reads the token, the driver never
+    /// does). [`EnvPolicy::InheritAll`] passes them already.
+    pub fn with_passed<S: AsRef<str>>(&self, names: &[S]) -> EnvPolicy {
+        let mut policy = self.clone();
+        if let EnvPolicy::Allowlist { pass: list } | EnvPolicy::Only { names: list } = &mut policy {
+            list.extend(names.iter().map(|n| n.as_ref().to_owned()));
+        }
+        policy
+    }
+
     /// The host-variable patterns this policy passes for a driver
     /// documenting `driver`; `None` for [`EnvPolicy::InheritAll`].
     fn patterns<'a>(&'a self, driver: &'a [&'a str]) -> Option<Vec<&'a str>> {
@@ -324,6 +335,21 @@ mod tests {
         let only = EnvPolicy::only(["PATH"]);
         assert!(only.allows(driver, "PATH"));
         assert!(!only.allows(driver, "HOME") && !only.allows(driver, "ANTHROPIC_API_KEY"));
+    }
+
+    #[test]
+    fn with_passed_adds_names_to_every_policy() {
+        let driver = &["ANTHROPIC_*"];
+        for policy in [EnvPolicy::default(), EnvPolicy::only(["PATH"])] {
+            assert!(!policy.allows(driver, "DOCS_TOKEN"));
+            let more = policy.with_passed(&["DOCS_TOKEN"]);
+            assert!(more.allows(driver, "DOCS_TOKEN") && more.allows(driver, "PATH"));
+            assert!(!more.allows(driver, "OTHER_TOKEN"));
+        }
+        assert_eq!(
+            EnvPolicy::InheritAll.with_passed(&["X"]),
+            EnvPolicy::InheritAll
+        );
     }
 
     #[test]

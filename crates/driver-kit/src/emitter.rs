@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use agent_adaptor_driver::{
     Checkpoint, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SessionState,
-    StreamPayload, TerminalPayload, Transcript, TranscriptItem, TranscriptKind, Usage,
+    StreamPayload, TerminalPayload, ToolScope, Transcript, TranscriptItem, TranscriptKind, Usage,
 };
 use foldhash::fast::RandomState;
 use serde::Deserialize;
@@ -190,6 +190,19 @@ impl Emitter {
     /// tool's lifecycle opens and the call becomes a transcript item.
     /// Returns false, and emits nothing, when `id` was started before.
     pub fn tool_call(&mut self, out: &mut Vec<Out>, id: &str, name: &str, args: Value) -> bool {
+        self.tool_call_in(out, id, name, args, ToolScope::Builtin)
+    }
+
+    /// As [`tool_call`](Self::tool_call), for a tool that lives in `scope`
+    /// (an MCP server's tool: [`ToolScope::Mcp`]).
+    pub fn tool_call_in(
+        &mut self,
+        out: &mut Vec<Out>,
+        id: &str,
+        name: &str,
+        args: Value,
+        scope: ToolScope,
+    ) -> bool {
         if !self.tools.insert(id.to_owned()) {
             return false;
         }
@@ -197,7 +210,7 @@ impl Emitter {
         self.open_tools.push(id.to_owned());
         self.stream(
             out,
-            StreamPayload::tool_call_start(id, name, Some(args.clone())),
+            StreamPayload::tool_call_start_in(id, name, Some(args.clone()), scope),
         );
         self.item(out, TranscriptItem::tool_call(id, name, Some(args)));
         true

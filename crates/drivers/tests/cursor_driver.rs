@@ -12,14 +12,16 @@ mod group_watch;
 mod jsonl_common;
 
 use agent_adaptor_conformance::{CancelCase, Expect, Options, RunCase, record_run, test_driver};
-use agent_adaptor_core::{Agent, Event, FailureReason};
+use agent_adaptor_core::{Agent, Event, FailureReason, RunOptions, Runner};
 use agent_adaptor_driver::{
-    Request, SessionContext, SessionState, StreamCapability, StreamKind, TranscriptKind,
+    Driver, McpServer, McpTransport, Profile, Request, SessionContext, SessionState,
+    StreamCapability, StreamKind, ToolScope, TranscriptKind,
 };
 use agent_adaptor_drivers::cursor::parse::{CursorParsed, CursorParser};
 use agent_adaptor_drivers::cursor::{self, Config};
 use agent_adaptor_drivers::pump::Out;
 use agent_adaptor_testkit::replay::{ArgsRecord, OPTS_ENV, fake_cli_binary};
+use futures::StreamExt;
 use group_watch::{GroupWatch, WithGroupMember};
 use jsonl_common::{drain, exit, fixture, lines, notices, parse_with, payloads};
 
@@ -607,4 +609,174 @@ async fn conformance_cancellation_mid_turn() {
     )
     .await;
     assert!(report.passed("RUN-05"), "cursor:\n{report}");
+}
+
+// ---------------------------------------------------------------------------
+// Equipment: MCP servers in the profile home's mcp.json, MCP tool calls.
+
+const MCP_FIXTURE: &str = "own/cursor/mcp-tool-call.jsonl";
+
+fn mcp_scope(server: &str, tool: &str) -> ToolScope {
+    ToolScope::Mcp {
+        server: server.into(),
+        tool: tool.into(),
+    }
+}
+
+#[test]
+fn mcp_tool_calls_name_their_server_and_tool() {
+    for (name, want) in [
+        (MCP_FIXTURE, mcp_scope("probe", "lookup")),
+        (
+            "own/cursor/third-party-shapes.jsonl",
+            mcp_scope("github", "search_issues"),
+        ),
+    ] {
+        let (outs, p) = parse(name, true, 0);
+        let scopes: Vec<&ToolScope> = payloads(&outs)
+            .into_iter()
+            .filter_map(|s| match &s.kind {
+                StreamKind::ToolCallStart { scope, .. } if !scope.is_builtin() => Some(scope),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(scopes, [&want], "{name}");
+        let builtin = payloads(&outs)
+            .into_iter()
+            .filter(|s| matches!(&s.kind, StreamKind::ToolCallStart { scope, .. } if scope.is_builtin()))
+            .count();
+        let calls = items(&p, TranscriptKind::ToolCall).len();
+        assert_eq!(builtin + 1, calls, "{name}: the other tools stay built in");
+    }
+    let (_, p) = parse(MCP_FIXTURE, false, 0);
+    assert_eq!(
+        items(&p, TranscriptKind::ToolResult)[0].text,
+        "value-of-alpha"
+    );
+}
+
+fn run_opts() -> RunOptions {
+    RunOptions::new().timeout(jsonl_common::RUN_TIMEOUT)
+}
+
+async fn run_agent(agent: &Agent, opts: RunOptions) -> jsonl_common::Run {
+    let mut stream = agent.stream_with("Look up the key alpha.", opts);
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        events.push(event);
+    }
+    let outcome = stream.result().await;
+    jsonl_common::Run { events, outcome }
+}
+
+#[tokio::test]
+async fn mcp_servers_reach_the_profile_homes_mcp_json_and_calls_are_scoped() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = dir.path().join("args");
+    let root = dir.path().join("profiles");
+    let agent = Agent::new(on_fake(
+        MCP_FIXTURE,
+        &[
+            "--wait-stdin-eof",
+            "--args-out",
+            &args.display().to_string(),
+            "--env-out",
+            "HOME",
+            "--env-out",
+            "CURSOR_CONFIG_DIR",
+            "--env-out",
+            "XDG_CONFIG_HOME",
+            // The bearer-token variable (set by cargo for every test
+            // process) and a control that is not passed.
+            "--env-out",
+            "CARGO_PKG_NAME",
+            "--env-out",
+            "CARGO_PKG_VERSION",
+        ],
+    ));
+    let probe = McpServer::stdio("probe", "/opt/mock-mcp-server", ["--log", "/tmp/x"]);
+    let mut docs = McpServer::http("docs", "http://127.0.0.1:9/mcp");
+    if let McpTransport::Http {
+        bearer_token_env, ..
+    } = &mut docs.transport
+    {
+        *bearer_token_env = Some("CARGO_PKG_NAME".into());
+    }
+    let opts = run_opts()
+        .mcp_server(probe)
+        .mcp_server(docs)
+        .profile(Profile::Dedicated { root: root.clone() });
+    let run = run_agent(&agent, opts).await;
+    assert_eq!(
+        run.outcome.as_ref().unwrap().text,
+        "alpha is value-of-alpha."
+    );
+
+    let home = root.join("cursor");
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(".cursor/mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        written,
+        serde_json::json!({"mcpServers": {
+            "probe": {"command": "/opt/mock-mcp-server", "args": ["--log", "/tmp/x"], "env": {}},
+            "docs": {"type": "http", "url": "http://127.0.0.1:9/mcp",
+                     "headers": {"Authorization": "Bearer ${env:CARGO_PKG_NAME}"}}
+        }})
+    );
+    let record = ArgsRecord::load(&args).unwrap();
+    assert!(record.args.contains(&"--approve-mcps".to_owned()));
+    let env = |k: &str| record.env[k].clone();
+    assert_eq!(env("HOME"), Some(home.display().to_string()));
+    assert_eq!(
+        env("CURSOR_CONFIG_DIR"),
+        Some(home.join(".cursor").display().to_string())
+    );
+    assert_eq!(
+        env("XDG_CONFIG_HOME"),
+        Some(home.join(".config").display().to_string())
+    );
+    assert_eq!(
+        env("CARGO_PKG_NAME").as_deref(),
+        Some("agent-adaptor-drivers")
+    );
+    assert_eq!(
+        env("CARGO_PKG_VERSION"),
+        None,
+        "only the named variable passes"
+    );
+
+    let scopes: Vec<&ToolScope> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCall(c) if !c.scope.is_builtin() => Some(&c.scope),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(scopes, [&mcp_scope("probe", "lookup")]);
+}
+
+#[tokio::test]
+async fn mcp_servers_under_the_native_profile_are_refused_before_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = dir.path().join("args");
+    let agent = Agent::new(on_fake(
+        MCP_FIXTURE,
+        &["--args-out", &args.display().to_string()],
+    ));
+    let opts = run_opts().mcp_server(McpServer::stdio("probe", "srv", ["x"]));
+    let run = run_agent(&agent, opts).await;
+    let err = run.outcome.unwrap_err().to_string();
+    assert!(err.contains("dedicated or clone profile"), "{err}");
+    assert!(!args.exists(), "nothing was spawned");
+}
+
+#[test]
+fn cursor_declares_what_it_carries() {
+    let d = cursor::driver(Config::default()).descriptor();
+    assert!(d.mcp.stdio && d.mcp.http && d.mcp.sse && d.mcp.headers && d.mcp.bearer_token_env);
+    assert!(!d.mcp.strict && !d.mcp.tool_filter && !d.mcp.auto_approve && !d.mcp.required);
+    assert!(d.profiles.dedicated && d.profiles.clone);
+    assert!(!d.instructions && !d.skills);
 }

@@ -17,7 +17,7 @@
 mod codex_support;
 mod group_watch;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agent_adaptor_conformance::{
@@ -30,137 +30,12 @@ use agent_adaptor_driver::{
     DecisionKind, FailureCode, OnInvalid, OutputSchema, Request, Response, SessionContext,
     StreamKind, TranscriptKind,
 };
-use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_drivers::codex::{self, CodexDriver, Config, Transport};
-use agent_adaptor_testkit::clis::{CODEX, ScratchDir};
-use agent_adaptor_testkit::mock::{
-    MOCK_INPUT_TOKENS, MOCK_OUTPUT_TOKENS, MockServer, RecordedRequest, Reply, Script,
-};
-use codex_support::{Dir, SchemaCheck};
+use agent_adaptor_testkit::mock::{MOCK_INPUT_TOKENS, MOCK_OUTPUT_TOKENS, Reply, Script};
+use codex_support::harness::{Harness, RUN_TIMEOUT, check_schema, make_executable};
 use futures::StreamExt;
 use group_watch::GroupWatch;
 use serde_json::{Value, json};
-
-/// Every real run's bound.
-const RUN_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// The offline home, the mock and the driver configuration of one test.
-struct Harness {
-    server: MockServer,
-    home: ScratchDir,
-    env: Vec<(String, String)>,
-    runs: std::sync::atomic::AtomicUsize,
-}
-
-impl Harness {
-    async fn start(script: Script) -> Harness {
-        let server = MockServer::start(script).await.unwrap();
-        let home = ScratchDir::new("real-codex").unwrap();
-        let env = CODEX.prepare(&server.base_url(), home.path()).unwrap();
-        Harness {
-            server,
-            home,
-            env,
-            runs: Default::default(),
-        }
-    }
-
-    fn work(&self) -> PathBuf {
-        self.home.path().join("work")
-    }
-
-    /// The driver config: the recipe's offline overrides (protocols.md
-    /// §9), `transport`, and for the app-server a wrapper that logs what the
-    /// driver writes to codex's stdin (for the schema check).
-    fn config(&self, transport: Transport) -> Config {
-        let base = self.server.base_url();
-        let mut cfg = Config {
-            command: CODEX.binary().unwrap(),
-            transport,
-            model: Some(CODEX.model.into()),
-            cwd: Some(self.work()),
-            env_policy: EnvPolicy::only(["PATH", "USER"]),
-            ..Default::default()
-        };
-        for (k, v) in [
-            ("model_provider", "mock".to_owned()),
-            ("model_providers.mock.name", "Mock".to_owned()),
-            ("model_providers.mock.base_url", format!("{base}/v1")),
-            ("model_providers.mock.wire_api", "responses".to_owned()),
-            ("model_providers.mock.env_key", "MOCK_API_KEY".to_owned()),
-            ("model_providers.mock.request_max_retries", "0".to_owned()),
-            ("model_providers.mock.stream_max_retries", "0".to_owned()),
-            ("features.plugins", "false".to_owned()),
-            ("analytics.enabled", "false".to_owned()),
-            ("check_for_update_on_startup", "false".to_owned()),
-        ] {
-            cfg.overrides.insert(k.into(), v);
-        }
-        cfg.env.extend(self.env.iter().cloned());
-        if transport != Transport::Exec {
-            let n = self.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let log = self.home.path().join(format!("stdin-{n}.jsonl"));
-            let wrapper = self.home.path().join("codex-tee");
-            std::fs::write(
-                &wrapper,
-                "#!/bin/sh\ntee -a \"$AA_STDIN_LOG\" | \"$AA_CODEX\" \"$@\"\n",
-            )
-            .unwrap();
-            make_executable(&wrapper);
-            cfg.env
-                .insert("AA_STDIN_LOG".into(), log.to_string_lossy().into_owned());
-            cfg.env.insert(
-                "AA_CODEX".into(),
-                cfg.command.to_string_lossy().into_owned(),
-            );
-            cfg.command = wrapper;
-        }
-        cfg
-    }
-
-    fn driver(&self, transport: Transport) -> CodexDriver {
-        codex::driver(self.config(transport))
-    }
-
-    /// What the driver wrote in the app-server run made by `cfg`.
-    fn stdin_log(cfg: &Config) -> String {
-        std::fs::read_to_string(&cfg.env["AA_STDIN_LOG"]).unwrap_or_default()
-    }
-
-    /// The model requests of conversations started with `keyword`.
-    fn requests(&self, keyword: &str) -> Vec<RecordedRequest> {
-        self.server
-            .requests()
-            .into_iter()
-            .filter(|r| r.path.ends_with("/responses"))
-            .filter(|r| {
-                r.conversation()
-                    .is_some_and(|c| c.first_user_text.contains(keyword))
-            })
-            .collect()
-    }
-}
-
-fn make_executable(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let mut perms = std::fs::metadata(path).unwrap().permissions();
-    perms.set_mode(0o755);
-    std::fs::set_permissions(path, perms).unwrap();
-}
-
-/// Validate both directions of one app-server run against the schema.
-fn check_schema(cfg: &Config, stdout: &str) -> usize {
-    let stdin = Harness::stdin_log(cfg);
-    let mut check = SchemaCheck::new();
-    check.frames(
-        stdin
-            .lines()
-            .map(|l| (Dir::Client, l))
-            .chain(stdout.lines().map(|l| (Dir::Server, l))),
-    );
-    assert!(check.total() > 5, "the run was checked");
-    check.total()
-}
 
 fn request(prompt: &str, streaming: bool) -> Request {
     let mut r = Request::new("run_0000000000000000", prompt);

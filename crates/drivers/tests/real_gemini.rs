@@ -460,9 +460,16 @@ async fn conformance_with_a_live_run() {
     )
     .await;
     report.assert_passed();
+    let requests = h.model_requests(KEYWORD);
     assert_eq!(
-        h.model_requests(KEYWORD).len(),
-        3,
-        "two cases and the live run"
+        requests.len(),
+        4,
+        "two cases, EQP-02's re-run with instructions, and the live run"
     );
+    // EQP-02's instructions reached the model's system instruction.
+    assert!(requests.iter().any(|r| {
+        r.json().unwrap_or_default()["systemInstruction"]
+            .to_string()
+            .contains(agent_adaptor_conformance::carry::INSTRUCTIONS)
+    }));
 }

@@ -80,3 +80,32 @@ async fn mcp_style_tool_names_pass_through_every_protocol_unchanged() {
         assert_eq!(distinct, NAMES, "{url}");
     }
 }
+
+/// Codex offers an MCP server's tools as a Responses `namespace` tool
+/// (`mcp__aa_test`) and routes a call by `namespace` + `name`: a scripted
+/// name `<namespace>::<name>` is sent that way on the Responses protocol.
+#[tokio::test]
+async fn a_namespaced_name_is_a_namespaced_responses_call() {
+    let script = Script::new().on_prompt(
+        "NSCALL",
+        vec![Reply::ToolCall {
+            name: "mcp__aa_test::lookup".into(),
+            arguments: json!({"key": "k1"}),
+        }],
+    );
+    let server = MockServer::start(script).await.unwrap();
+    let url = format!("{}/v1/responses", server.base_url());
+    let body = json!({"model": "m", "stream": true, "input": "NSCALL"});
+    let mut items = Vec::new();
+    for event in post_stream(&url, &body).await.events() {
+        if let Ok(data) = serde_json::from_str::<Value>(&event.data)
+            && data["type"] == "response.output_item.done"
+        {
+            items.push(data["item"].clone());
+        }
+    }
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(items[0]["type"], "function_call");
+    assert_eq!(items[0]["namespace"], "mcp__aa_test");
+    assert_eq!(items[0]["name"], "lookup");
+}

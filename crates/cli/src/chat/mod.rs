@@ -200,6 +200,8 @@ impl Driver for ConversationDriver {
             label: String::new(),
         });
         d.sessions.supports_resume = true;
+        // The run's instructions are the system message of every call.
+        d.instructions = true;
         d.run_policy.permission = HumanDecisionSupport {
             ask: true,
             auto_approve: true,

@@ -81,10 +81,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
             dir.display()
         )));
     }
+    let equipment = args.equip.load()?;
     let store = StoreSpec::parse(args.store.as_deref())?.open().await?;
     let selected = select(&args.driver, None).await?;
 
-    let mut defaults = RunOptions::new();
+    let mut defaults = equipment.apply(RunOptions::new());
     if let Some(dir) = &args.cwd {
         defaults = defaults.workspace(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()));
     }

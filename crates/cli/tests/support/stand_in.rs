@@ -88,6 +88,11 @@ impl StandIn {
             .collect()
     }
 
+    /// Whether the stand-in ran since it was made (or last [`reset`](Self::reset)).
+    pub fn ran(&self) -> bool {
+        self.record.exists()
+    }
+
     /// Forget the last record (before a run whose record is wanted).
     pub fn reset(&self) {
         let _ = std::fs::remove_file(&self.record);

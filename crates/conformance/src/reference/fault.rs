@@ -63,11 +63,13 @@ pub enum Fault {
     UndeclaredSkills,
     ForeignProfileReport,
     SkillsEchoDropsOne,
+    IncoherentEquipment,
+    RejectsDeclaredInstructions,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 58] = [
+    pub const ALL: [Fault; 60] = [
         Fault::EmptyDriverType,
         Fault::DriftingDescriptor,
         Fault::PanicInValidate,
@@ -126,6 +128,8 @@ impl Fault {
         Fault::UndeclaredSkills,
         Fault::ForeignProfileReport,
         Fault::SkillsEchoDropsOne,
+        Fault::IncoherentEquipment,
+        Fault::RejectsDeclaredInstructions,
     ];
 
     /// The clause this fault breaks.
@@ -188,6 +192,8 @@ impl Fault {
             UndeclaredSkills => "CAP-02",
             ForeignProfileReport => "CAP-06",
             SkillsEchoDropsOne => "CAP-09",
+            IncoherentEquipment => "EQP-01",
+            RejectsDeclaredInstructions => "EQP-02",
         }
     }
 }

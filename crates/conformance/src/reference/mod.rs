@@ -156,6 +156,13 @@ impl Driver for ReferenceDriver {
             works_with_streaming: true,
             ..Default::default()
         };
+        // It accepts instructions (a toy model has no system prompt to put
+        // them in) and declares one MCP transport.
+        d.instructions = true;
+        d.mcp.stdio = true;
+        if self.is(Fault::IncoherentEquipment) {
+            d.mcp.headers = true;
+        }
         d
     }
 
@@ -208,6 +215,11 @@ impl Driver for ReferenceDriver {
         req: Request,
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
+        if self.is(Fault::RejectsDeclaredInstructions) && req.instructions.is_some() {
+            return Err(DriverError::Protocol(
+                "instructions are declared but refused".into(),
+            ));
+        }
         if req.prompt == STALL_PROMPT {
             stall::stall(&ctx, sink, self.fault).await?;
         }

@@ -7,12 +7,14 @@ use agent_adaptor_driver::Request;
 use super::Config;
 
 /// `codex exec --json …` (or `codex exec resume … <thread>`), with the
-/// prompt read from stdin (`-`), never from an open pipe.
+/// prompt read from stdin (`-`), never from an open pipe. `equip` is the
+/// run's equipment as `-c` overrides (bounded by the driver).
 pub fn exec_argv(
     cfg: &Config,
     req: &Request,
     cwd: Option<&Path>,
     schema: Option<&Path>,
+    equip: &[String],
 ) -> Vec<String> {
     let resume = req
         .session
@@ -46,6 +48,7 @@ pub fn exec_argv(
         a.extend(["--add-dir".into(), d.to_string_lossy().into_owned()]);
     }
     a.extend(config_overrides(cfg));
+    a.extend(equip.iter().cloned());
     if let Some(path) = schema {
         a.extend([
             "--output-schema".into(),
@@ -99,6 +102,7 @@ mod tests {
             &Request::new("r", "p"),
             Some(Path::new("/repo")),
             None,
+            &[],
         );
         assert_eq!(a[..3], ["exec", "--json", "--skip-git-repo-check"]);
         assert!(a.windows(2).any(|w| w == ["-m", "gpt-5.4"]));
@@ -118,7 +122,7 @@ mod tests {
             }),
             ..Default::default()
         });
-        let a = exec_argv(&cfg, &req, None, Some(Path::new("/tmp/s.json")));
+        let a = exec_argv(&cfg, &req, None, Some(Path::new("/tmp/s.json")), &[]);
         assert_eq!(a[..3], ["exec", "resume", "--json"]);
         assert_eq!(a[a.len() - 2..], ["01a2", "-"]);
         assert!(

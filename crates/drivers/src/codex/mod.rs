@@ -35,6 +35,8 @@
 //!   line parser.
 //! * `transport.rs` — the one-shot processes: the command, an exec run
 //!   (with its `--output-schema` file), an app-server run.
+//! * `equip.rs` — what a run equips Codex with (developer instructions, MCP
+//!   servers, the profile's `CODEX_HOME`, skills) in each transport's form.
 //! * `resident.rs` — the resident app-servers (a thread's turns on one live
 //!   server, through `crate::resident`'s pool).
 //! * [`record`] — the turn recorder both parsers report facts to: one
@@ -48,6 +50,7 @@
 pub mod appserver;
 pub mod argv;
 mod config;
+mod equip;
 pub mod parse;
 pub mod policy;
 mod probe;
@@ -63,16 +66,18 @@ use std::path::Path;
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, RawBytes,
-    RawStreams, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
-    StreamCapability, StructuredOutput, StructuredOutputCapability, StructuredOutputSource,
-    async_trait, canonical_session_config_fingerprint,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FailureCode, FingerprintError,
+    McpSupport, ProfileSupport, RawBytes, RawStreams, Request, Response, RunContext, RunFailure,
+    SessionCodec, StandardSessionCodec, StreamCapability, StructuredOutput,
+    StructuredOutputCapability, StructuredOutputSource, async_trait,
+    canonical_session_config_fingerprint,
 };
 use agent_adaptor_process::ExitInfo;
 use serde_json::Value;
 
 use crate::resident::Pool;
 pub use config::{Config, ENV_ALLOWLIST, Transport};
+use equip::Equipment;
 use record::{Parsed, Totals};
 
 /// exec's stream capability: a formal event protocol, whole items only.
@@ -146,6 +151,28 @@ impl Driver for CodexDriver {
         // asked only through the app-server).
         policy::table(&self.config).declare(&mut d.run_policy);
         d.process.persistent = self.config.resident && self.config.transport != Transport::Exec;
+        // developer_instructions (equip.rs).
+        d.instructions = true;
+        d.mcp = McpSupport {
+            stdio: true,
+            http: true,
+            // Codex speaks stdio and Streamable HTTP only.
+            sse: false,
+            headers: true,
+            bearer_token_env: true,
+            tool_filter: true,
+            auto_approve: true,
+            // The run's servers merge with the user's (equip.rs).
+            strict: false,
+            required: true,
+        };
+        // Copied into a dedicated or clone home's skills/ (equip.rs); a
+        // native-profile run with skills is refused before launch.
+        d.skills = true;
+        d.profiles = ProfileSupport {
+            dedicated: true,
+            clone: true,
+        };
         d
     }
 
@@ -203,8 +230,19 @@ impl Driver for CodexDriver {
             None => None,
         };
         let cwd = req.workspace.clone().or_else(|| self.config.cwd.clone());
-        if resident::eligible(&self.config, &req) {
-            return resident::run(self, &ctx, &req, sink, cwd.as_deref(), schema).await;
+        let equip = match Equipment::of(&self.config, &req)? {
+            Ok(equip) => equip,
+            Err(failure) => return Ok(refused(&self.config, &req, failure)),
+        };
+        if let Some(failure) = equip::check_resumed_instructions(&req) {
+            return Ok(refused(&self.config, &req, failure));
+        }
+        let app_server = match self.app_server_for(&req, &equip) {
+            Ok(app_server) => app_server,
+            Err(failure) => return Ok(refused(&self.config, &req, failure)),
+        };
+        if resident::eligible(&self.config, &req, app_server) {
+            return resident::run(self, &ctx, &req, sink, cwd.as_deref(), schema, &equip).await;
         }
         if let Some(id) = resume_id(&req)
             && let Some(pid) = self.pool.retire(&id).await
@@ -219,11 +257,11 @@ impl Driver for CodexDriver {
             )
             .await?;
         }
-        let (finished, parsed) = if self.config.uses_app_server(req.streaming) {
-            self.run_app_server(&ctx, &req, sink, cwd.as_deref(), schema)
+        let (finished, parsed) = if app_server {
+            self.run_app_server(&ctx, &req, sink, cwd.as_deref(), schema, &equip)
                 .await?
         } else {
-            self.run_exec(&ctx, &req, sink, cwd.as_deref(), schema.as_ref())
+            self.run_exec(&ctx, &req, sink, cwd.as_deref(), schema.as_ref(), &equip)
                 .await?
         };
         Ok(respond(
@@ -271,6 +309,44 @@ impl Driver for CodexDriver {
     }
 }
 
+impl CodexDriver {
+    /// Whether `req` runs on the app-server: as the transport and the
+    /// request choose, except that equipment too big for exec's command
+    /// line goes to the app-server under `Auto` and is refused under a
+    /// forced `Exec`.
+    fn app_server_for(&self, req: &Request, equip: &Equipment) -> Result<bool, RunFailure> {
+        let chosen = self.config.uses_app_server(req.streaming);
+        if chosen || equip.fits_exec_argv() {
+            return Ok(chosen);
+        }
+        if self.config.transport == Transport::Exec {
+            return Err(RunFailure::new(
+                FailureCode::PolicyError,
+                format!(
+                    "the run's instructions and MCP servers exceed {} bytes, more than codex exec \
+                     can take on its command line; use the app-server transport",
+                    equip::EXEC_ARGV_BUDGET
+                ),
+            ));
+        }
+        Ok(true)
+    }
+}
+
+/// A run refused before anything started.
+fn refused(cfg: &Config, req: &Request, failure: RunFailure) -> Response {
+    Response {
+        failure: Some(failure),
+        provider: "codex".into(),
+        model: req
+            .model_override
+            .clone()
+            .or_else(|| cfg.model.clone())
+            .unwrap_or_default(),
+        ..Default::default()
+    }
+}
+
 /// The thread's cumulative usage the resumed checkpoint carried.
 fn previous_totals(req: &Request) -> Option<Totals> {
     req.session
@@ -296,6 +372,11 @@ fn respond(
             state
                 .data
                 .insert("cwd".into(), dir.to_string_lossy().into_owned());
+        }
+        // The instructions the thread started with stay its instructions
+        // (equip::check_resumed_instructions).
+        if let (Some(state), Some(mark)) = (cp.state.as_mut(), equip::instructions_mark(req)) {
+            state.data.insert(equip::INSTRUCTIONS_KEY.into(), mark);
         }
         cp
     });

@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::record::{Parsed, Recorder, ToolOutcome, Totals};
+use super::record::{Parsed, Recorder, ToolCall, ToolOutcome, Totals};
 use super::wire::{
     AgentMessage, CommandExecution, ExecEvent, ExecUsage, FileChange, Item, ItemDetails, ItemError,
     ItemEvent, McpToolCall, Reasoning, StreamError, ThreadStarted, TurnCompleted, TurnFailed,
@@ -65,22 +65,23 @@ impl ExecParser {
     }
 
     /// The tool a tool-like item stands for: its name and arguments.
-    fn tool_of(details: &ItemDetails) -> Option<(String, Value)> {
+    fn tool_of(details: &ItemDetails) -> Option<ToolCall> {
         match details {
-            ItemDetails::CommandExecution(CommandExecution { command, .. }) => {
-                Some(("command_execution".into(), json!({ "command": command })))
-            }
-            ItemDetails::FileChange(FileChange { changes, .. }) => {
-                Some(("file_change".into(), json!({ "changes": changes })))
-            }
+            ItemDetails::CommandExecution(CommandExecution { command, .. }) => Some(
+                ToolCall::builtin("command_execution", json!({ "command": command })),
+            ),
+            ItemDetails::FileChange(FileChange { changes, .. }) => Some(ToolCall::builtin(
+                "file_change",
+                json!({ "changes": changes }),
+            )),
             ItemDetails::McpToolCall(McpToolCall {
                 server,
                 tool,
                 arguments,
                 ..
-            }) => Some((format!("mcp:{server}/{tool}"), arguments.clone())),
+            }) => Some(ToolCall::mcp(server, tool, arguments.clone())),
             ItemDetails::WebSearch(WebSearch { query }) => {
-                Some(("web_search".into(), json!({ "query": query })))
+                Some(ToolCall::builtin("web_search", json!({ "query": query })))
             }
             _ => None,
         }
@@ -243,8 +244,8 @@ impl ExecParser {
                 ItemDetails::AgentMessage(_) | ItemDetails::Reasoning(_) => {}
                 ItemDetails::Other => self.unknown_item(raw, out),
                 details => {
-                    if let Some((name, args)) = Self::tool_of(details) {
-                        self.rec.tool_started(out, &item.id, &name, args);
+                    if let Some(call) = Self::tool_of(details) {
+                        self.rec.tool_started(out, &item.id, call);
                     }
                 }
             },

@@ -81,7 +81,7 @@ mod tests {
             ..Default::default()
         };
         let applied = table(&base).apply(&base, &policy);
-        let a = exec_argv(&applied, &Request::new("r", "p"), None, None);
+        let a = exec_argv(&applied, &Request::new("r", "p"), None, None, &[]);
         assert!(a.windows(2).any(|w| w == ["-s", "read-only"]), "{a:?}");
         assert!(
             a.windows(2).any(|w| w == ["-c", "web_search=\"disabled\""]),

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
     Checkpoint, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SeenIds,
-    SessionState, StreamPayload, TerminalPayload, Transcript, TranscriptItem, TranscriptKind,
-    Usage, describe_exit,
+    SessionState, StreamPayload, TerminalPayload, ToolScope, Transcript, TranscriptItem,
+    TranscriptKind, Usage, describe_exit,
 };
 use serde_json::{Value, json};
 
@@ -489,21 +489,16 @@ impl Recorder {
     }
 
     /// A tool call began, with its complete arguments.
-    pub(crate) fn tool_started(
-        &mut self,
-        out: &mut Vec<Out>,
-        item_id: &str,
-        name: &str,
-        args: Value,
-    ) {
+    pub(crate) fn tool_started(&mut self, out: &mut Vec<Out>, item_id: &str, call: ToolCall) {
         if self.find_open(Family::Tool, item_id).is_some() {
             return;
         }
+        let ToolCall { name, args, scope } = call;
         let (id, announced) = self.open_lifecycle(out, Family::Tool, item_id);
         if announced {
             self.emit(
                 out,
-                StreamPayload::tool_call_start(id.clone(), name, Some(args.clone())),
+                StreamPayload::tool_call_start_in(id.clone(), &name, Some(args.clone()), scope),
             );
         }
         self.item(out, TranscriptItem::tool_call(id, name, Some(args)));
@@ -512,9 +507,9 @@ impl Recorder {
     /// A tool call completed (started first if its start was never seen).
     pub(crate) fn tool_done(&mut self, out: &mut Vec<Out>, item_id: &str, tool: ToolOutcome) {
         if !self.tool_open(item_id)
-            && let Some((name, args)) = tool.call
+            && let Some(call) = tool.call
         {
-            self.tool_started(out, item_id, &name, args);
+            self.tool_started(out, item_id, call);
         }
         let Some(o) = self.take_open(Family::Tool, item_id) else {
             return;
@@ -701,14 +696,49 @@ fn end(family: Family, id: impl Into<LifecycleId>) -> StreamPayload {
     }
 }
 
-/// How a tool call ended, for [`Recorder::tool_done`].
+/// A tool call as an item names it.
 #[derive(Debug, Clone)]
+pub(crate) struct ToolCall {
+    /// The tool's name (`mcp:<server>/<tool>` for an MCP tool).
+    pub name: String,
+    /// Its complete arguments.
+    pub args: Value,
+    /// Where the tool lives.
+    pub scope: ToolScope,
+}
+
+impl ToolCall {
+    /// A built-in tool of Codex's.
+    pub(crate) fn builtin(name: &str, args: Value) -> ToolCall {
+        ToolCall {
+            name: name.to_owned(),
+            args,
+            scope: ToolScope::Builtin,
+        }
+    }
+
+    /// `tool` of the MCP server `server` (`mcpToolCall` / `mcp_tool_call`).
+    pub(crate) fn mcp(server: &str, tool: &str, args: Value) -> ToolCall {
+        ToolCall {
+            name: format!("mcp:{server}/{tool}"),
+            args,
+            scope: ToolScope::Mcp {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            },
+        }
+    }
+}
+
+/// How a completed tool call ended (and what starts it, when its start was
+/// never seen).
+#[derive(Debug)]
 pub(crate) struct ToolOutcome {
     /// The tool name and its complete arguments, which start the call when
     /// its start was never seen. A caller leaves them out (`None`) only when
     /// [`Recorder::tool_open`] says the call is open, so as not to build them
     /// for nothing; a completion of an unknown call without them is dropped.
-    pub call: Option<(String, Value)>,
+    pub call: Option<ToolCall>,
     /// The transcript text of the result.
     pub text: String,
     /// Whether it failed (or was declined).

@@ -9,10 +9,12 @@
 //! `crate::resident`; the stream-json family does the same in
 //! `streamjson/resident.rs`.
 //!
-//! The signature covers the app-server command line and environment *and*
-//! the thread parameters the handshake sent (working directory, approval
-//! policy, sandbox, model): a loaded thread keeps those, so a run that
-//! needs others gets a new server (which resumes the thread with them).
+//! The signature covers the app-server command line and environment (the
+//! profile's `CODEX_HOME` included) *and* the thread parameters the
+//! handshake sent (working directory, approval policy, sandbox, model,
+//! developer instructions, MCP servers) and the skills' fingerprints: a
+//! loaded thread keeps those, so a run that needs others gets a new server
+//! (which resumes the thread with them).
 //!
 //! Codex allows one writer per thread across processes: a server's
 //! `thread/resume` of a thread another server has loaded is rejected
@@ -30,6 +32,7 @@ use serde_json::Value;
 use super::appserver::AppServerParser;
 use super::appserver::protocol::Client;
 use super::appserver::transport::Session;
+use super::equip::Equipment;
 use super::{CodexDriver, Config, argv, previous_totals, respond, resume_id};
 use crate::pump::{self, TurnEnd, write_frame};
 use crate::resident::{self, Delivery, Resident, Signature, Taken};
@@ -47,11 +50,11 @@ pub(crate) struct Loaded {
 type Proc = Resident<Loaded>;
 
 /// Whether `req` runs on a resident app-server: the feature is on, the run
-/// uses the app-server, belongs to a thread that continues (or starts) its
-/// session, and does not ask for a fresh process.
-pub(super) fn eligible(cfg: &Config, req: &Request) -> bool {
+/// uses the app-server (`app_server`), belongs to a thread that continues
+/// (or starts) its session, and does not ask for a fresh process.
+pub(super) fn eligible(cfg: &Config, req: &Request, app_server: bool) -> bool {
     cfg.resident
-        && cfg.uses_app_server(req.streaming)
+        && app_server
         && !req.spawn
         && req.session.as_ref().is_some_and(|s| {
             matches!(
@@ -68,6 +71,7 @@ struct Turn<'a> {
     req: &'a Request,
     sink: &'a dyn EventSink,
     cwd: Option<&'a Path>,
+    equip: &'a Equipment,
 }
 
 /// One turn on a resident app-server (reused, or spawned for it).
@@ -78,6 +82,7 @@ pub(super) async fn run(
     sink: &dyn EventSink,
     cwd: Option<&Path>,
     schema: Option<Value>,
+    equip: &Equipment,
 ) -> Result<Response, DriverError> {
     let turn = Turn {
         driver,
@@ -85,10 +90,13 @@ pub(super) async fn run(
         req,
         sink,
         cwd,
+        equip,
     };
-    let plan = driver.plan(req, cwd, schema);
-    let signature =
-        Signature::of("codex/resident-app-server/v1", &turn.command()).and(&plan.thread);
+    let plan = driver.plan(req, cwd, schema, equip);
+    // The thread parameters carry the instructions and MCP servers, the
+    // command the profile's home; the skills in that home count too.
+    let signature = Signature::of("codex/resident-app-server/v1", &turn.command())
+        .and(&(&plan.thread, &equip.skills));
     let key = plan.resume.clone();
     if let Taken::Reusable(server) = driver.pool.take(key.as_deref(), &signature, sink).await? {
         let mut server = *server;
@@ -131,9 +139,12 @@ impl Turn<'_> {
     /// The `codex app-server` command.
     fn command(&self) -> agent_adaptor_process::Command {
         let cfg = &self.driver.config;
-        let mut cmd = self
-            .driver
-            .command(argv::app_server_argv(cfg), self.cwd, StdinMode::Pipe);
+        let mut cmd = self.driver.command(
+            argv::app_server_argv(cfg),
+            self.cwd,
+            StdinMode::Pipe,
+            self.equip,
+        );
         cmd.close_grace(cfg.resident_stop_grace);
         cmd
     }

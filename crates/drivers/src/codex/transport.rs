@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::appserver::AppServerParser;
 use super::appserver::protocol::ThreadParams;
 use super::appserver::transport::{Plan, Session};
+use super::equip::Equipment;
 use super::parse::ExecParser;
 use super::record::{Parsed, Totals};
 use super::wire::ExecUsage;
@@ -23,16 +24,24 @@ use crate::pump;
 impl CodexDriver {
     /// The CLI's command line: configured program and environment, `cwd`,
     /// `stdin` and the cancellation graces.
+    /// With `equip`: the profile's `CODEX_HOME`, and the host variables the
+    /// run's MCP servers name (bearer tokens) passed through unless
+    /// configured.
     pub(super) fn command(
         &self,
         args: Vec<String>,
         cwd: Option<&Path>,
         stdin: StdinMode,
+        equip: &Equipment,
     ) -> Command {
         let cfg = &self.config;
         let mut cmd = Command::new(&cfg.command);
         cmd.args(args);
         cfg.env_policy.apply(&mut cmd, ENV_ALLOWLIST, &[], &cfg.env);
+        cmd.inherit_env(equip.pass_env.iter().filter(|v| !cfg.env.contains_key(*v)));
+        if let Some(home) = &equip.home {
+            cmd.env("CODEX_HOME", home);
+        }
         if let Some(dir) = cwd {
             cmd.cwd(dir);
         }
@@ -50,6 +59,7 @@ impl CodexDriver {
         sink: &dyn EventSink,
         cwd: Option<&Path>,
         schema: Option<&Value>,
+        equip: &Equipment,
     ) -> Result<(Finished, Parsed), DriverError> {
         let schema_file = schema.map(SchemaFile::write).transpose()?;
         let args = argv::exec_argv(
@@ -57,9 +67,10 @@ impl CodexDriver {
             req,
             cwd,
             schema_file.as_ref().map(|f| f.0.as_path()),
+            &equip.exec_overrides(),
         );
         let prompt = StdinMode::Bytes(Bytes::from(req.prompt.clone().into_bytes()));
-        let cmd = self.command(args, cwd, prompt);
+        let cmd = self.command(args, cwd, prompt, equip);
         let mut parser = ExecParser::new(req.streaming, previous_usage(req))
             .with_transcript(req.new_transcript());
         let cli = CliName {
@@ -75,7 +86,13 @@ impl CodexDriver {
     }
 
     /// What an app-server run asks of the server.
-    pub(super) fn plan(&self, req: &Request, cwd: Option<&Path>, schema: Option<Value>) -> Plan {
+    pub(super) fn plan(
+        &self,
+        req: &Request,
+        cwd: Option<&Path>,
+        schema: Option<Value>,
+        equip: &Equipment,
+    ) -> Plan {
         let cfg = &self.config;
         Plan {
             thread: ThreadParams {
@@ -83,6 +100,8 @@ impl CodexDriver {
                 approval_policy: cfg.approval_policy.clone(),
                 sandbox: cfg.sandbox.clone(),
                 model: req.model_override.clone().or_else(|| cfg.model.clone()),
+                developer_instructions: equip.instructions.clone(),
+                config: equip.thread_config(),
             },
             resume: resume_id(req),
             prompt: req.prompt.clone(),
@@ -99,14 +118,15 @@ impl CodexDriver {
         sink: &dyn EventSink,
         cwd: Option<&Path>,
         schema: Option<Value>,
+        equip: &Equipment,
     ) -> Result<(Finished, Parsed), DriverError> {
         let cfg = &self.config;
-        let plan = self.plan(req, cwd, schema);
+        let plan = self.plan(req, cwd, schema, equip);
         let parser =
             AppServerParser::new(req.streaming, plan.resume.is_some(), previous_totals(req))
                 .with_transcript(req.new_transcript());
         let (mut session, setup) = Session::new(parser, plan);
-        let cmd = self.command(argv::app_server_argv(cfg), cwd, StdinMode::Pipe);
+        let cmd = self.command(argv::app_server_argv(cfg), cwd, StdinMode::Pipe, equip);
         let cli = CliName {
             name: "Codex app-server",
             terminal: "turn/completed",
@@ -214,5 +234,49 @@ mod schema_file_tests {
         drop(file);
         assert!(!path.exists());
         assert!(other.path().exists());
+    }
+}
+
+#[cfg(test)]
+mod command_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::child_env::EnvPolicy;
+    use std::ffi::OsString;
+
+    #[test]
+    fn the_profile_home_and_the_bearer_variables_reach_the_child() {
+        // PATH stands for a host variable holding a token: the policy
+        // passes nothing, the run's MCP server names it.
+        let host_path = std::env::var_os("PATH").unwrap();
+        let driver = super::super::driver(super::super::Config {
+            env_policy: EnvPolicy::only(Vec::<String>::new()),
+            ..Default::default()
+        });
+        let plain = driver.command(vec![], None, StdinMode::Null, &Equipment::default());
+        assert!(!plain.effective_env().contains_key(&OsString::from("PATH")));
+        let equip = Equipment {
+            pass_env: vec!["PATH".into()],
+            home: Some("/profiles/codex".into()),
+            ..Default::default()
+        };
+        let env = driver
+            .command(vec![], None, StdinMode::Null, &equip)
+            .effective_env();
+        assert_eq!(env.get(&OsString::from("PATH")), Some(&host_path));
+        assert_eq!(
+            env.get(&OsString::from("CODEX_HOME")),
+            Some(&OsString::from("/profiles/codex"))
+        );
+        // A configured binding wins over the host's value.
+        let mut cfg = driver.config().clone();
+        cfg.env.insert("PATH".into(), "/configured".into());
+        let env = super::super::driver(cfg)
+            .command(vec![], None, StdinMode::Null, &equip)
+            .effective_env();
+        assert_eq!(
+            env.get(&OsString::from("PATH")),
+            Some(&OsString::from("/configured"))
+        );
     }
 }

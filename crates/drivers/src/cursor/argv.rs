@@ -26,6 +26,10 @@ pub fn argv(cfg: &Config, req: &Request) -> Vec<String> {
     if let Some(id) = resume_id(req) {
         a.extend(["--resume".into(), id.to_owned()]);
     }
+    if !req.mcp_servers.is_empty() {
+        // The run's servers load without an interactive approval.
+        a.push("--approve-mcps".into());
+    }
     a.extend(cfg.extra_args.iter().cloned());
     a
 }
@@ -51,6 +55,10 @@ mod tests {
         assert!(a.contains(&"--trust".to_owned()));
         assert!(!a.contains(&"--force".to_owned()));
         assert!(!a.iter().any(|x| x.contains("the prompt")));
+        assert!(!a.contains(&"--approve-mcps".to_owned()));
+        let mut req = Request::new("r", "p");
+        req.mcp_servers = vec![agent_adaptor_driver::McpServer::stdio("s", "srv", ["x"])];
+        assert!(argv(&Config::default(), &req).contains(&"--approve-mcps".to_owned()));
     }
 
     #[test]

@@ -76,6 +76,7 @@ const OWNED: &[&str] = &[
     "-m",
     "--mode",
     "--resume",
+    "--approve-mcps",
 ];
 
 impl Config {

@@ -19,6 +19,7 @@
 
 pub mod argv;
 pub mod config;
+pub mod equip;
 pub mod parse;
 pub mod policy;
 mod probe;
@@ -27,9 +28,9 @@ pub mod wire;
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, Request, Response,
-    RunContext, SessionCodec, StandardSessionCodec, StreamCapability, async_trait,
-    canonical_session_config_fingerprint,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, McpSupport,
+    ProfileSupport, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
+    StreamCapability, async_trait, canonical_session_config_fingerprint,
 };
 
 use crate::one_shot::{self, OneShot, OneShotCli};
@@ -61,6 +62,20 @@ impl Driver for CursorDriver {
         d.sessions.supports_resume = true;
         d.structured_output = crate::structured::prompt_only("Cursor Agent");
         policy::table().declare(&mut d.run_policy);
+        // MCP servers in the profile home's mcp.json (see `equip`); no
+        // instructions or skills carrier.
+        d.mcp = McpSupport {
+            stdio: true,
+            http: true,
+            sse: true,
+            headers: true,
+            bearer_token_env: true,
+            ..McpSupport::default()
+        };
+        d.profiles = ProfileSupport {
+            dedicated: true,
+            clone: true,
+        };
         d
     }
 
@@ -94,11 +109,16 @@ impl Driver for CursorDriver {
         let applied = policy::table().apply(&self.config, &req.policy);
         let cfg = &*applied;
         let args = argv::argv(cfg, &req);
+        // Held until the run ends: the profile home's claim.
+        let equipped = equip::equip(&req).map_err(|e| DriverError::Other(Box::new(e)))?;
+        let mut env = cfg.env.clone();
+        env.extend(equipped.env.iter().cloned());
+        let env_policy = cfg.env_policy.with_passed(&equipped.pass);
         let spec = OneShot {
             program: &cfg.command,
             args: &args,
-            env: &cfg.env,
-            env_policy: &cfg.env_policy,
+            env: &env,
+            env_policy: &env_policy,
             env_allowlist: ENV_ALLOWLIST,
             cwd: cfg.cwd.as_deref(),
             model: cfg.model.as_deref(),

@@ -17,7 +17,8 @@
 //!   notice ([`crate::terminal_guard`]) and the run goes on.
 
 use agent_adaptor_driver::{
-    FailureCode, ProviderCoords, RunFailure, StreamPayload, TranscriptItem, TranscriptKind, Usage,
+    FailureCode, ProviderCoords, RunFailure, StreamPayload, ToolScope, TranscriptItem,
+    TranscriptKind, Usage,
 };
 use serde_json::Value;
 
@@ -133,7 +134,7 @@ impl CursorParser {
 
     fn tool_started(&mut self, id: &str, call: &Value, out: &mut Vec<Out>) {
         let (name, args) = describe(call);
-        self.em.tool_call(out, id, &name, args);
+        self.em.tool_call_in(out, id, &name, args, scope_of(call));
     }
 
     fn tool_completed(&mut self, id: &str, call: &Value, out: &mut Vec<Out>) {
@@ -324,6 +325,29 @@ pub fn describe(call: &Value) -> (String, Value) {
             other.strip_suffix("ToolCall").unwrap_or(other).to_owned(),
             inner.get("args").cloned().unwrap_or(Value::Null),
         ),
+    }
+}
+
+/// Where a tool call's tool lives: an `mcpToolCall` naming its server
+/// (`providerIdentifier`, the key of the server in `mcp.json`) and its tool
+/// (`toolName`, else `name`) is [`ToolScope::Mcp`]; anything else is
+/// built in.
+pub fn scope_of(call: &Value) -> ToolScope {
+    let args = call.get("mcpToolCall").and_then(|c| c.get("args"));
+    let text = |k: &str| {
+        args.and_then(|a| a.get(k))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    match (
+        text("providerIdentifier"),
+        text("toolName").or_else(|| text("name")),
+    ) {
+        (Some(server), Some(tool)) => ToolScope::Mcp {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+        },
+        _ => ToolScope::Builtin,
     }
 }
 

@@ -13,6 +13,11 @@ use agent_adaptor_driver::Request;
 
 use super::{ApprovalMode, Config};
 
+/// The allowed MCP server name of a strict run without servers (not a
+/// valid [`McpServer`](agent_adaptor_driver::McpServer) name, so no run's
+/// server can have it).
+pub const NO_MCP_SERVER: &str = "agent-adaptor:none";
+
 /// The arguments of one headless run.
 pub fn argv(cfg: &Config, req: &Request) -> Vec<String> {
     let mut a: Vec<String> = vec![
@@ -38,6 +43,17 @@ pub fn argv(cfg: &Config, req: &Request) -> Vec<String> {
             "--include-directories".into(),
             d.to_string_lossy().into_owned(),
         ]);
+    }
+    if req.mcp_strict {
+        // Only the run's servers (extensions' included); an empty list
+        // would allow every server, so no servers allow a name none has.
+        let names: Vec<&str> = req.mcp_servers.iter().map(|s| s.name.as_str()).collect();
+        let names = if names.is_empty() {
+            NO_MCP_SERVER.to_owned()
+        } else {
+            names.join(",")
+        };
+        a.extend(["--allowed-mcp-server-names".into(), names]);
     }
     if let Some(id) = resume_id(req) {
         a.extend(["--resume".into(), id.to_owned()]);
@@ -72,6 +88,33 @@ mod tests {
         assert!(a.contains(&"--skip-trust".to_owned()));
         assert!(!a.iter().any(|x| x.contains("not-a-flag")));
         assert!(!a.contains(&"--yolo".to_owned()));
+    }
+
+    #[test]
+    fn strict_mcp_allows_only_the_runs_servers() {
+        let cfg = Config::default();
+        let mut req = Request::new("r", "p");
+        assert!(!argv(&cfg, &req).contains(&"--allowed-mcp-server-names".to_owned()));
+        req.mcp_strict = true;
+        let flag = |req: &Request| {
+            let a = argv(&cfg, req);
+            let i = a.iter().position(|x| x == "--allowed-mcp-server-names");
+            i.map(|i| a[i + 1].clone())
+        };
+        assert_eq!(flag(&req).as_deref(), Some(NO_MCP_SERVER));
+        for name in ["kv", "web"] {
+            req.mcp_servers.push(agent_adaptor_driver::McpServer {
+                name: name.into(),
+                transport: agent_adaptor_driver::McpTransport::Stdio {
+                    command: "c".into(),
+                    args: vec![],
+                    env: Default::default(),
+                },
+                required: false,
+                tools: Default::default(),
+            });
+        }
+        assert_eq!(flag(&req).as_deref(), Some("kv,web"));
     }
 
     #[test]

@@ -100,6 +100,7 @@ const OWNED: &[&str] = &[
     "--session-file",
     "--skip-trust",
     "--include-directories",
+    "--allowed-mcp-server-names",
     "--acp",
     "--experimental-acp",
     "--list-sessions",

@@ -16,9 +16,16 @@
 //! input" timer); API errors end with `result{status:"error"}` and an exit
 //! code derived from the HTTP status (400 → 144); a bad `--resume` id exits
 //! 42 with nothing on stdout.
+//!
+//! Equipment (instructions, MCP servers, skills) and profiles: see
+//! [`equip`] and [`home`] (a per-run overlay `GEMINI_CLI_HOME`), [`mcp`]
+//! (the settings format and MCP tool names).
 
 pub mod argv;
 pub mod config;
+pub mod equip;
+pub mod home;
+pub mod mcp;
 pub mod parse;
 pub mod policy;
 mod probe;
@@ -72,6 +79,11 @@ impl Driver for GeminiDriver {
         d.sessions.supports_resume = true;
         d.structured_output = crate::structured::prompt_only("Gemini CLI");
         policy::table().declare(&mut d.run_policy);
+        d.instructions = true;
+        d.mcp = mcp::support();
+        d.skills = true;
+        d.profiles.dedicated = true;
+        d.profiles.clone = true;
         d
     }
 
@@ -108,12 +120,15 @@ impl Driver for GeminiDriver {
     ) -> Result<Response, DriverError> {
         // The run policy's flags, for this run only.
         let applied = policy::table().apply(&self.config, &req.policy);
-        let cfg = &*applied;
         if req.prompt.len() > MAX_PROMPT_BYTES {
             return Err(DriverError::Other(Box::new(PromptTooLarge {
                 len: req.prompt.len(),
             })));
         }
+        // The run's home and variables; the overlay lives until the end.
+        let mut equipped = (*applied).clone();
+        let _run_home = equip::apply(&mut equipped, &req)?;
+        let cfg = &equipped;
         let args = argv::argv(cfg, &req);
         let spec = OneShot {
             program: &cfg.command,
@@ -125,7 +140,9 @@ impl Driver for GeminiDriver {
             model: cfg.model.as_deref(),
             cancel_grace: cfg.cancel_grace,
         };
-        let mut parser = GeminiParser::new(req.streaming).with_transcript(req.new_transcript());
+        let mut parser = GeminiParser::new(req.streaming)
+            .with_transcript(req.new_transcript())
+            .with_mcp_servers(req.mcp_servers.iter().map(|s| s.name.clone()).collect());
         one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser).await
     }
 

@@ -43,6 +43,8 @@ pub struct GeminiParser {
     /// This run's `init` was seen (its session is `session_id`).
     init_seen: bool,
     ignored: IgnoredTerminals,
+    /// The run's MCP servers (their tools are `mcp_<server>_<tool>`).
+    mcp_servers: Vec<String>,
 }
 
 impl GeminiParser {
@@ -56,7 +58,16 @@ impl GeminiParser {
             usage: None,
             init_seen: false,
             ignored: IgnoredTerminals::new(),
+            mcp_servers: Vec::new(),
         }
+    }
+
+    /// The run's MCP server names: a call to one of their tools gets
+    /// [`ToolScope::Mcp`](agent_adaptor_driver::ToolScope::Mcp)
+    /// (see [`super::mcp::resolve_tool`]).
+    pub fn with_mcp_servers(mut self, servers: Vec<String>) -> Self {
+        self.mcp_servers = servers;
+        self
     }
 
     /// Record the transcript into `transcript` (empty, made with the
@@ -93,7 +104,8 @@ impl GeminiParser {
                 .em
                 .notice(out, "tool_use without a tool_id or tool_name", raw);
         }
-        if !self.em.tool_call(out, &id, &name, args) {
+        let scope = super::mcp::resolve_tool(&name, &self.mcp_servers);
+        if !self.em.tool_call_in(out, &id, &name, args, scope) {
             self.em.notice(out, "a repeated tool_use", raw);
         }
     }

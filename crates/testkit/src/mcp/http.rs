@@ -32,10 +32,18 @@ pub async fn serve_http(
     if addr.ip() != Ipv4Addr::LOCALHOST {
         return Err(ServeError::NotLoopback(addr));
     }
+    // No SSE priming events (an event with empty data, sent by default by
+    // both the service and its session layer): the MCP SDK in Gemini CLI
+    // 0.61 parses every event's data as JSON and drops the connection on one
+    // ("Unexpected end of JSON input").
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.sse_retry = None;
     let service: StreamableHttpService<TestTools, LocalSessionManager> = StreamableHttpService::new(
         move || Ok(tools.clone()),
-        Default::default(),
-        StreamableHttpServerConfig::default().with_sse_keep_alive(None),
+        Arc::new(sessions),
+        StreamableHttpServerConfig::default()
+            .with_sse_keep_alive(None)
+            .with_sse_retry(None),
     );
     let mut router = axum::Router::new().nest_service("/mcp", service);
     if let Some(token) = bearer_token {

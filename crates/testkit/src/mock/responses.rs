@@ -13,7 +13,10 @@
 //! `function_call_arguments.done`, `output_item.done`; then
 //! `response.completed` with the whole response (output items and usage).
 //! Parallel tool calls are one `function_call` item each, one after the
-//! other. For `NoFinishReason` the `response` object of
+//! other. A tool name `<namespace>::<name>` is sent as a namespaced call,
+//! `{"namespace": "<namespace>", "name": "<name>"}` (Codex offers each MCP
+//! server's tools as a `namespace` tool, e.g. `mcp__aa_test`, and routes a
+//! call by its namespace); other names go as they are. For `NoFinishReason` the `response` object of
 //! `response.completed` (and the non-streaming body) has no `status` and no
 //! `incomplete_details` field.
 //! A stream error is `response.created`, `response.in_progress`,
@@ -70,16 +73,35 @@ impl Item<'_> {
                 call_id,
                 name,
                 arguments,
-            } => json!({
-                "id": id,
-                "type": "function_call",
-                "status": "completed",
-                "call_id": call_id,
-                "name": name,
-                "arguments": arguments,
-            }),
+            } => with_namespace(
+                json!({
+                    "id": id,
+                    "type": "function_call",
+                    "status": "completed",
+                    "call_id": call_id,
+                    "arguments": arguments,
+                }),
+                name,
+            ),
         }
     }
+}
+
+/// `item` (a `function_call` object) with its `name`, split into
+/// `namespace` and `name` when it reads `<namespace>::<name>`.
+fn with_namespace(mut item: Value, name: &str) -> Value {
+    if let Value::Object(map) = &mut item {
+        match name.split_once("::") {
+            Some((namespace, tool)) => {
+                map.insert("namespace".into(), namespace.into());
+                map.insert("name".into(), tool.into());
+            }
+            None => {
+                map.insert("name".into(), name.into());
+            }
+        }
+    }
+    item
 }
 
 fn items<'a>(ctx: &Ctx<'_>, answer: &'a Answer) -> Vec<Item<'a>> {
@@ -249,8 +271,11 @@ pub(crate) fn stream(ctx: &Ctx<'_>, answer: &Answer, complete: bool) -> Vec<SseE
             } => {
                 ev.push(
                     "response.output_item.added",
-                    json!({"output_index": output_index, "item": {"id": id, "type": "function_call",
-                           "status": "in_progress", "call_id": call_id, "name": name, "arguments": ""}}),
+                    json!({"output_index": output_index, "item": with_namespace(
+                        json!({"id": id, "type": "function_call", "status": "in_progress",
+                               "call_id": call_id, "arguments": ""}),
+                        name,
+                    )}),
                 );
                 for delta in chunks(arguments, TOOL_CHUNK_CHARS) {
                     ev.push(

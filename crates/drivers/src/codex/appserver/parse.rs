@@ -45,7 +45,7 @@ use agent_adaptor_driver::{
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::super::record::{Parsed, Recorder, ToolOutcome, Totals};
+use super::super::record::{Parsed, Recorder, ToolCall, ToolOutcome, Totals};
 use super::protocol::{
     DeltaNotification, ErrorNotification, Incoming, ItemNotification, ThreadItem,
     TokenUsageNotification, TurnNotification, decision_request,
@@ -263,7 +263,7 @@ impl AppServerParser {
                     | ThreadItem::Reasoning { .. },
                 ) => {}
                 Some(item) => match (item.tool(), item_id(&item)) {
-                    (Some((name, args)), Some(id)) => self.rec.tool_started(out, id, &name, args),
+                    (Some(call), Some(id)) => self.rec.tool_started(out, id, call),
                     _ => self.unknown_item(params, raw, out),
                 },
                 None => self.malformed(method, raw, out),
@@ -497,7 +497,7 @@ fn item_id(item: &ThreadItem) -> Option<&str> {
 }
 
 /// How a completed tool item ended.
-fn outcome(call: Option<(String, Value)>, item: ThreadItem) -> ToolOutcome {
+fn outcome(call: Option<ToolCall>, item: ThreadItem) -> ToolOutcome {
     let (text, is_error, result) = match item {
         ThreadItem::CommandExecution {
             status,

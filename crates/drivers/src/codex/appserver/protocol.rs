@@ -12,7 +12,7 @@ use agent_adaptor_driver::{DecisionKind, DecisionRequest, DecisionResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::super::record::Totals;
+use super::super::record::{ToolCall, Totals};
 
 /// One line from the server, by JSON-RPC shape.
 #[derive(Debug, Clone, PartialEq)]
@@ -189,24 +189,26 @@ pub enum ThreadItem {
 }
 
 impl ThreadItem {
-    /// The tool a tool-like item stands for: (name, complete arguments).
-    pub fn tool(&self) -> Option<(String, Value)> {
+    /// The tool a tool-like item stands for: name, complete arguments and
+    /// where it lives.
+    pub(crate) fn tool(&self) -> Option<ToolCall> {
         match self {
-            ThreadItem::CommandExecution { command, cwd, .. } => Some((
-                "command_execution".into(),
+            ThreadItem::CommandExecution { command, cwd, .. } => Some(ToolCall::builtin(
+                "command_execution",
                 json!({ "command": command, "cwd": cwd }),
             )),
-            ThreadItem::FileChange { changes, .. } => {
-                Some(("file_change".into(), json!({ "changes": changes })))
-            }
+            ThreadItem::FileChange { changes, .. } => Some(ToolCall::builtin(
+                "file_change",
+                json!({ "changes": changes }),
+            )),
             ThreadItem::McpToolCall {
                 server,
                 tool,
                 arguments,
                 ..
-            } => Some((format!("mcp:{server}/{tool}"), arguments.clone())),
+            } => Some(ToolCall::mcp(server, tool, arguments.clone())),
             ThreadItem::WebSearch { query, .. } => {
-                Some(("web_search".into(), json!({ "query": query })))
+                Some(ToolCall::builtin("web_search", json!({ "query": query })))
             }
             _ => None,
         }
@@ -329,9 +331,45 @@ pub const APPROVAL_METHODS: [&str; 2] = [
 /// and the plain `CommandExecutionApprovalDecision` values).
 const DEFAULT_DECISIONS: [&str; 4] = ["accept", "acceptForSession", "decline", "cancel"];
 
+/// Codex asks to run an MCP tool that is not auto-approved as an MCP
+/// elicitation marked `_meta.codex_approval_kind = "mcp_tool_call"`; it is
+/// answered `{"action": "accept" | "decline" | "cancel"}`.
+pub const MCP_ELICITATION: &str = "mcpServer/elicitation/request";
+
+/// Whether `method`/`params` is Codex's approval of an MCP tool call.
+pub fn is_mcp_tool_approval(method: &str, params: &Value) -> bool {
+    method == MCP_ELICITATION && params["_meta"]["codex_approval_kind"] == "mcp_tool_call"
+}
+
+/// The host decision for an MCP tool call (see [`MCP_ELICITATION`]).
+fn mcp_tool_decision(params: &Value) -> DecisionRequest {
+    let server = params["serverName"].as_str().unwrap_or_default();
+    let tool = params["_meta"]["tool_name"].as_str().unwrap_or_default();
+    let mut d = DecisionRequest::new(DecisionKind::Permission, format!("codex.{MCP_ELICITATION}"));
+    d.thread_id = params["threadId"].as_str().unwrap_or_default().to_owned();
+    d.prompt = params["message"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("Allow the {server} MCP server to run tool \"{tool}\"?"));
+    d.payload = Some(json!({
+        "method": MCP_ELICITATION,
+        "mcp_server": server,
+        "tool": tool,
+        "arguments": params["_meta"]["tool_params"].clone(),
+        "available_decisions": MCP_DECISIONS,
+    }));
+    d
+}
+
+/// What an MCP elicitation can be answered.
+const MCP_DECISIONS: [&str; 3] = ["accept", "decline", "cancel"];
+
 /// The host decision an approval server request asks for; `None` for any
 /// other method.
 pub fn decision_request(method: &str, params: &Value) -> Option<DecisionRequest> {
+    if is_mcp_tool_approval(method, params) {
+        return Some(mcp_tool_decision(params));
+    }
     if !APPROVAL_METHODS.contains(&method) {
         return None;
     }
@@ -365,8 +403,11 @@ pub fn decision_request(method: &str, params: &Value) -> Option<DecisionRequest>
 }
 
 /// The decisions a request offers: its `availableDecisions`, else the
-/// protocol's plain ones.
+/// protocol's plain ones (an MCP elicitation's actions for one).
 pub fn offered_decisions(params: &Value) -> Vec<Value> {
+    if params["_meta"]["codex_approval_kind"] == "mcp_tool_call" {
+        return MCP_DECISIONS.iter().map(|d| json!(d)).collect();
+    }
     match params.get("availableDecisions").and_then(Value::as_array) {
         Some(list) if !list.is_empty() => list.clone(),
         _ => DEFAULT_DECISIONS.iter().map(|d| json!(d)).collect(),
@@ -416,6 +457,12 @@ pub struct ThreadParams {
     /// The model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Developer instructions (Codex's `developer_instructions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub developer_instructions: Option<String>,
+    /// Config overrides, dotted key → value (e.g. `mcp_servers.<name>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Map<String, Value>>,
 }
 
 impl Client {

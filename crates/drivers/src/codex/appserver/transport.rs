@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::parse::AppServerParser;
 use super::protocol::{
     Client, METHOD_NOT_FOUND, ThreadParams, choose_decision, decision_request, error_frame,
-    error_message, initialized, offered_decisions, result_frame,
+    error_message, initialized, is_mcp_tool_approval, offered_decisions, result_frame,
 };
 use crate::pump::{self, ControlFrame, Controller, LineProtocol, Out, write_frame};
 
@@ -228,7 +228,11 @@ impl Session {
         let frame = match choose_decision(&offered_decisions(&params), answer.result) {
             Some(decision) => {
                 self.parser.approval_answered(&id, answer.result, &decision);
-                result_frame(&id, json!({ "decision": decision }))
+                if is_mcp_tool_approval(&method, &params) {
+                    result_frame(&id, json!({ "action": decision, "content": null }))
+                } else {
+                    result_frame(&id, json!({ "decision": decision }))
+                }
             }
             None => error_frame(
                 &id,
