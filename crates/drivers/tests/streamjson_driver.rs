@@ -103,7 +103,7 @@ async fn conformance_codebuddy_one_shot() {
             suite_options(Expect::Success, Expect::Success),
         )
         .await;
-        report.assert_passed();
+        assert_passed_but_instructions(&report, fixture);
     }
     let report = test_driver(
         || codebuddy_on("codebuddy/print-api-error.jsonl", ""),
@@ -111,6 +111,43 @@ async fn conformance_codebuddy_one_shot() {
     )
     .await;
     report.assert_passed();
+}
+
+/// Every clause passed, except EQP-02 (a run with instructions), which a
+/// one-shot capture cannot pass on CodeBuddy: its instructions ride in the
+/// `initialize` request, so such a run reads stream-json frames and waits for
+/// an answer the capture does not hold. EQP-02 is judged on a frames
+/// transcript by [`conformance_codebuddy_frames_carries_instructions`] and
+/// proven against the real CLI (`real_codebuddy`).
+#[track_caller]
+fn assert_passed_but_instructions(report: &agent_adaptor_conformance::Report, fixture: &str) {
+    let failures: Vec<String> = report
+        .failures()
+        .into_iter()
+        .filter(|f| f.id != "EQP-02")
+        .map(|f| f.to_string())
+        .collect();
+    assert!(failures.is_empty(), "{fixture}: {failures:#?}");
+}
+
+/// CodeBuddy's instructions carrier (`appendSystemPrompt` in `initialize`)
+/// on a frames transcript: EQP-02 passes.
+#[tokio::test]
+async fn conformance_codebuddy_frames_carries_instructions() {
+    let report = test_driver(
+        || {
+            let mut cfg = fake(
+                codebuddy::config(),
+                "codebuddy/control-can-use-tool-allow.transcript",
+                "--stdin-check type",
+            );
+            cfg.host_approvals = true;
+            codebuddy::driver(cfg)
+        },
+        suite_options(Expect::Success, Expect::Success),
+    )
+    .await;
+    assert!(report.passed("EQP-02"), "{report}");
 }
 
 async fn drain(

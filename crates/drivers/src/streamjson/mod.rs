@@ -132,6 +132,11 @@ pub struct Family {
     /// The CLI writes a server's `-` as `_` in its tool names
     /// (`mcp__<server>__<tool>`).
     pub mcp_underscores: bool,
+    /// Whether `--allowedTools=mcp__<server>__<tool>` spares the host an
+    /// approval on every transport. CodeBuddy 2.117 still sends
+    /// `can_use_tool` for an allowed MCP tool on the control transport
+    /// (observed), so it does not carry auto-approval.
+    pub mcp_auto_approve: bool,
     /// How instructions reach the system prompt.
     pub instructions: InstructionsCarrier,
     /// The variable that names the CLI's configuration home.
@@ -176,6 +181,7 @@ pub static CLAUDE: Family = Family {
     browser_flags: true,
     native_json_schema: true,
     mcp_underscores: false,
+    mcp_auto_approve: true,
     instructions: InstructionsCarrier::AppendFile {
         flag: "--append-system-prompt-file",
         fresh: &["--system-prompt-snapshot", "off"],
@@ -209,6 +215,7 @@ pub static CODEBUDDY: Family = Family {
     // against the mock). Prompt validation tells the model the shape.
     native_json_schema: false,
     mcp_underscores: true,
+    mcp_auto_approve: false,
     instructions: InstructionsCarrier::Initialize,
     home_var: "CODEBUDDY_CONFIG_DIR",
     home_default: ".codebuddy",
@@ -297,7 +304,7 @@ impl Driver for StreamJsonDriver {
             http: true,
             headers: true,
             bearer_token_env: true,
-            auto_approve: true,
+            auto_approve: self.family.mcp_auto_approve,
             strict: true,
             ..McpSupport::default()
         };

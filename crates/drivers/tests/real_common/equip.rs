@@ -5,6 +5,7 @@ use std::path::Path;
 
 use agent_adaptor_conformance::record_run;
 use agent_adaptor_core::{Event, Phase, RunOptions};
+use agent_adaptor_driver::Driver;
 use agent_adaptor_driver::{
     McpServer, McpTransport, Profile, Request, SessionContext, SkillRef, ToolScope,
 };
@@ -219,18 +220,52 @@ fn assert_round_trip(h: &Harness, run: &super::Run, prompt: &str, key: &str, log
 }
 
 /// A stdio MCP server of the run: the model is offered its tool, calls it,
-/// and gets its answer. One-shot: the tool is auto-approved (the CLI's
-/// allow-list, nobody is asked). Host approvals: the call goes to the host
-/// as an approval like any tool.
+/// and gets its answer. One-shot: the tool is auto-approved where the
+/// driver declares it (CodeBuddy runs MCP tools unasked on one-shot). Host
+/// approvals: the call goes to the host as an approval like any tool,
+/// unless auto-approved (then nobody is asked).
 pub async fn mcp_stdio_tool_round_trip(cli: &'static Cli) {
     let script = Script::new()
         .on_prompt("MCPONESHOT", lookup_replies(cli, "k1"))
-        .on_prompt("MCPCONTROL", lookup_replies(cli, "k2"));
+        .on_prompt("MCPCONTROL", lookup_replies(cli, "k2"))
+        .on_prompt("MCPAUTO", lookup_replies(cli, "k0"));
     let h = Harness::start(cli, script).await;
+
+    // Host approvals with the tool auto-approved: the CLI's allow-list
+    // runs it without asking the host (the last run below asks).
+    let auto_approve = h.driver(h.config(false)).descriptor().mcp.auto_approve;
+    if auto_approve {
+        let log = h.home.path().join("mcp-auto.log");
+        let mut server = stdio_server(&log);
+        server.tools.auto_approve.insert("lookup".into());
+        let mut asked = 0;
+        let run = drain_with(
+            &h.agent(mcp_config(&h, true)),
+            "MCPAUTO: look up k0",
+            RunOptions::new().mcp_server(server),
+            |event, _| {
+                if let Event::ApprovalRequest(req) = event {
+                    asked += 1;
+                    req.approve().expect("answerable once");
+                }
+            },
+        )
+        .await;
+        run.ok("auto-approved MCP call with host approvals");
+        assert_eq!(asked, 0, "{}: nobody was asked", cli.recipe.name);
+        assert_eq!(
+            McpTestServer::read_log(&log).expect("the log").len(),
+            1,
+            "{}: the tool ran",
+            cli.recipe.name
+        );
+    }
 
     let log = h.home.path().join("mcp-one-shot.log");
     let mut server = stdio_server(&log);
-    server.tools.auto_approve.insert("lookup".into());
+    if auto_approve {
+        server.tools.auto_approve.insert("lookup".into());
+    }
     let prompt = "MCPONESHOT: look up k1";
     let run = drain_with(
         &h.agent(mcp_config(&h, false)),
@@ -287,7 +322,9 @@ pub async fn mcp_http_bearer_token_from_env(cli: &'static Cli) {
     {
         *bearer_token_env = Some(VAR.into());
     }
-    server.tools.auto_approve.insert("lookup".into());
+    if h.driver(h.config(false)).descriptor().mcp.auto_approve {
+        server.tools.auto_approve.insert("lookup".into());
+    }
     // The host's variable (a binding here: tests do not change their own
     // environment).
     let mut cfg = mcp_config(&h, false);
@@ -601,6 +638,62 @@ pub async fn a_resumed_turn_gets_its_own_instructions(cli: &'static Cli) {
     assert!(
         system.contains(SECOND) && !system.contains(FIRST),
         "{}: turn two's system prompt holds its own instructions only: {}",
+        cli.recipe.name,
+        super::tail(&system, 1500)
+    );
+}
+
+/// A thread's resident process is reused by a turn with the same
+/// instructions and replaced by one with other instructions (the signature
+/// hashes the text, not the per-run file), whose model request then holds
+/// the new text.
+pub async fn a_thread_turn_with_other_instructions_gets_a_fresh_process(cli: &'static Cli) {
+    const KEYWORD: &str = "THREADINSTRUCT";
+    const SAME: &str = "Thread rule one: GANNET-3.";
+    const OTHER: &str = "Thread rule two: AVOCET-4.";
+    let replies = ["r1", "r2", "r3"];
+    let h = Harness::start(
+        cli,
+        Script::new().on_prompt(
+            KEYWORD,
+            replies.iter().map(|r| Reply::Text((*r).into())).collect(),
+        ),
+    )
+    .await;
+    let agent = agent_adaptor_core::Agent::builder(h.driver(h.config(false)))
+        .thread_store(std::sync::Arc::new(agent_adaptor_core::MemoryStore::new()))
+        .build()
+        .expect("an agent");
+    let thread = agent.thread("real/thread-instructions");
+    let turns = [
+        (format!("{KEYWORD}: turn one"), SAME),
+        ("turn two".to_owned(), SAME),
+        ("turn three".to_owned(), OTHER),
+    ];
+    let mut pids = Vec::new();
+    for (n, (prompt, instructions)) in turns.iter().enumerate() {
+        let run = drain_with(
+            &thread,
+            prompt,
+            RunOptions::new().instructions(*instructions),
+            |_, _| {},
+        )
+        .await;
+        assert_eq!(run.ok(prompt).text, replies[n]);
+        match n {
+            1 => assert_eq!(run.reused(), Some(pids[0]), "{}", run.describe()),
+            _ => {
+                let spawned = run.spawns();
+                assert_eq!(spawned.len(), 1, "turn {}: {}", n + 1, run.describe());
+                pids.push(spawned[0].0);
+            }
+        }
+    }
+    assert_ne!(pids[0], pids[1], "a fresh process for other instructions");
+    let system = system_text(&h.request_after(KEYWORD, 2));
+    assert!(
+        system.contains(OTHER) && !system.contains(SAME),
+        "{}: turn three's system prompt: {}",
         cli.recipe.name,
         super::tail(&system, 1500)
     );

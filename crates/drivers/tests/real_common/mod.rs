@@ -93,6 +93,7 @@ macro_rules! real_cli_tests {
             profiles_leave_the_users_home_untouched,
             skills_are_offered_to_the_model,
             a_resumed_turn_gets_its_own_instructions,
+            a_thread_turn_with_other_instructions_gets_a_fresh_process,
         );
     };
     (@cases $cli:path; $($case:ident),* $(,)?) => {
