@@ -14,173 +14,34 @@
 #![cfg(feature = "gemini")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod gemini_support;
 mod group_watch;
 #[allow(dead_code)]
 mod jsonl_common;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use agent_adaptor_conformance::{Expect, LiveRun, Options, RunCase, record_run, test_driver};
-use agent_adaptor_core::{Agent, Event, FailureReason, Phase, ProcessKind, RunOptions, Runner};
-use agent_adaptor_driver::{Request, SessionContext, SessionState};
-use agent_adaptor_drivers::child_env::EnvPolicy;
-use agent_adaptor_drivers::gemini::{self, ApprovalMode};
-use agent_adaptor_testkit::clis::{GEMINI, ScratchDir};
-use agent_adaptor_testkit::mock::{MockServer, RecordedRequest, Reply, Script};
-use futures::StreamExt;
+use agent_adaptor_core::{Event, FailureReason, Phase, ProcessKind};
+use agent_adaptor_driver::SessionState;
+use agent_adaptor_drivers::gemini;
+use agent_adaptor_testkit::clis::GEMINI;
+use agent_adaptor_testkit::mock::{Reply, Script};
+use gemini_support::{
+    Harness, RUN_TIMEOUT, answers, body_contains, calls_then_answers, declared_tools, drain,
+    function_responses, ok, resume_request, session_state, started_tool_call, text_deltas,
+};
 use group_watch::group_members;
-use jsonl_common::Run;
 use serde_json::{Value, json};
-
-/// The core deadline of a run (a cold Gemini start takes 2–4 s).
-const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How soon after a cancel the CLI's whole process group must be gone.
 const CANCEL_BOUND: Duration = Duration::from_secs(3);
-
-/// The mock, a scratch home prepared by the recipe, and the driver
-/// configuration that points the real CLI at both.
-struct Harness {
-    server: MockServer,
-    home: ScratchDir,
-    binary: PathBuf,
-    env: Vec<(String, String)>,
-}
-
-impl Harness {
-    async fn start(script: Script) -> Harness {
-        let server = MockServer::start(script).await.expect("start the mock");
-        let home = ScratchDir::new("gemini-driver").expect("a scratch home");
-        let binary = GEMINI.binary().unwrap_or_else(|e| panic!("{e}"));
-        let env = GEMINI
-            .prepare(&server.base_url(), home.path())
-            .unwrap_or_else(|e| panic!("{e}"));
-        // The recipe's settings plus one attempt per request: Gemini retries
-        // 429/5xx with 5 s+ backoff otherwise.
-        let settings = home.path().join(".gemini/settings.json");
-        let mut value: Value =
-            serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
-        value["general"]["maxAttempts"] = json!(1);
-        std::fs::write(&settings, value.to_string()).unwrap();
-        Harness {
-            server,
-            home,
-            binary,
-            env,
-        }
-    }
-
-    fn workspace(&self) -> PathBuf {
-        self.home.path().join("work")
-    }
-
-    /// The real binary (`bundle/gemini.js` is executable), the recipe's
-    /// environment and nothing inherited but `PATH` & co., its model.
-    fn config(&self) -> gemini::Config {
-        gemini::Config {
-            command: self.binary.clone(),
-            model: Some(GEMINI.model.into()),
-            env: self.env.iter().cloned().collect(),
-            env_policy: EnvPolicy::only(["PATH", "USER"]),
-            cwd: Some(self.workspace()),
-            ..Default::default()
-        }
-    }
-
-    fn agent(&self, cfg: gemini::Config) -> Agent {
-        Agent::new(gemini::driver(cfg))
-    }
-
-    /// The model requests of the conversation whose first user text holds
-    /// `keyword`, in order.
-    fn model_requests(&self, keyword: &str) -> Vec<RecordedRequest> {
-        self.server
-            .requests()
-            .into_iter()
-            .filter(|r| r.method == "POST" && r.path == GEMINI.request_path)
-            .filter(|r| {
-                r.conversation()
-                    .is_some_and(|c| c.first_user_text.contains(keyword))
-            })
-            .collect()
-    }
-}
-
-/// Run `prompt` under [`RUN_TIMEOUT`] and drain it.
-async fn drain(
-    agent: &Agent,
-    prompt: &str,
-    mut on_event: impl FnMut(&Event, &agent_adaptor_core::RunStream),
-) -> Run {
-    let mut stream = agent.stream_with(prompt, RunOptions::new().timeout(RUN_TIMEOUT));
-    let collect = async {
-        let mut events = Vec::new();
-        while let Some(event) = stream.next().await {
-            on_event(&event, &stream);
-            events.push(event);
-        }
-        let outcome = stream.result().await;
-        Run { events, outcome }
-    };
-    tokio::time::timeout(RUN_TIMEOUT + Duration::from_secs(30), collect)
-        .await
-        .expect("the run ended")
-}
-
-fn ok(run: &Run) -> &agent_adaptor_core::RunResult {
-    match &run.outcome {
-        Ok(r) => r,
-        Err(e) => {
-            let stderr = e
-                .as_run_error()
-                .and_then(|r| r.result.as_ref())
-                .map(|r| r.raw().stderr.to_string_lossy().unwrap_or_default())
-                .unwrap_or_default();
-            panic!("the run failed: {e}\n--- stderr ---\n{stderr}")
-        }
-    }
-}
-
-fn text_deltas(run: &Run) -> Vec<&str> {
-    run.events
-        .iter()
-        .filter_map(|e| match e {
-            Event::TextDelta(d) if d.phase == Phase::Content => Some(d.text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The function names a Gemini request declares.
-fn declared_tools(request: &RecordedRequest) -> Vec<String> {
-    let body = request.json().unwrap_or_default();
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten())
-        .filter_map(|f| f["name"].as_str().map(str::to_owned))
-        .collect()
-}
-
-/// The `functionResponse` parts of a Gemini request.
-fn function_responses(request: &RecordedRequest) -> Vec<Value> {
-    let body = request.json().unwrap_or_default();
-    body["contents"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|c| c["parts"].as_array().into_iter().flatten())
-        .filter_map(|p| p.get("functionResponse").cloned())
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_token_level_text() {
     const KEYWORD: &str = "STREAMTEXT";
     const TEXT: &str = "Token-level streaming from the mock, eight characters a delta.";
-    let h = Harness::start(Script::new().on_prompt(KEYWORD, vec![Reply::Text(TEXT.into())])).await;
+    let h = Harness::start(answers(KEYWORD, TEXT)).await;
     let run = drain(
         &h.agent(h.config()),
         &format!("{KEYWORD}: say something"),
@@ -206,17 +67,13 @@ async fn streams_token_level_text() {
 async fn reads_a_file_with_a_read_only_tool() {
     const KEYWORD: &str = "READNOTES";
     const CONTENT: &str = "notes written by the test: 4417";
-    let script = Script::new().on_prompt(
+    let h = Harness::start(calls_then_answers(
         KEYWORD,
-        vec![
-            Reply::ToolCall {
-                name: "read_file".into(),
-                arguments: json!({"file_path": "notes.txt"}),
-            },
-            Reply::Text("File read.".into()),
-        ],
-    );
-    let h = Harness::start(script).await;
+        "read_file",
+        json!({"file_path": "notes.txt"}),
+        "File read.",
+    ))
+    .await;
     std::fs::write(h.workspace().join("notes.txt"), CONTENT).unwrap();
     let run = drain(
         &h.agent(h.config()),
@@ -240,40 +97,24 @@ async fn reads_a_file_with_a_read_only_tool() {
             .any(|r| r["name"] == "read_file" && r.to_string().contains(CONTENT)),
         "the follow-up carries the file: {back:?}"
     );
-    let id = run
-        .events
-        .iter()
-        .find_map(|e| match e {
-            Event::ToolCall(c) if c.phase == Phase::Start && c.name == "read_file" => {
-                assert_eq!(c.args.as_ref().unwrap()["file_path"], "notes.txt");
-                Some(c.id.clone())
-            }
-            _ => None,
-        })
-        .expect("a read_file ToolCall");
+    let call = started_tool_call(&run, |c| c.name == "read_file");
+    assert_eq!(call.args.as_ref().unwrap()["file_path"], "notes.txt");
+    let id = &call.id;
     assert!(run.events.iter().any(|e| matches!(e,
-        Event::ToolResult(r) if r.id == id && r.result.as_ref().is_some_and(|v| v["status"] == "success"))));
+        Event::ToolResult(r) if r.id == *id && r.result.as_ref().is_some_and(|v| v["status"] == "success"))));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn yolo_runs_a_shell_command() {
     const KEYWORD: &str = "RUNSHELL";
-    let script = Script::new().on_prompt(
+    let h = Harness::start(calls_then_answers(
         KEYWORD,
-        vec![
-            Reply::ToolCall {
-                name: "run_shell_command".into(),
-                arguments: json!({"command": "printf '%s-%s' hi from-shell"}),
-            },
-            Reply::Text("Shell ran.".into()),
-        ],
-    );
-    let h = Harness::start(script).await;
-    let cfg = gemini::Config {
-        approval_mode: ApprovalMode::Yolo,
-        ..h.config()
-    };
-    let run = drain(&h.agent(cfg), &format!("{KEYWORD} please"), |_, _| {}).await;
+        "run_shell_command",
+        json!({"command": "printf '%s-%s' hi from-shell"}),
+        "Shell ran.",
+    ))
+    .await;
+    let run = drain(&h.agent(h.yolo()), &format!("{KEYWORD} please"), |_, _| {}).await;
     assert_eq!(ok(&run).text, "Shell ran.");
     let requests = h.model_requests(KEYWORD);
     assert!(declared_tools(&requests[0]).contains(&"run_shell_command".to_owned()));
@@ -343,16 +184,12 @@ async fn resumes_the_session() {
         |_, _| {},
     )
     .await;
-    let state = ok(&first).checkpoint().unwrap().state.clone().unwrap();
+    let state = session_state(&first);
     assert_eq!(state.data["cwd"], h.workspace().display().to_string());
 
     let driver = gemini::driver(h.config());
-    let mut request = Request::new("run_00000000000000r2", SECOND_PROMPT);
+    let mut request = resume_request(SECOND_PROMPT, state.clone());
     request.streaming = true;
-    request.session = Some(SessionContext {
-        state: Some(state.clone()),
-        ..Default::default()
-    });
     let trace = record_run(&driver, request, RUN_TIMEOUT).await;
     let response = trace.response().expect("run 2 returned");
     assert_eq!(response.output, "second-answer-beta");
@@ -365,9 +202,12 @@ async fn resumes_the_session() {
         .unwrap();
     assert_eq!(resumed.resume_id, state.resume_id, "the same session");
     let requests = h.model_requests(KEYWORD);
-    let body = String::from_utf8_lossy(&requests.last().unwrap().body).into_owned();
+    let last = requests.last().unwrap();
     for earlier in ["zebra-7731", "first-answer-alpha", SECOND_PROMPT] {
-        assert!(body.contains(earlier), "run 2's request holds {earlier:?}");
+        assert!(
+            body_contains(last, earlier),
+            "run 2's request holds {earlier:?}"
+        );
     }
 }
 
@@ -435,7 +275,7 @@ async fn cancel_mid_stream_kills_the_process_group() {
 async fn conformance_with_a_live_run() {
     const KEYWORD: &str = "CONFORM";
     const TEXT: &str = "Conformance answer from the mock.";
-    let h = Harness::start(Script::new().on_prompt(KEYWORD, vec![Reply::Text(TEXT.into())])).await;
+    let h = Harness::start(answers(KEYWORD, TEXT)).await;
     let state = SessionState {
         resume_id: "session-1".into(),
         display_id: "session-1".into(),
