@@ -59,6 +59,21 @@ fn assert_user_server_unused(tools: &[String], user_log: &Path) {
     assert!(McpTestServer::read_log(user_log).unwrap().is_empty());
 }
 
+/// A harness whose model, asked with `keyword`, calls the MCP server
+/// `server`'s `lookup` of `key`, then answers `text`; and the log path for
+/// that server's calls.
+async fn start_lookup(keyword: &str, server: &str, key: &str, text: &str) -> (Harness, PathBuf) {
+    let script = calls_then_answers(
+        keyword,
+        &format!("mcp_{server}_lookup"),
+        json!({ "key": key }),
+        text,
+    );
+    let h = Harness::start(script).await;
+    let log = h.home.path().join(format!("{server}.log"));
+    (h, log)
+}
+
 /// The conversation of `keyword` offered `tool`, the MCP server logging
 /// to `log` got exactly one `lookup` of `key`, and its value went back to
 /// the model. Returns the tools the first request declared.
@@ -157,14 +172,7 @@ async fn instructions_are_appended_to_the_system_instruction() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_tool_is_offered_called_and_answered() {
     const KEYWORD: &str = "MCPCALL";
-    let h = Harness::start(calls_then_answers(
-        KEYWORD,
-        "mcp_kv_lookup",
-        json!({"key": "k1"}),
-        "Looked up.",
-    ))
-    .await;
-    let log = h.home.path().join("kv.log");
+    let (h, log) = start_lookup(KEYWORD, "kv", "k1", "Looked up.").await;
     // The user's own server, which a strict run must not load.
     let user_log = add_user_server(&h);
 
@@ -306,14 +314,7 @@ async fn an_http_mcp_server_gets_the_bearer_token_from_a_host_variable() {
     // driver's pass-through of the named variable gets it to the CLI.
     const VAR: &str = "CARGO_PKG_NAME";
     let token = std::env::var(VAR).expect("cargo sets it for tests");
-    let h = Harness::start(calls_then_answers(
-        KEYWORD,
-        "mcp_web_lookup",
-        json!({"key": "k2"}),
-        "Fetched.",
-    ))
-    .await;
-    let log = h.home.path().join("web.log");
+    let (h, log) = start_lookup(KEYWORD, "web", "k2", "Fetched.").await;
     let server = McpTestServer::start_http("web", &log, Some(("AA_TEST_TOKEN", &token)))
         .await
         .unwrap();
