@@ -196,7 +196,7 @@ impl Options {
         self
     }
 
-    /// The model [`Driver::detect_model`](agent_adaptor_driver::Driver::detect_model)
+    /// The model [`Driver::detect_model`]
     /// must find (CAP-05).
     pub fn expected_model(mut self, model: impl Into<String>) -> Self {
         self.expected_model = Some(model.into());

@@ -2,7 +2,7 @@
 //! each driver writes in its CLI's own configuration format.
 //!
 //! Core validates every server ([`McpServer::validate`]) and checks it
-//! against the driver's [`McpSupport`] before anything starts; a driver sees
+//! against the driver's [`McpSupport`](crate::McpSupport) before anything starts; a driver sees
 //! only servers it declared it can carry.
 //!
 //! The common JSON that Claude Code, Cursor and Gemini CLI read is parsed by
