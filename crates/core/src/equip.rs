@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    Descriptor, McpServer, Profile, Request, SkillHandle, canonical_session_config_fingerprint,
+    Descriptor, HOST_TOOL_SERVER, HostTools, McpServer, Profile, Request, SkillHandle,
+    canonical_session_config_fingerprint,
 };
 use sha2::{Digest, Sha256};
 
@@ -61,6 +62,7 @@ pub(crate) struct EquipOptions {
     pub(crate) mcp_strict: Option<bool>,
     pub(crate) skills: Vec<Arc<dyn SkillHandle>>,
     pub(crate) profile: Option<Profile>,
+    pub(crate) tools: Vec<crate::tools::Tool>,
 }
 
 impl fmt::Debug for EquipOptions {
@@ -81,6 +83,10 @@ impl fmt::Debug for EquipOptions {
                     .collect::<Vec<_>>(),
             )
             .field("profile", &self.profile)
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -115,6 +121,7 @@ impl EquipOptions {
             mcp_strict: self.mcp_strict.or(defaults.mcp_strict),
             skills,
             profile: self.profile.clone().or_else(|| defaults.profile.clone()),
+            tools: crate::tools::merge(&self.tools, &defaults.tools),
         }
     }
 }
@@ -212,6 +219,20 @@ pub(crate) fn equip(
             return Err(unsupported(d, "profile.clone"));
         }
         _ => {}
+    }
+    if !eq.tools.is_empty() {
+        if d.host_tools.is_none() {
+            return Err(unsupported(d, "host_tools"));
+        }
+        if eq.mcp_servers.iter().any(|s| s.name == HOST_TOOL_SERVER) {
+            return Err(Error::InvalidOption {
+                option: "mcp_server",
+                reason: format!("the name {HOST_TOOL_SERVER:?} is reserved for the host's tools"),
+            });
+        }
+        let toolbox =
+            crate::tools::Toolbox::new(&request.run_id, &eq.tools).map_err(Error::InvalidTool)?;
+        request.host_tools = HostTools::new(std::sync::Arc::new(toolbox));
     }
     let fingerprint = fingerprint(bundle.as_deref(), &eq.mcp_servers, &eq.skills, &profile);
     request.instructions = instructions;

@@ -60,6 +60,7 @@ pub mod stream;
 pub mod structured;
 mod structured_error;
 pub mod thread;
+pub mod tools;
 mod translate;
 mod wall_clock;
 
@@ -80,6 +81,7 @@ pub use result::{DecodeError, Error, FailureReason, RunCause, RunError, RunResul
 pub use stream::{RunHandle, RunStream};
 pub use structured::{InvalidOutputSchemaError, RunAs, StructuredOutputUnsupportedError, run_as};
 pub use thread::{MemoryStore, Thread, ThreadError, ThreadStore};
+pub use tools::{DEFAULT_TOOL_DEADLINE, Tool, ToolContext, ToolDefinitionError, ToolError};
 
 pub use agent_adaptor_driver as driver;
 /// The id type of the message, reasoning and tool-call events.

@@ -245,6 +245,19 @@ macro_rules! shared_option_setters {
                 self
             }
 
+            /// Give the agent a host tool (merged by name with the agent's
+            /// and the thread's; the narrower scope wins). A driver that
+            /// cannot deliver host tools refuses the run before it starts
+            /// ([`Error::CapabilityUnsupported`](crate::Error::CapabilityUnsupported));
+            /// an unusable definition with
+            /// [`Error::InvalidTool`](crate::Error::InvalidTool).
+            pub fn tool(mut self, tool: $crate::Tool) -> Self {
+                let tools = &mut self.shared_options_mut().equip.tools;
+                tools.retain(|t| t.name() != tool.name());
+                tools.push(tool);
+                self
+            }
+
             /// The CLI's configuration home (default
             /// [`Profile::Native`](agent_adaptor_driver::Profile::Native)).
             /// Part of a thread's compatibility fingerprint.

@@ -344,6 +344,10 @@ pub enum Error {
     /// started).
     #[error(transparent)]
     InvalidMcpServer(agent_adaptor_driver::McpConfigError),
+    /// A host tool's definition is unusable (refused before anything
+    /// started).
+    #[error(transparent)]
+    InvalidTool(crate::tools::ToolDefinitionError),
     /// The output schema is unusable (refused before anything started).
     #[error(transparent)]
     InvalidOutputSchema(crate::structured_error::InvalidOutputSchemaError),

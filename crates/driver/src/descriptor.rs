@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::host_tool::HostToolChannel;
+
 /// A driver's static self-description. Must be deterministic across calls and
 /// across instances built from the same config (DRV-02).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +42,10 @@ pub struct Descriptor {
     /// Which non-native [`Profile`](crate::Profile)s the driver supports.
     #[serde(default)]
     pub profiles: ProfileSupport,
+    /// How the driver delivers host tools ([`HostToolChannel::None`]: it
+    /// cannot, and core refuses a run with any).
+    #[serde(default, skip_serializing_if = "HostToolChannel::is_none")]
+    pub host_tools: HostToolChannel,
 }
 
 impl Descriptor {

@@ -59,6 +59,7 @@ pub mod descriptor;
 pub mod driver;
 pub mod ending;
 pub mod event;
+pub mod host_tool;
 pub mod id;
 pub mod lifecycle;
 pub mod mcp;
@@ -89,6 +90,10 @@ pub use descriptor::{FeatureSupport, SandboxSupport};
 pub use driver::{ConfigError, Driver, DriverError, RunContext};
 pub use ending::{STDERR_TAIL_BYTES, STDERR_TAIL_LINES, describe_exit, stderr_tail};
 pub use event::{OperationalEvent, OutputStream, RunEvent};
+pub use host_tool::{
+    HOST_TOOL_SERVER, HostToolCall, HostToolChannel, HostToolResult, HostToolSpec, HostToolStatus,
+    HostToolbox, HostTools,
+};
 pub use id::LifecycleId;
 pub use lifecycle::{LifecycleChecker, SeenIds, Violation};
 pub use mcp::{McpConfigError, McpServer, McpToolPolicy, McpTransport};

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::host_tool::HostTools;
 use crate::mcp::McpServer;
 use crate::policy::RunPolicy;
 use crate::profile::Profile;
@@ -55,6 +56,11 @@ pub struct Request {
     /// The CLI's configuration home.
     #[serde(default, skip_serializing_if = "Profile::is_native")]
     pub profile: Profile,
+    /// The host's tools for this run (see [`crate::host_tool`]); empty
+    /// unless the driver's descriptor declares a
+    /// [`HostToolChannel`](crate::HostToolChannel). Not serialized.
+    #[serde(skip)]
+    pub host_tools: HostTools,
     /// A model that overrides the configured one for this run.
     pub model_override: Option<String>,
     /// The working directory for the provider.

@@ -26,6 +26,9 @@ use crate::sink::CoreSink;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Effective {
     modes: [ApprovalMode; 3],
+    /// The mode of a host tool's permission request: core itself asks, so
+    /// inherit is ask whatever the driver declares.
+    host_tools: ApprovalMode,
     /// `None`: no deadline.
     timeout: Option<Duration>,
     on_timeout: [FallbackAction; 3],
@@ -42,6 +45,7 @@ impl Default for Effective {
     fn default() -> Self {
         Effective {
             modes: [ApprovalMode::Ask; 3],
+            host_tools: ApprovalMode::Ask,
             timeout: Some(DEFAULT_HUMAN_DECISION_TIMEOUT),
             on_timeout: [FallbackAction::Continue; 3],
             on_reject: [FallbackAction::Continue; 3],
@@ -78,6 +82,10 @@ impl Effective {
             max_retries: policy
                 .max_retries
                 .unwrap_or(DEFAULT_HUMAN_DECISION_MAX_RETRIES),
+            host_tools: match policy.permission {
+                ApprovalMode::Inherit => ApprovalMode::Ask,
+                explicit => explicit,
+            },
             ..Effective::default()
         };
         for kind in KINDS {
@@ -164,7 +172,12 @@ pub(crate) async fn decide(
     let routing = sink.approvals();
     let eff = &routing.policy;
     let i = index(req.kind);
-    let mode = eff.modes[i];
+    let mode =
+        if req.source == crate::tools::APPROVAL_SOURCE && req.kind == DecisionKind::Permission {
+            eff.host_tools
+        } else {
+            eff.modes[i]
+        };
     let started = Instant::now();
 
     let settled = if mode == ApprovalMode::Ask {

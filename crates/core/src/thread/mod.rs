@@ -70,6 +70,7 @@ pub struct Thread {
     agent: Agent,
     key: Arc<str>,
     mode: Mode,
+    tools: Vec<crate::tools::Tool>,
 }
 
 impl Thread {
@@ -78,7 +79,17 @@ impl Thread {
             agent,
             key,
             mode: Mode::ContinueOrStart,
+            tools: Vec::new(),
         }
+    }
+
+    /// Give every run of this thread a host tool (over the agent's, under
+    /// the run's; by name). See [`Tool`](crate::Tool).
+    #[must_use]
+    pub fn tool(mut self, tool: crate::tools::Tool) -> Self {
+        self.tools.retain(|t| t.name() != tool.name());
+        self.tools.push(tool);
+        self
     }
 
     /// The host's key, verbatim.
@@ -102,6 +113,7 @@ impl Thread {
             mode: Mode::Fork {
                 parent: self.key.clone(),
             },
+            tools: self.tools.clone(),
         }
     }
 
@@ -163,7 +175,8 @@ impl Thread {
 }
 
 impl Runner for Thread {
-    fn stream_with(&self, prompt: &str, options: RunOptions) -> RunStream {
+    fn stream_with(&self, prompt: &str, mut options: RunOptions) -> RunStream {
+        options.equip.tools = crate::tools::merge(&options.equip.tools, &self.tools);
         match self.plan() {
             Ok(plan) => self.agent.launch(prompt, options, Some(plan)),
             Err(e) => self.agent.refuse(e),
