@@ -94,6 +94,7 @@
 pub mod child_env;
 pub mod emitter;
 pub mod exit;
+pub mod host_mcp;
 pub mod json_line;
 pub mod one_shot;
 pub mod profile;
