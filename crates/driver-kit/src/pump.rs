@@ -7,7 +7,7 @@
 //! `agent-adaptor-process`; this module only moves parsed output along.
 
 use std::future::Future;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use agent_adaptor_driver::{
@@ -114,6 +114,18 @@ pub trait Controller: Send {
 
     /// The run is being cancelled: ask the CLI to stop, best effort.
     async fn interrupt(&mut self, stdin: &mut Option<StdinController>);
+
+    /// The next answer the controller finished working out, as the frame to
+    /// write: an answer that takes time (a host tool running) is kept in
+    /// flight by the controller instead of being awaited in
+    /// [`control`](Controller::control), and the pump polls this while it
+    /// waits for the next stdout line, so the CLI's output is read all the
+    /// while. Must be cancellation safe (an answer is handed out once, when
+    /// it is ready). The default has none.
+    fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<String> {
+        let _ = cx;
+        Poll::Pending
+    }
 
     /// The terminal event was seen. The default closes stdin so the CLI exits.
     async fn terminated(&mut self, stdin: &mut Option<StdinController>) {
@@ -314,15 +326,27 @@ async fn next_line<'s>(
     batch: &mut Batches<'s>,
     bufs: &mut Buffers,
 ) -> Result<bool, DriverError> {
-    let next = batch
-        .next(async {
-            tokio::select! {
-                biased;
-                () = ctx.cancel.cancelled() => None,
-                r = proc.next_line(sink) => Some(r),
-            }
-        })
-        .await;
+    let next = loop {
+        let next = batch
+            .next(async {
+                tokio::select! {
+                    biased;
+                    () = ctx.cancel.cancelled() => Next::Cancelled,
+                    r = proc.next_line(sink) => Next::Line(r),
+                    frame = std::future::poll_fn(|cx| match side.controller() {
+                        Some(c) => c.poll_answer(cx),
+                        None => Poll::Pending,
+                    }) => Next::Answer(frame),
+                }
+            })
+            .await;
+        match next {
+            // An answer worked out while the CLI went on: write it, read on.
+            Next::Answer(frame) => write_frame(stdin, &frame).await,
+            Next::Cancelled => break None,
+            Next::Line(r) => break Some(r),
+        }
+    };
     let line = match next {
         None => {
             if let Some(c) = side.controller() {
@@ -365,6 +389,16 @@ async fn next_line<'s>(
     // share can be reused.
     bufs.lines.clear();
     Ok(true)
+}
+
+/// What the pump's wait ended with.
+enum Next<L> {
+    /// The run was cancelled.
+    Cancelled,
+    /// A stdout line (or its end, or an error).
+    Line(L),
+    /// A controller's answer, ready to write.
+    Answer(String),
 }
 
 /// Empty `v` and hand back its allocation for slices of another lifetime.

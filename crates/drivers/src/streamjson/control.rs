@@ -5,17 +5,28 @@
 
 use agent_adaptor_driver::{
     DecisionChoice, DecisionKind, DecisionRequest, DecisionResponse, DecisionResult,
+    HOST_TOOL_SERVER,
 };
 use serde_json::{Map, Value, json};
 
 use super::{Family, PermissionReply};
 
-/// `initialize`, the first frame of a control session.
-pub fn initialize_frame(request_id: &str, append_system_prompt: Option<&str>) -> String {
+/// `initialize`, the first frame of a control session; `host_tools`
+/// declares the run's SDK MCP server ([`HOST_TOOL_SERVER`]).
+pub fn initialize_frame(
+    request_id: &str,
+    append_system_prompt: Option<&str>,
+    host_tools: bool,
+) -> String {
     let mut request = json!({"subtype": "initialize", "hooks": null});
     if let Some(text) = append_system_prompt {
         // CodeBuddy appends it to its system prompt (the SDK's field).
         request["appendSystemPrompt"] = text.into();
+    }
+    if host_tools {
+        // The in-process servers the host answers `mcp_message` for (the
+        // SDKs' field; both CLIs read it).
+        request["sdkMcpServers"] = json!([HOST_TOOL_SERVER]);
     }
     json!({"type": "control_request", "request_id": request_id, "request": request}).to_string()
 }
@@ -161,7 +172,15 @@ pub fn unsupported_reply(request_id: &str, subtype: &str) -> String {
     if subtype == "elicitation_create" {
         return success_frame(request_id, json!({"action": "cancel"}));
     }
-    json!({"type": "control_response", "response": {"subtype": "error", "request_id": request_id, "error": format!("{subtype} is not supported by agent-adaptor")}}).to_string()
+    error_frame(
+        request_id,
+        &format!("{subtype} is not supported by agent-adaptor"),
+    )
+}
+
+/// An error control response.
+pub fn error_frame(request_id: &str, error: &str) -> String {
+    json!({"type": "control_response", "response": {"subtype": "error", "request_id": request_id, "error": error}}).to_string()
 }
 
 #[cfg(test)]
@@ -245,6 +264,16 @@ mod tests {
             (b.kind, b.tool_call_id.as_str(), b.source.as_str()),
             (DecisionKind::Permission, "x", "codebuddy.can_use_tool")
         );
+    }
+
+    #[test]
+    fn initialize_declares_the_sdk_server_only_with_host_tools() {
+        let with: Value = serde_json::from_str(&initialize_frame("i", None, true)).unwrap();
+        assert_eq!(with["request"]["sdkMcpServers"], json!(["agent-adaptor"]));
+        let without: Value =
+            serde_json::from_str(&initialize_frame("i", Some("be brief"), false)).unwrap();
+        assert!(without["request"].get("sdkMcpServers").is_none());
+        assert_eq!(without["request"]["appendSystemPrompt"], "be brief");
     }
 
     #[test]

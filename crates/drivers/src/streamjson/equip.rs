@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agent_adaptor_driver::{McpServer, McpTransport, Request, ToolScope};
+use agent_adaptor_driver::{HOST_TOOL_SERVER, McpServer, McpTransport, Request, ToolScope};
 use agent_adaptor_driver_kit::profile::{CloneSeed, prepare_home};
 use agent_adaptor_driver_kit::scratch::RunScratch;
 use serde_json::{Value, json};
@@ -49,9 +49,11 @@ pub(crate) struct Equipment {
 }
 
 /// Whether the run must read stream-json frames to carry its equipment
-/// (CodeBuddy's instructions travel in `initialize`).
+/// (CodeBuddy's instructions travel in `initialize`; host tools are an SDK
+/// MCP server declared there and served over the control protocol).
 pub(crate) fn needs_frames(family: &Family, req: &Request) -> bool {
-    family.instructions == InstructionsCarrier::Initialize && req.instructions.is_some()
+    (family.instructions == InstructionsCarrier::Initialize && req.instructions.is_some())
+        || !req.host_tools.is_empty()
 }
 
 /// The equipment's content, for the resident-process signature: a turn
@@ -64,6 +66,8 @@ pub(crate) fn identity(cfg: &Config, req: &Request) -> Value {
         "mcp_strict": req.mcp_strict,
         "skills": req.skills.iter().map(|s| (&s.name, &s.fingerprint)).collect::<Vec<_>>(),
         "profile": req.profile,
+        // The CLI lists the host tools once, when the process starts.
+        "host_tools": req.host_tools.specs(),
     })
 }
 
@@ -80,6 +84,7 @@ pub(crate) fn mcp_server_names(
         .keys()
         .cloned()
         .chain(req.mcp_servers.iter().map(|s| s.name.clone()))
+        .chain((!req.host_tools.is_empty()).then(|| HOST_TOOL_SERVER.to_owned()))
         .map(|name| (tool_prefix_name(family, &name), name))
         .collect();
     names.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.cmp(b)));
@@ -98,26 +103,36 @@ fn tool_prefix_name(family: &Family, server: &str) -> String {
 }
 
 /// The CLI's name of `tool` of `server`.
-fn mcp_tool_name(family: &Family, server: &str, tool: &str) -> String {
+pub(crate) fn mcp_tool_name(family: &Family, server: &str, tool: &str) -> String {
     format!("mcp__{}__{tool}", tool_prefix_name(family, server))
 }
 
-/// Where the tool `name` lives: `mcp__<server>__<tool>` for one of
-/// `servers` (from [`mcp_server_names`]) is that server's tool.
-pub(crate) fn tool_scope(servers: &[(String, String)], name: &str) -> ToolScope {
+/// Where the tool `name` lives, and its name in the run's events:
+/// `mcp__<server>__<tool>` for one of `servers` (from
+/// [`mcp_server_names`]) is that server's tool (its full name kept), and
+/// for the host tools' server ([`HOST_TOOL_SERVER`]) a host tool named
+/// `<tool>`.
+pub(crate) fn tool_scope<'n>(servers: &[(String, String)], name: &'n str) -> (ToolScope, &'n str) {
     let Some(rest) = name.strip_prefix("mcp__") else {
-        return ToolScope::Builtin;
+        return (ToolScope::Builtin, name);
     };
     servers
         .iter()
         .find_map(|(prefix, server)| {
             let tool = rest.strip_prefix(prefix.as_str())?.strip_prefix("__")?;
-            (!tool.is_empty()).then(|| ToolScope::Mcp {
-                server: server.clone(),
-                tool: tool.to_owned(),
+            (!tool.is_empty()).then(|| {
+                if server == HOST_TOOL_SERVER {
+                    (ToolScope::Host, tool)
+                } else {
+                    let scope = ToolScope::Mcp {
+                        server: server.clone(),
+                        tool: tool.to_owned(),
+                    };
+                    (scope, name)
+                }
             })
         })
-        .unwrap_or_default()
+        .unwrap_or((ToolScope::Builtin, name))
 }
 
 /// Prepare the run's equipment: write its files, prepare the profile home
@@ -168,6 +183,13 @@ pub(crate) fn prepare(family: &Family, cfg: &Config, req: &Request) -> std::io::
                 .iter()
                 .map(move |t| mcp_tool_name(family, &s.name, t))
         })
+        // The host tools too: their approval is the toolbox's (`host.rs`).
+        .chain(
+            req.host_tools
+                .specs()
+                .iter()
+                .map(|s| mcp_tool_name(family, HOST_TOOL_SERVER, &s.name)),
+        )
         .collect();
     if !auto.is_empty() {
         // The CLI's own allow-list: it runs these without a permission
@@ -266,7 +288,7 @@ fn server_json(server: &McpServer) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::streamjson::{CLAUDE, CODEBUDDY};
@@ -279,14 +301,14 @@ mod tests {
             .to_vec();
         let codebuddy = mcp_server_names(&CODEBUDDY, &Config::new(&CODEBUDDY), &req);
         assert_eq!(
-            tool_scope(&codebuddy, "mcp__aa_test__lookup"),
+            tool_scope(&codebuddy, "mcp__aa_test__lookup").0,
             ToolScope::Mcp {
                 server: "aa-test".into(),
                 tool: "lookup".into()
             }
         );
         let names = mcp_server_names(&CLAUDE, &Config::new(&CLAUDE), &req);
-        let scope = |n| tool_scope(&names, n);
+        let scope = |n| tool_scope(&names, n).0;
         assert_eq!(
             scope("mcp__aa-test__lookup"),
             ToolScope::Mcp {
@@ -304,6 +326,71 @@ mod tests {
         assert_eq!(scope("mcp__other__x"), ToolScope::Builtin);
         assert_eq!(scope("mcp__aa-test__"), ToolScope::Builtin);
         assert_eq!(scope("Bash"), ToolScope::Builtin);
+    }
+
+    /// A toolbox of one tool, `lookup`, that is never called here.
+    struct Lookup(Vec<agent_adaptor_driver::HostToolSpec>);
+
+    #[agent_adaptor_driver::async_trait]
+    impl agent_adaptor_driver::HostToolbox for Lookup {
+        fn specs(&self) -> &[agent_adaptor_driver::HostToolSpec] {
+            &self.0
+        }
+        async fn call(
+            &self,
+            _call: agent_adaptor_driver::HostToolCall,
+            _sink: &dyn agent_adaptor_driver::EventSink,
+            _cancel: &agent_adaptor_driver::CancellationToken,
+        ) -> agent_adaptor_driver::HostToolResult {
+            unreachable!("not called")
+        }
+    }
+
+    /// A request with the host tool `lookup`.
+    pub(crate) fn with_host_tool() -> Request {
+        let mut req = Request::new("r", "p");
+        req.host_tools = agent_adaptor_driver::HostTools::new(std::sync::Arc::new(Lookup(vec![
+            agent_adaptor_driver::HostToolSpec {
+                name: "lookup".into(),
+                description: "Look up.".into(),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+                trusted: false,
+            },
+        ])));
+        req
+    }
+
+    #[test]
+    fn host_tools_are_host_scoped_allowed_and_need_frames() {
+        let req = with_host_tool();
+        for (family, cli_name) in [
+            (&CLAUDE, "mcp__agent-adaptor__lookup"),
+            (&CODEBUDDY, "mcp__agent_adaptor__lookup"),
+        ] {
+            let names = mcp_server_names(family, &Config::new(family), &req);
+            assert_eq!(tool_scope(&names, cli_name), (ToolScope::Host, "lookup"));
+            assert!(needs_frames(family, &req));
+            let eq = prepare(family, &Config::new(family), &req).unwrap();
+            assert!(
+                eq.args.contains(&format!("--allowedTools={cli_name}")),
+                "{:?}",
+                eq.args
+            );
+            assert_ne!(
+                identity(&Config::new(family), &req),
+                identity(&Config::new(family), &Request::new("r", "p")),
+                "a process is chosen by its host tools too"
+            );
+        }
+        // Without host tools, the name is nobody's.
+        let bare = Request::new("r", "p");
+        let names = mcp_server_names(&CLAUDE, &Config::new(&CLAUDE), &bare);
+        assert_eq!(
+            tool_scope(&names, "mcp__agent-adaptor__lookup"),
+            (ToolScope::Builtin, "mcp__agent-adaptor__lookup")
+        );
+        assert!(!needs_frames(&CLAUDE, &bare));
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! - `parse.rs`: the sans-IO [`Parser`] (lines → payloads, items, control
 //!   frames, the response layers);
 //! - `control.rs`: the frames the host writes and the permission mapping;
+//! - `host.rs`: the run's host tools, an in-process SDK MCP server;
 //! - `policy.rs`: the run policy's translation into flags;
 //! - `transport.rs`: a run in a process of its own, a [`pump::Duplex`]
 //!   session driven by the shared pump;
@@ -32,8 +33,8 @@
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, McpSupport,
-    ProfileSupport, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, HostToolChannel,
+    McpSupport, ProfileSupport, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
     StreamCapability, StructuredOutputCapability, async_trait,
     canonical_session_config_fingerprint,
 };
@@ -46,6 +47,7 @@ pub mod argv;
 pub mod config;
 pub mod control;
 mod equip;
+mod host;
 pub mod parse;
 pub mod policy;
 mod probe;
@@ -309,6 +311,9 @@ impl Driver for StreamJsonDriver {
             ..McpSupport::default()
         };
         d.skills = true;
+        // An in-process SDK MCP server over the control protocol, on both
+        // CLIs (`host.rs`).
+        d.host_tools = HostToolChannel::SdkMcp;
         d.profiles = ProfileSupport {
             dedicated: true,
             clone: true,

@@ -426,15 +426,14 @@ impl Parser {
                     input,
                 }) if !call.is_empty() && !name.is_empty() => {
                     if nested.is_none() && !self.partials && self.tools.insert(call.clone()) {
-                        self.emit(
-                            out,
-                            StreamPayload::tool_call_start_in(
-                                &call,
-                                &name,
-                                Some(input.clone()),
-                                super::equip::tool_scope(&self.mcp_servers, &name),
-                            ),
+                        let (scope, shown) = super::equip::tool_scope(&self.mcp_servers, &name);
+                        let start = StreamPayload::tool_call_start_in(
+                            &call,
+                            shown,
+                            Some(input.clone()),
+                            scope,
                         );
+                        self.emit(out, start);
                         self.emit(out, StreamPayload::tool_call_end(&call, None));
                     }
                     let mut item = TranscriptItem::tool_call(call, name, Some(input));
@@ -515,15 +514,10 @@ impl Parser {
                         if !call.is_empty() && !name.is_empty() && !self.tools.contains(&call) =>
                     {
                         let call_id = LifecycleId::from(call.as_str());
-                        self.emit(
-                            out,
-                            StreamPayload::tool_call_start_in(
-                                call_id.clone(),
-                                &name,
-                                None,
-                                super::equip::tool_scope(&self.mcp_servers, &name),
-                            ),
-                        );
+                        let (scope, shown) = super::equip::tool_scope(&self.mcp_servers, &name);
+                        let start =
+                            StreamPayload::tool_call_start_in(call_id.clone(), shown, None, scope);
+                        self.emit(out, start);
                         self.tools.insert(call);
                         Open::Tool(call_id)
                     }

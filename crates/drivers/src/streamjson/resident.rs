@@ -102,7 +102,7 @@ pub(super) async fn run(
         let pid = resident.pid();
         match resident::deliver(&mut resident, &control::user_frame(&req.prompt)).await {
             Delivery::Delivered => {
-                let session = Session::new(family, cfg, &req);
+                let session = Session::new(family, cfg, &req, sink, &ctx.cancel);
                 return turn.serve(resident, session, true).await;
             }
             Delivery::Refused(error) => {
@@ -116,7 +116,7 @@ pub(super) async fn run(
                     w.accepted, w.error
                 );
                 let failure = resident::lost_failure(family.driver_type, pid, &what);
-                let session = Session::new(family, cfg, &req);
+                let session = Session::new(family, cfg, &req, sink, &ctx.cancel);
                 return turn.lose(resident, session, failure).await;
             }
         }
@@ -125,7 +125,7 @@ pub(super) async fn run(
     turn.serve(resident, session, false).await
 }
 
-impl Turn<'_> {
+impl<'a> Turn<'a> {
     /// The signature of the process this run needs: its command line without
     /// the session (the resume id is the pool key, not part of the process)
     /// and without the per-run file paths, extended with the equipment's
@@ -152,7 +152,7 @@ impl Turn<'_> {
     /// Spawn a resident process for this turn (resuming the request's
     /// session) and send it `initialize`; the session sends the prompt once
     /// the process answered (see [`Session::gate`]).
-    async fn spawn(&self, signature: Signature) -> Result<(Proc, Session), DriverError> {
+    async fn spawn(&self, signature: Signature) -> Result<(Proc, Session<'a>), DriverError> {
         let equipment = equip::prepare(self.family, self.cfg, self.req)?;
         let mut cmd = command(self.family, self.cfg, self.req, true, self.cwd, &equipment);
         cmd.close_grace(self.cfg.resident_stop_grace);
@@ -172,10 +172,15 @@ impl Turn<'_> {
         // line, which the turn reports.
         write_frame(
             &mut resident.stdin,
-            &control::initialize_frame(INIT_ID, append_system_prompt.as_deref()),
+            &control::initialize_frame(
+                INIT_ID,
+                append_system_prompt.as_deref(),
+                !self.req.host_tools.is_empty(),
+            ),
         )
         .await;
-        let mut session = Session::new(self.family, self.cfg, self.req);
+        let mut session =
+            Session::new(self.family, self.cfg, self.req, self.sink, &self.ctx.cancel);
         session.gate(control::user_frame(&self.req.prompt));
         Ok((resident, session))
     }
@@ -185,7 +190,7 @@ impl Turn<'_> {
     async fn serve(
         &self,
         mut resident: Proc,
-        mut session: Session,
+        mut session: Session<'_>,
         reused: bool,
     ) -> Result<Response, DriverError> {
         let ended = pump::run_turn(
@@ -219,7 +224,7 @@ impl Turn<'_> {
     async fn finish(
         &self,
         mut resident: Proc,
-        mut session: Session,
+        mut session: Session<'_>,
     ) -> Result<Response, DriverError> {
         let captured = match resident.process.take_capture() {
             Ok(c) => c,
@@ -254,7 +259,7 @@ impl Turn<'_> {
     async fn lose(
         &self,
         resident: Proc,
-        mut session: Session,
+        mut session: Session<'_>,
         failure: RunFailure,
     ) -> Result<Response, DriverError> {
         let aborted = session.parser.abort(failure);
@@ -271,7 +276,7 @@ impl Turn<'_> {
     async fn lose_fresh(
         &self,
         resident: Proc,
-        mut session: Session,
+        mut session: Session<'_>,
     ) -> Result<Response, DriverError> {
         if let Err(e) = self.deliver(session.flush_gate()).await {
             resident.stop().await;

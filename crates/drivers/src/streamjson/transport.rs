@@ -7,11 +7,12 @@
 //! configuration allows.
 
 use std::path::{Path, PathBuf};
+use std::task::{Context, Poll};
 
 use agent_adaptor_driver::{
-    Checkpoint, DecisionResponse, DecisionResult, DriverError, EventSink, OperationalEvent,
-    RawStreams, Request, Response, RunContext, StructuredOutput, StructuredOutputSource,
-    async_trait,
+    CancellationToken, Checkpoint, DecisionResponse, DecisionResult, DriverError, EventSink,
+    OperationalEvent, RawStreams, Request, Response, RunContext, StructuredOutput,
+    StructuredOutputSource, async_trait,
 };
 use agent_adaptor_process::{Command, StdinController, StdinMode};
 use bytes::Bytes;
@@ -22,6 +23,7 @@ use super::argv::argv_with;
 use super::config::{Config, Transport};
 use super::control;
 use super::equip::{self, Equipment};
+use super::host::HostServer;
 use super::parse::{ControlFrame, ExitFacts, Out, Parser};
 use super::resident;
 use crate::exit::CliName;
@@ -80,13 +82,14 @@ async fn run_once(
     // The run's files live until the process has exited (end of this fn).
     let equipment = equip::prepare(family, cfg, &req)?;
     let cmd = command(family, cfg, &req, frames, cwd.as_deref(), &equipment);
-    let mut session = Session::new(family, cfg, &req);
+    let mut session = Session::new(family, cfg, &req, sink, &ctx.cancel);
     session.frames = frames;
     let mut setup = Vec::new();
     if frames {
         setup.push(control::initialize_frame(
             INIT_ID,
             equipment.append_system_prompt.as_deref(),
+            !req.host_tools.is_empty(),
         ));
         let prompt = control::user_frame(&req.prompt);
         if resume_id(&req).is_some() {
@@ -146,6 +149,12 @@ fn native_structured_output(value: serde_json::Value) -> StructuredOutput {
 /// stream-json frames.
 pub(super) const INIT_ID: &str = "init_1";
 
+/// True for a `control_request` line (the CLI asks the host).
+fn is_control_request(line: &[u8]) -> bool {
+    crate::json_line::from_line::<serde_json::Value>(line.trim_ascii())
+        .is_ok_and(|v| v.get("type").and_then(serde_json::Value::as_str) == Some("control_request"))
+}
+
 /// True for the `control_response` line answering request `id`.
 fn is_reply_to(line: &[u8], id: &str) -> bool {
     let Ok(v) = crate::json_line::from_line::<serde_json::Value>(line.trim_ascii()) else {
@@ -198,8 +207,9 @@ pub(super) fn command(
 }
 
 /// The parse of one turn, and what the driver answers on the CLI's behalf:
-/// a [`Duplex`](crate::pump::Duplex) for the shared pump.
-pub(super) struct Session {
+/// a [`Duplex`](crate::pump::Duplex) for the shared pump. `'s` is the run's
+/// sink, which the host tools' answers in flight use.
+pub(super) struct Session<'s> {
     family: &'static Family,
     /// The turn's parser.
     pub(super) parser: Parser,
@@ -209,6 +219,8 @@ pub(super) struct Session {
     pub(super) frames: bool,
     /// Open until the CLI answers `initialize`.
     gate: Option<Gate>,
+    /// The run's host tools, an SDK MCP server (`host.rs`).
+    host: Option<HostServer<'s>>,
 }
 
 /// The wait for the answer to `initialize` ([`INIT_ID`]) before the prompt
@@ -223,10 +235,17 @@ struct Gate {
     prompt_frame: String,
 }
 
-impl Session {
+impl<'s> Session<'s> {
     /// A session for `req`: its parser streams when the request does,
-    /// records the request's transcript and knows the run's MCP servers.
-    pub(super) fn new(family: &'static Family, cfg: &Config, req: &Request) -> Self {
+    /// records the request's transcript and knows the run's MCP servers;
+    /// it serves the run's host tools (`sink` and `cancel` are the run's).
+    pub(super) fn new(
+        family: &'static Family,
+        cfg: &Config,
+        req: &Request,
+        sink: &'s dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> Self {
         let streaming = req.streaming;
         Session {
             family,
@@ -236,6 +255,7 @@ impl Session {
             host_approvals: cfg.host_approvals,
             frames: true,
             gate: None,
+            host: HostServer::of(family, req, sink, cancel),
         }
     }
 
@@ -268,16 +288,33 @@ impl Session {
     }
 
     /// Answer a `control_request` on `stdin`: `can_use_tool` goes to the
-    /// host's decisions (when it may answer), anything else is unsupported.
+    /// host's decisions (when it may answer) unless it is about a host tool,
+    /// `mcp_message` to the host tools' server (answered when ready, see
+    /// [`Controller::poll_answer`]), anything else is unsupported.
     async fn answer(
-        &self,
+        &mut self,
         id: &str,
         method: &str,
         request: &Value,
         stdin: &mut Option<StdinController>,
         sink: &dyn EventSink,
     ) -> Result<(), DriverError> {
-        let frame = if method == "can_use_tool" {
+        let host = self.host.as_mut();
+        let frame = if let Some(allow) = host
+            .as_ref()
+            .filter(|_| method == "can_use_tool")
+            .and_then(|h| h.permission(id, request))
+        {
+            allow
+        } else if method == "mcp_message" {
+            match host {
+                Some(host) => match host.message(id, request) {
+                    Some(refused) => refused,
+                    None => return Ok(()),
+                },
+                None => control::error_frame(id, "this run has no SDK MCP server"),
+            }
+        } else if method == "can_use_tool" {
             let decision = control::decision_for(self.family, request);
             let decisions = sink.decisions().filter(|_| self.host_approvals);
             let answer = match decisions {
@@ -321,11 +358,16 @@ impl Session {
     }
 }
 
-impl LineProtocol for Session {
+impl LineProtocol for Session<'_> {
     fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
         let Some(gate) = self.gate.as_mut() else {
             return self.parser.line_into(raw, out);
         };
+        if is_control_request(raw) {
+            // Not history: the CLI asks now (its SDK MCP client connects
+            // before it answers `initialize`) and waits for the answer.
+            return self.parser.line_into(raw, out);
+        }
         if !is_reply_to(raw, INIT_ID) {
             gate.skipped += 1;
             return;
@@ -349,7 +391,7 @@ impl LineProtocol for Session {
 }
 
 #[async_trait]
-impl Controller for Session {
+impl Controller for Session<'_> {
     async fn control(
         &mut self,
         frame: ControlFrame,
@@ -366,9 +408,21 @@ impl Controller for Session {
                     write_frame(stdin, &gate.prompt_frame).await;
                 }
             }
-            ControlFrame::Response { .. } | ControlFrame::Cancel { .. } => {}
+            ControlFrame::Cancel { id } => {
+                if let (Some(host), Some(id)) = (self.host.as_mut(), id.as_str()) {
+                    host.withdraw(id);
+                }
+            }
+            ControlFrame::Response { .. } => {}
         }
         Ok(())
+    }
+
+    fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<String> {
+        match self.host.as_mut() {
+            Some(host) => host.poll_answer(cx),
+            None => Poll::Pending,
+        }
     }
 
     async fn interrupt(&mut self, stdin: &mut Option<StdinController>) {
@@ -410,11 +464,11 @@ mod tests {
         }
     }
 
-    fn gated() -> Session {
+    fn gated() -> Session<'static> {
         let cfg = Config::new(&CLAUDE);
         let mut req = Request::new("r", "p");
         req.streaming = true;
-        let mut session = Session::new(&CLAUDE, &cfg, &req);
+        let mut session = Session::new(&CLAUDE, &cfg, &req, &Null, &CancellationToken::new());
         session.gate(control::user_frame("now"));
         session
     }
@@ -497,6 +551,70 @@ mod tests {
                 .effective_env()
                 .contains_key(std::ffi::OsStr::new("PATH"))
         );
+    }
+
+    #[test]
+    fn a_control_request_before_the_answer_is_parsed_not_skipped() {
+        let mut session = gated();
+        let ask = r#"{"type":"control_request","request_id":"m1","request":{"subtype":"mcp_message","server_name":"agent-adaptor","message":{"jsonrpc":"2.0","id":0,"method":"initialize"}}}"#;
+        let out = lines(&mut session, &[INIT, ask]);
+        assert!(
+            matches!(&out[..], [Out::Control(ControlFrame::Request { method, .. })] if method == "mcp_message"),
+            "{out:?}"
+        );
+        let notice = session.flush_gate();
+        assert_eq!(notice.as_ref().and_then(skipped).as_deref(), Some("1"));
+    }
+
+    #[tokio::test]
+    async fn mcp_messages_are_answered_when_ready_and_a_withdrawn_one_never() {
+        let req = crate::streamjson::equip::tests::with_host_tool();
+        let cfg = Config::new(&CLAUDE);
+        let mut session = Session::new(&CLAUDE, &cfg, &req, &Null, &CancellationToken::new());
+        let mcp = |id: &str, message: Value| ControlFrame::Request {
+            id: Value::from(id),
+            method: "mcp_message".into(),
+            params: serde_json::json!({"subtype": "mcp_message", "server_name": "agent-adaptor", "message": message}),
+        };
+        let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        for frame in [mcp("a", list.clone()), mcp("b", note), mcp("c", list)] {
+            session.control(frame, &mut None, &Null).await.unwrap();
+        }
+        let withdrawn = ControlFrame::Cancel {
+            id: Value::from("c"),
+        };
+        session.control(withdrawn, &mut None, &Null).await.unwrap();
+        let mut answers = Vec::new();
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        while let Poll::Ready(frame) = session.poll_answer(&mut cx) {
+            answers.push(serde_json::from_str::<Value>(&frame).unwrap());
+        }
+        answers.sort_by_key(|a| a["response"]["request_id"].as_str().map(str::to_owned));
+        assert_eq!(answers.len(), 2, "{answers:?}");
+        let reply = |i: usize| answers[i]["response"]["response"]["mcp_response"].clone();
+        assert_eq!(reply(0)["result"]["tools"][0]["name"], "lookup");
+        // A notification's ack carries no id.
+        assert_eq!(
+            reply(1),
+            serde_json::json!({"jsonrpc": "2.0", "result": {}})
+        );
+        // Another server is refused at once; a host tool's permission is
+        // granted without asking (the toolbox asks).
+        let other = ControlFrame::Request {
+            id: Value::from("d"),
+            method: "mcp_message".into(),
+            params: serde_json::json!({"server_name": "elsewhere", "message": {}}),
+        };
+        session.control(other, &mut None, &Null).await.unwrap();
+        assert!(session.poll_answer(&mut cx).is_pending());
+        let ask = serde_json::json!({"subtype": "can_use_tool", "tool_name": "mcp__agent-adaptor__lookup", "input": {"k": 1}});
+        let host = session.host.as_ref().unwrap();
+        let allow: Value = serde_json::from_str(&host.permission("p", &ask).unwrap()).unwrap();
+        assert_eq!(allow["response"]["response"]["behavior"], "allow");
+        let bash = serde_json::json!({"tool_name": "Bash", "input": {}});
+        assert!(host.permission("p", &bash).is_none());
     }
 
     #[test]

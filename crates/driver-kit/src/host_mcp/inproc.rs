@@ -1,0 +1,399 @@
+//! The host tools as an *in-process* MCP server: the agent's MCP client sends
+//! one JSON-RPC message at a time over its own channel (Claude Code's and
+//! CodeBuddy Code's `mcp_message` control requests), and [`respond`] gives
+//! the JSON-RPC reply. No port, no process.
+//!
+//! | message | reply |
+//! |---|---|
+//! | `initialize` | the client's `protocolVersion` echoed (else [`PROTOCOL_VERSION`]), `capabilities: {tools: {}}`, `serverInfo.name` = [`HOST_TOOL_SERVER`] |
+//! | `ping` | `{}` |
+//! | `tools/list` | [`tools_list_result`] |
+//! | `tools/call` | [`HostTools::call`] → [`call_result`] |
+//! | a notification (no `id`) | none |
+//! | any other method | JSON-RPC error `-32601` |
+//!
+//! A call reaches the toolbox with `approved: false`: the agent's own
+//! permission prompt never covers a host tool (the driver allows host tools
+//! without asking), so the toolbox applies the run's approval policy for
+//! host tools, once, after the input's schema check — the same request on
+//! every channel.
+//!
+//! Answers that take time (a handler running) are kept in an [`InFlight`]
+//! set that the transport polls while it keeps reading the agent's output.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use agent_adaptor_driver::{
+    CancellationToken, EventSink, HOST_TOOL_SERVER, HostToolCall, HostTools,
+};
+use serde_json::{Value, json};
+
+use super::{PROTOCOL_VERSION, call_result, tools_list_result};
+
+/// JSON-RPC: the message is not a request.
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC: no such method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC: the parameters do not fit the method.
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// The key of `params._meta` under which Claude Code names the `tool_use`
+/// a `tools/call` serves (observed with 2.1.332).
+const CLAUDE_TOOL_USE_ID: &str = "claudecode/toolUseId";
+
+/// The JSON-RPC reply to `message` from the MCP server of `tools`, or `None`
+/// for a notification (and for a response the client sent, which this
+/// server never asked for). A `tools/call` runs to its end through the
+/// toolbox (`sink` and `cancel` are the run's); everything else answers at
+/// once.
+pub async fn respond(
+    tools: &HostTools,
+    message: &Value,
+    sink: &dyn EventSink,
+    cancel: &CancellationToken,
+) -> Option<Value> {
+    let id = message.get("id").filter(|id| !id.is_null()).cloned();
+    let Some(method) = message.get("method").and_then(Value::as_str) else {
+        // A response, or something that is not JSON-RPC at all.
+        return id
+            .filter(|_| message.get("result").is_none() && message.get("error").is_none())
+            .map(|id| error(id, INVALID_REQUEST, "not a JSON-RPC request"));
+    };
+    // A notification (`notifications/initialized`, `notifications/cancelled`
+    // …) gets no reply.
+    let id = id?;
+    let params = message.get("params").cloned().unwrap_or(Value::Null);
+    let result = match method {
+        "initialize" => json!({
+            "protocolVersion": params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or(PROTOCOL_VERSION),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": HOST_TOOL_SERVER, "version": env!("CARGO_PKG_VERSION")},
+        }),
+        "ping" => json!({}),
+        "tools/list" => tools_list_result(tools.specs()),
+        "tools/call" => {
+            let Some(call) = tool_call(&params) else {
+                return Some(error(id, INVALID_PARAMS, "tools/call needs a tool name"));
+            };
+            call_result(&tools.call(call, sink, cancel).await)
+        }
+        other => {
+            return Some(error(
+                id,
+                METHOD_NOT_FOUND,
+                &format!("method not found: {other}"),
+            ));
+        }
+    };
+    Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+/// The call a `tools/call`'s `params` asks for: `name`, `arguments`
+/// (an empty object when absent), and the agent's id of the call when it
+/// gives one (Claude Code's `_meta["claudecode/toolUseId"]`, its
+/// `tool_use` id; else the toolbox makes one up).
+fn tool_call(params: &Value) -> Option<HostToolCall> {
+    let name = params.get("name").and_then(Value::as_str)?;
+    let input = params
+        .get("arguments")
+        .filter(|a| !a.is_null())
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let call_id = params
+        .pointer("/_meta")
+        .and_then(|m| m.get(CLAUDE_TOOL_USE_ID))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Some(HostToolCall::new(call_id, name, input))
+}
+
+/// A JSON-RPC error reply.
+pub fn error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// One answer being worked out.
+type Answer<'s> = Pin<Box<dyn Future<Output = Option<Value>> + Send + 's>>;
+
+/// The answers of one run still being worked out, each under the id of the
+/// request that carries it (a control request id): the transport
+/// [`push`](Self::push)es a [`respond`] future, polls
+/// [`poll_next`](Self::poll_next) alongside its reading, and writes each
+/// answer as it comes; a request the agent withdrew is
+/// [`cancel`](Self::cancel)led (dropped: its handler's cancellation token
+/// fires with the run's, and no answer is written).
+#[derive(Default)]
+pub struct InFlight<'s> {
+    answers: Vec<(String, Answer<'s>)>,
+}
+
+impl<'s> InFlight<'s> {
+    /// No answer in flight.
+    pub fn new() -> Self {
+        InFlight {
+            answers: Vec::new(),
+        }
+    }
+
+    /// Work out `answer` for request `id`.
+    pub fn push(
+        &mut self,
+        id: impl Into<String>,
+        answer: impl Future<Output = Option<Value>> + Send + 's,
+    ) {
+        self.answers.push((id.into(), Box::pin(answer)));
+    }
+
+    /// Drop the answer of request `id`; false when none is in flight.
+    pub fn cancel(&mut self, id: &str) -> bool {
+        let before = self.answers.len();
+        self.answers.retain(|(i, _)| i != id);
+        self.answers.len() != before
+    }
+
+    /// How many answers are in flight.
+    pub fn len(&self) -> usize {
+        self.answers.len()
+    }
+
+    /// True when no answer is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.answers.is_empty()
+    }
+
+    /// The next finished answer, with its request id (`Pending` while none
+    /// is ready, or none is in flight). Cancellation safe: an answer is
+    /// removed only when it is returned.
+    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<(String, Option<Value>)> {
+        for i in 0..self.answers.len() {
+            if let Poll::Ready(answer) = self.answers[i].1.as_mut().poll(cx) {
+                let (id, _) = self.answers.swap_remove(i);
+                return Poll::Ready((id, answer));
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl std::fmt::Debug for InFlight<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.answers.iter().map(|(id, _)| id))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::{Arc, Mutex};
+
+    use agent_adaptor_driver::{
+        Emit, HostToolResult, HostToolSpec, HostToolStatus, HostToolbox, RunEvent, StreamPayload,
+        async_trait,
+    };
+
+    use super::*;
+
+    struct Null;
+
+    impl EventSink for Null {
+        fn emit(&self, _event: RunEvent) -> Emit<'_> {
+            Emit::ready(Ok(()))
+        }
+        fn emit_stream(&self, _payload: StreamPayload) -> Emit<'_> {
+            Emit::ready(Ok(()))
+        }
+    }
+
+    /// One tool, `lookup`, that records its calls and answers `{"n": 1}`.
+    #[derive(Default)]
+    struct Lookup {
+        specs: Vec<HostToolSpec>,
+        calls: Mutex<Vec<HostToolCall>>,
+    }
+
+    #[async_trait]
+    impl HostToolbox for Lookup {
+        fn specs(&self) -> &[HostToolSpec] {
+            &self.specs
+        }
+        async fn call(
+            &self,
+            call: HostToolCall,
+            _sink: &dyn EventSink,
+            _cancel: &CancellationToken,
+        ) -> HostToolResult {
+            let known = call.tool == "lookup";
+            self.calls.lock().unwrap().push(call);
+            if known {
+                HostToolResult::ok(json!({"n": 1}))
+            } else {
+                HostToolResult::error(HostToolStatus::UnknownTool, "no such tool")
+            }
+        }
+    }
+
+    fn toolbox() -> (Arc<Lookup>, HostTools) {
+        let lookup = Arc::new(Lookup {
+            specs: vec![HostToolSpec {
+                name: "lookup".into(),
+                description: "Look a key up.".into(),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+                trusted: false,
+            }],
+            ..Lookup::default()
+        });
+        (lookup.clone(), HostTools::new(lookup))
+    }
+
+    async fn reply(tools: &HostTools, message: Value) -> Option<Value> {
+        respond(tools, &message, &Null, &CancellationToken::new()).await
+    }
+
+    #[tokio::test]
+    async fn initialize_echoes_the_clients_version_or_gives_its_own() {
+        let (_, tools) = toolbox();
+        let r = reply(
+            &tools,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r["id"], 0);
+        assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+        assert_eq!(r["result"]["capabilities"], json!({"tools": {}}));
+        assert_eq!(r["result"]["serverInfo"]["name"], HOST_TOOL_SERVER);
+        let r = reply(
+            &tools,
+            json!({"jsonrpc": "2.0", "id": "a", "method": "initialize"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r["result"]["protocolVersion"], PROTOCOL_VERSION);
+        assert_eq!(r["id"], "a");
+    }
+
+    #[tokio::test]
+    async fn ping_and_tools_list() {
+        let (_, tools) = toolbox();
+        let r = reply(&tools, json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+            .await
+            .unwrap();
+        assert_eq!(r, json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+        let r = reply(
+            &tools,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r["result"], tools_list_result(tools.specs()));
+        assert_eq!(r["result"]["tools"][0]["name"], "lookup");
+    }
+
+    #[tokio::test]
+    async fn tools_call_reaches_the_toolbox_unapproved_with_the_agents_call_id() {
+        let (lookup, tools) = toolbox();
+        let r = reply(
+            &tools,
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "lookup", "arguments": {"key": "k1"}, "_meta": {"claudecode/toolUseId": "toolu_1"}}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r["id"], 3);
+        assert_eq!(
+            r["result"],
+            call_result(&HostToolResult::ok(json!({"n": 1})))
+        );
+        // No arguments: an empty object; no id of the agent's: empty.
+        let r = reply(
+            &tools,
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "other"}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r["result"]["isError"], true);
+        let calls = lookup.calls.lock().unwrap().clone();
+        assert_eq!(
+            calls,
+            [
+                HostToolCall::new("toolu_1", "lookup", json!({"key": "k1"})),
+                HostToolCall::new("", "other", json!({})),
+            ]
+        );
+        assert!(calls.iter().all(|c| !c.approved));
+    }
+
+    #[tokio::test]
+    async fn a_call_without_a_name_is_invalid_params_and_runs_nothing() {
+        let (lookup, tools) = toolbox();
+        let r = reply(
+            &tools,
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"arguments": {}}}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r["error"]["code"], INVALID_PARAMS);
+        assert!(lookup.calls.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn notifications_and_responses_get_no_reply() {
+        let (_, tools) = toolbox();
+        for message in [
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": null, "method": "notifications/cancelled"}),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {}}),
+        ] {
+            assert_eq!(reply(&tools, message.clone()).await, None, "{message}");
+        }
+        let r = reply(&tools, json!({"jsonrpc": "2.0", "id": 8}))
+            .await
+            .unwrap();
+        assert_eq!(r["error"]["code"], INVALID_REQUEST);
+    }
+
+    #[tokio::test]
+    async fn unknown_methods_are_method_not_found() {
+        let (_, tools) = toolbox();
+        let r = reply(
+            &tools,
+            json!({"jsonrpc": "2.0", "id": 9, "method": "resources/templates/list"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r["id"], 9);
+        assert_eq!(r["error"]["code"], METHOD_NOT_FOUND);
+        assert!(r.get("result").is_none());
+    }
+
+    #[tokio::test]
+    async fn in_flight_answers_come_as_they_finish_and_a_cancelled_one_never() {
+        let (slow_tx, slow_rx) = tokio::sync::oneshot::channel::<()>();
+        let mut set = InFlight::new();
+        set.push("slow", async move {
+            slow_rx.await.ok();
+            Some(json!("slow"))
+        });
+        set.push("fast", async { Some(json!("fast")) });
+        set.push("dropped", std::future::pending());
+        assert_eq!(set.len(), 3);
+        let next = std::future::poll_fn(|cx| set.poll_next(cx)).await;
+        assert_eq!(next, ("fast".into(), Some(json!("fast"))));
+        assert!(set.cancel("dropped"));
+        assert!(!set.cancel("dropped"));
+        slow_tx.send(()).unwrap();
+        let next = std::future::poll_fn(|cx| set.poll_next(cx)).await;
+        assert_eq!(next, ("slow".into(), Some(json!("slow"))));
+        assert!(set.is_empty());
+        let waker = std::task::Waker::noop();
+        assert!(set.poll_next(&mut Context::from_waker(waker)).is_pending());
+    }
+}
