@@ -41,6 +41,8 @@ static CLI: Cli = Cli {
     // a system reminder) unless tool search is off.
     load_mcp_tools: &[("ENABLE_TOOL_SEARCH", "false")],
     mcp_lookup: "mcp__aa-test__lookup",
+    host_lookup: "mcp__agent-adaptor__lookup",
+    mcp_error_flag: true,
     user_mcp_file: ".claude/.claude.json",
 };
 

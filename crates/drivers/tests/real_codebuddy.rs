@@ -38,6 +38,8 @@ static CLI: Cli = Cli {
     // CodeBuddy 2.117 defers tool loading (ToolSearch) unless told not to.
     load_mcp_tools: &[("CODEBUDDY_DEFER_TOOL_LOADING", "false")],
     mcp_lookup: "mcp__aa_test__lookup",
+    host_lookup: "mcp__agent_adaptor__lookup",
+    mcp_error_flag: false,
     user_mcp_file: ".codebuddy/.mcp.json",
 };
 

@@ -10,9 +10,11 @@
 //! reading of a run's events.
 
 mod equip;
+mod host_tools;
 mod scenarios;
 
 pub use equip::*;
+pub use host_tools::*;
 pub use scenarios::*;
 
 use std::path::PathBuf;
@@ -61,6 +63,13 @@ pub struct Cli {
     pub load_mcp_tools: &'static [(&'static str, &'static str)],
     /// The CLI's name of the `lookup` tool of the MCP server `aa-test`.
     pub mcp_lookup: &'static str,
+    /// The CLI's name of the host tool `lookup` (the SDK MCP server
+    /// `agent-adaptor`).
+    pub host_lookup: &'static str,
+    /// Whether the CLI's `tool_result` keeps an MCP tool result's `isError`
+    /// (CodeBuddy 2.117 reports every MCP result with `is_error: false`,
+    /// even a JSON-RPC error; the model still reads the error text).
+    pub mcp_error_flag: bool,
     /// The CLI's user-scope MCP configuration, relative to the scratch home
     /// (inside the configuration home the recipe points the CLI at).
     pub user_mcp_file: &'static str,
@@ -94,6 +103,11 @@ macro_rules! real_cli_tests {
             skills_are_offered_to_the_model,
             a_resumed_turn_gets_its_own_instructions,
             a_thread_turn_with_other_instructions_gets_a_fresh_process,
+            host_tool_round_trip,
+            host_tool_bad_input_is_the_models_error,
+            host_tool_panic_is_a_tool_error,
+            cancel_stops_a_slow_host_tool,
+            host_tools_on_thread_turns,
         );
     };
     (@cases $cli:path; $($case:ident),* $(,)?) => {

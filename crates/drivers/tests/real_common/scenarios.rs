@@ -19,7 +19,7 @@ use super::{Cli, Harness, RUN_TIMEOUT, Run, drain, drain_with, result_text, tool
 
 /// The bound: the CLI and its children are gone this soon after a
 /// cancel.
-const CANCEL_BOUND: Duration = Duration::from_secs(2);
+pub(super) const CANCEL_BOUND: Duration = Duration::from_secs(2);
 
 // ---------------------------------------------------------------------------
 // 1. Token-level streaming.
@@ -361,7 +361,7 @@ pub async fn http_400_is_a_run_error_with_the_providers_message(cli: &'static Cl
 
 /// Polls group `pgid` from now until it has no running member or `deadline`
 /// passes; returns what is left and when it was last looked at.
-async fn watch_group(pgid: u32, deadline: Instant) -> (Vec<u32>, Instant) {
+pub(super) async fn watch_group(pgid: u32, deadline: Instant) -> (Vec<u32>, Instant) {
     loop {
         let left = group_members(pgid);
         let now = Instant::now();
