@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -127,5 +128,72 @@ async fn a_spilled_line_reaches_the_protocol_byte_exact() {
             long.as_bytes().to_vec(),
             b"after".to_vec()
         ]
+    );
+}
+
+/// Answers the line `ask` only once it has read the line after it: an
+/// answer a pump could only give by reading on while it is pending.
+#[derive(Default)]
+struct LateAnswer {
+    lines: Vec<Vec<u8>>,
+    pending: Option<tokio::sync::oneshot::Receiver<String>>,
+    release: Option<tokio::sync::oneshot::Sender<String>>,
+}
+
+impl LineProtocol for LateAnswer {
+    fn line_into(&mut self, raw: &[u8], _out: &mut Vec<Out>) {
+        self.lines.push(raw.to_vec());
+        if raw == b"ask" {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            self.pending = Some(rx);
+            self.release = Some(tx);
+        } else if let Some(tx) = self.release.take() {
+            let _ = tx.send("answer-1".into());
+        }
+    }
+    fn terminated(&self) -> bool {
+        false
+    }
+}
+
+#[async_trait]
+impl Controller for LateAnswer {
+    async fn control(
+        &mut self,
+        _frame: ControlFrame,
+        _stdin: &mut Option<StdinController>,
+        _sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        Ok(())
+    }
+    async fn interrupt(&mut self, _stdin: &mut Option<StdinController>) {}
+    fn poll_answer(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<String> {
+        let Some(rx) = self.pending.as_mut() else {
+            return std::task::Poll::Pending;
+        };
+        std::pin::Pin::new(rx).poll(cx).map(|answer| {
+            self.pending = None;
+            answer.unwrap_or_default()
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_answer_in_flight_is_written_while_the_pump_reads_on() {
+    // The fake CLI asks, goes on printing, and only then waits for the answer.
+    let cmd = sh("echo ask; echo later; read answer; echo \"got $answer\"");
+    let ctx = RunContext::new("r");
+    let sink = Events::default();
+    let mut session = LateAnswer::default();
+    let ran = tokio::time::timeout(
+        BOUND,
+        pump::run_duplex(CLI, &cmd, &ctx, &sink, &mut session, &[]),
+    )
+    .await
+    .expect("the answer was written while the pump read on");
+    ran.unwrap();
+    assert_eq!(
+        session.lines,
+        [b"ask".to_vec(), b"later".to_vec(), b"got answer-1".to_vec()]
     );
 }
