@@ -12,7 +12,9 @@
 //! Transports: one-shot (`-p`, the prompt on stdin) by default; with
 //! `host_approvals` the control protocol (`--input-format stream-json
 //! --permission-prompt-tool stdio`), which routes every `can_use_tool`
-//! request to the host as an approval.
+//! request to the host as an approval. A run with host tools also reads
+//! stream-json frames: its tools are an in-process SDK MCP server
+//! (`mcp_message` control requests).
 
 use crate::streamjson::{CLAUDE, Config, StreamJsonDriver};
 

@@ -5,7 +5,8 @@
 //! that are data here, never copies of the parser: see [`Family`].
 //!
 //! A run gets a process of its own (one-shot `-p`, or the control transport
-//! with [`Config::host_approvals`]), except a thread run, which is served by
+//! with [`Config::host_approvals`], host tools, or CodeBuddy's
+//! instructions), except a thread run, which is served by
 //! a *resident* process kept between the thread's turns
 //! ([`Config::resident`]; the pool is [`crate::resident`]).
 //!

@@ -95,7 +95,11 @@ impl Run {
             self.describe()
         );
         let id = calls[0].0.clone();
-        assert_eq!(self.tool_calls(), [(id.as_str(), "lookup")], "the bare name");
+        assert_eq!(
+            self.tool_calls(),
+            [(id.as_str(), "lookup")],
+            "the bare name"
+        );
         id
     }
 
@@ -103,7 +107,11 @@ impl Run {
     /// MCP result's `isError` ([`Cli::mcp_error_flag`]).
     fn assert_tool_error(&self, cli: &Cli, id: &str) {
         let result = self.tool_result(id);
-        assert_eq!(result["is_error"], cli.mcp_error_flag, "{}: {result}", cli.recipe.name);
+        assert_eq!(
+            result["is_error"], cli.mcp_error_flag,
+            "{}: {result}",
+            cli.recipe.name
+        );
     }
 
     /// The host-failure notices (`event=host_tool.error`): their `status`.
@@ -145,7 +153,11 @@ pub async fn host_tool_round_trip(cli: &'static Cli) {
     )
     .await;
     assert_eq!(run.ok("host tool").text, DONE);
-    assert_eq!(run.transport(), "control", "host tools need the control protocol");
+    assert_eq!(
+        run.transport(),
+        "control",
+        "host tools need the control protocol"
+    );
     assert_eq!(
         *calls.lock().unwrap(),
         [LookupIn { key: "k-42".into() }],
@@ -198,11 +210,15 @@ pub async fn host_tool_bad_input_is_the_models_error(cli: &'static Cli) {
     run.assert_tool_error(cli, &id);
     let back = tool_results_in(&h.request_after(KEYWORD, 1));
     assert!(
-        back.iter().any(|t| t.contains("key") && t.contains("string")),
+        back.iter()
+            .any(|t| t.contains("key") && t.contains("string")),
         "{}: the model reads the schema error; it got {back:?}",
         cli.recipe.name
     );
-    assert!(run.host_failures().is_empty(), "the model's fault, not the host's");
+    assert!(
+        run.host_failures().is_empty(),
+        "the model's fault, not the host's"
+    );
 }
 
 /// A handler that panics is a tool error the model reads; the host gets a
@@ -304,7 +320,10 @@ pub async fn cancel_stops_a_slow_host_tool(cli: &'static Cli) {
             events.iter().map(|e| e.kind_name()).collect::<Vec<_>>()
         )
     });
-    assert!(token.is_cancelled(), "the handler's ToolContext.cancel fired");
+    assert!(
+        token.is_cancelled(),
+        "the handler's ToolContext.cancel fired"
+    );
     let err = drained.expect_err("a cancelled run fails");
     assert!(
         err.as_run_error().is_some(),
