@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_adaptor_driver::ConfigError;
+use agent_adaptor_driver::{ConfigError, HOST_TOOL_SERVER};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -145,6 +145,11 @@ impl Config {
         {
             return Err(err(format!("unknown effort {e:?}")));
         }
+        if self.mcp_servers.contains_key(HOST_TOOL_SERVER) {
+            return Err(err(format!(
+                "mcp_servers must not name a server {HOST_TOOL_SERVER:?}: the name is the host tools' SDK MCP server"
+            )));
+        }
         if self.max_turns == Some(0) {
             return Err(err("max_turns must be at least 1".into()));
         }
@@ -189,5 +194,10 @@ mod tests {
         cfg.validate(&CLAUDE).unwrap();
         cfg.effort = Some("extreme".into());
         assert!(cfg.validate(&CLAUDE).is_err());
+        let mut cfg = Config::new(&CLAUDE);
+        cfg.mcp_servers
+            .insert("agent-adaptor".into(), serde_json::json!({"type": "stdio"}));
+        let e = cfg.validate(&CLAUDE).unwrap_err();
+        assert!(e.reason.contains("agent-adaptor"), "{}", e.reason);
     }
 }
