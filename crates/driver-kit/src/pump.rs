@@ -115,16 +115,27 @@ pub trait Controller: Send {
     /// The run is being cancelled: ask the CLI to stop, best effort.
     async fn interrupt(&mut self, stdin: &mut Option<StdinController>);
 
-    /// The next answer the controller finished working out, as the frame to
-    /// write: an answer that takes time (a host tool running) is kept in
-    /// flight by the controller instead of being awaited in
-    /// [`control`](Controller::control), and the pump polls this while it
-    /// waits for the next stdout line, so the CLI's output is read all the
-    /// while. Must be cancellation safe (an answer is handed out once, when
-    /// it is ready). The default has none.
-    fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<String> {
+    /// Drive the work the controller runs while the pump reads on (host
+    /// tool calls it started in [`control`](Self::control), see
+    /// [`InFlight`](crate::host_mcp::inproc::InFlight)): `Ready` once some of it
+    /// finished, then the pump calls [`finish_work`](Self::finish_work).
+    /// The pump polls it only while it waits for the next stdout line, so it
+    /// must be cancel safe (keep what finished until `finish_work`). The
+    /// default has no work: `Pending`.
+    fn poll_work(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let _ = cx;
         Poll::Pending
+    }
+
+    /// Answer the work that finished (write its answers on `stdin`). The
+    /// default does nothing.
+    async fn finish_work(
+        &mut self,
+        stdin: &mut Option<StdinController>,
+        sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        let _ = (stdin, sink);
+        Ok(())
     }
 
     /// The terminal event was seen. The default closes stdin so the CLI exits.
@@ -192,6 +203,12 @@ trait Side: Send {
     fn observe(&mut self, observed: bool);
     fn describe_spawn(&self, spawn: &mut OperationalEvent);
     fn controller(&mut self) -> Option<&mut dyn Controller>;
+    fn poll_work(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match self.controller() {
+            Some(c) => c.poll_work(cx),
+            None => Poll::Pending,
+        }
+    }
 }
 
 struct Split<'p, 'c> {
@@ -310,8 +327,11 @@ async fn pump(
 
 /// Read the next stdout line and deliver what it means (inside `batch`,
 /// with `bufs` reused from line to line): `Ok(false)` at the end of
-/// stdout. On cancellation the protocol is asked to interrupt
-/// (best effort, 200 ms) and `Err(Cancelled)` is returned.
+/// stdout. While it waits, the controller's work is driven
+/// ([`Controller::poll_work`]); when some finished, it is answered
+/// ([`Controller::finish_work`]) instead of a line. On cancellation the
+/// protocol is asked to interrupt (best effort, 200 ms) and
+/// `Err(Cancelled)` is returned.
 ///
 /// A protocol without a controller also gets the lines already read behind
 /// that one (up to [`BURST`]) in the same call: they are parsed together,
@@ -326,38 +346,33 @@ async fn next_line<'s>(
     batch: &mut Batches<'s>,
     bufs: &mut Buffers,
 ) -> Result<bool, DriverError> {
-    let next = loop {
-        let next = batch
-            .next(async {
-                tokio::select! {
-                    biased;
-                    () = ctx.cancel.cancelled() => Next::Cancelled,
-                    r = proc.next_line(sink) => Next::Line(r),
-                    frame = std::future::poll_fn(|cx| match side.controller() {
-                        Some(c) => c.poll_answer(cx),
-                        None => Poll::Pending,
-                    }) => Next::Answer(frame),
-                }
-            })
-            .await;
-        match next {
-            // An answer worked out while the CLI went on: write it, read on.
-            Next::Answer(frame) => write_frame(stdin, &frame).await,
-            Next::Cancelled => break None,
-            Next::Line(r) => break Some(r),
-        }
-    };
+    let next = batch
+        .next(async {
+            tokio::select! {
+                biased;
+                () = ctx.cancel.cancelled() => Next::Cancelled,
+                () = std::future::poll_fn(|cx| side.poll_work(cx)) => Next::Work,
+                r = proc.next_line(sink) => Next::Line(r),
+            }
+        })
+        .await;
     let line = match next {
-        None => {
+        Next::Cancelled => {
             if let Some(c) = side.controller() {
                 let _ = tokio::time::timeout(Duration::from_millis(200), c.interrupt(stdin)).await;
             }
             return Err(DriverError::Cancelled);
         }
-        Some(Err(e)) if e.is_cancelled() => return Err(DriverError::Cancelled),
-        Some(Err(e)) => return Err(e.into()),
-        Some(Ok(None)) => return Ok(false),
-        Some(Ok(Some(line))) => line,
+        Next::Work => {
+            if let Some(c) = side.controller() {
+                c.finish_work(stdin, sink).await?;
+            }
+            return Ok(true);
+        }
+        Next::Line(Err(e)) if e.is_cancelled() => return Err(DriverError::Cancelled),
+        Next::Line(Err(e)) => return Err(e.into()),
+        Next::Line(Ok(None)) => return Ok(false),
+        Next::Line(Ok(Some(line))) => line,
     };
     let lines = &mut bufs.lines;
     lines.clear();
@@ -391,14 +406,14 @@ async fn next_line<'s>(
     Ok(true)
 }
 
-/// What the pump's wait ended with.
+/// What [`next_line`] waited for.
 enum Next<L> {
     /// The run was cancelled.
     Cancelled,
-    /// A stdout line (or its end, or an error).
+    /// The controller's work finished some of itself.
+    Work,
+    /// The next stdout line (`None` at its end).
     Line(L),
-    /// A controller's answer, ready to write.
-    Answer(String),
 }
 
 /// Empty `v` and hand back its allocation for slices of another lifetime.

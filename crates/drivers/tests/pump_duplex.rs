@@ -138,6 +138,7 @@ struct LateAnswer {
     lines: Vec<Vec<u8>>,
     pending: Option<tokio::sync::oneshot::Receiver<String>>,
     release: Option<tokio::sync::oneshot::Sender<String>>,
+    answer: Option<String>,
 }
 
 impl LineProtocol for LateAnswer {
@@ -167,14 +168,24 @@ impl Controller for LateAnswer {
         Ok(())
     }
     async fn interrupt(&mut self, _stdin: &mut Option<StdinController>) {}
-    fn poll_answer(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<String> {
+    fn poll_work(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
         let Some(rx) = self.pending.as_mut() else {
             return std::task::Poll::Pending;
         };
         std::pin::Pin::new(rx).poll(cx).map(|answer| {
             self.pending = None;
-            answer.unwrap_or_default()
+            self.answer = answer.ok();
         })
+    }
+    async fn finish_work(
+        &mut self,
+        stdin: &mut Option<StdinController>,
+        _sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        if let Some(answer) = self.answer.take() {
+            pump::write_frame(stdin, &answer).await;
+        }
+        Ok(())
     }
 }
 

@@ -122,21 +122,25 @@ type Answer<'s> = Pin<Box<dyn Future<Output = Option<Value>> + Send + 's>>;
 
 /// The answers of one run still being worked out, each under the id of the
 /// request that carries it (a control request id): the transport
-/// [`push`](Self::push)es a [`respond`] future, polls
-/// [`poll_next`](Self::poll_next) alongside its reading, and writes each
-/// answer as it comes; a request the agent withdrew is
-/// [`cancel`](Self::cancel)led (dropped: its handler's cancellation token
-/// fires with the run's, and no answer is written).
+/// [`push`](Self::push)es a [`respond`] future, drives the set with
+/// [`poll_ready`](Self::poll_ready) while it reads on
+/// ([`Controller::poll_work`](crate::pump::Controller::poll_work)), and
+/// writes what it [`take`](Self::take)s; a request the agent withdrew is
+/// [`cancel`](Self::cancel)led (dropped: no answer is written). The answers
+/// borrow the run's sink, so they live in the run's own task: dropping the
+/// set (the run ended or was cancelled) drops every answer in flight.
 #[derive(Default)]
 pub struct InFlight<'s> {
-    answers: Vec<(String, Answer<'s>)>,
+    running: Vec<(String, Answer<'s>)>,
+    done: Vec<(String, Option<Value>)>,
 }
 
 impl<'s> InFlight<'s> {
     /// No answer in flight.
     pub fn new() -> Self {
         InFlight {
-            answers: Vec::new(),
+            running: Vec::new(),
+            done: Vec::new(),
         }
     }
 
@@ -146,44 +150,62 @@ impl<'s> InFlight<'s> {
         id: impl Into<String>,
         answer: impl Future<Output = Option<Value>> + Send + 's,
     ) {
-        self.answers.push((id.into(), Box::pin(answer)));
+        self.running.push((id.into(), Box::pin(answer)));
     }
 
-    /// Drop the answer of request `id`; false when none is in flight.
+    /// Drop the answer of request `id` (in flight or finished and not yet
+    /// taken); false when there is none.
     pub fn cancel(&mut self, id: &str) -> bool {
-        let before = self.answers.len();
-        self.answers.retain(|(i, _)| i != id);
-        self.answers.len() != before
+        let before = self.len();
+        self.running.retain(|(i, _)| i != id);
+        self.done.retain(|(i, _)| i != id);
+        self.len() != before
     }
 
-    /// How many answers are in flight.
+    /// How many answers are in flight or finished and not yet taken.
     pub fn len(&self) -> usize {
-        self.answers.len()
+        self.running.len() + self.done.len()
     }
 
-    /// True when no answer is in flight.
+    /// True when no answer is in flight or waits to be taken.
     pub fn is_empty(&self) -> bool {
-        self.answers.is_empty()
+        self.len() == 0
     }
 
-    /// The next finished answer, with its request id (`Pending` while none
-    /// is ready, or none is in flight). Cancellation safe: an answer is
-    /// removed only when it is returned.
-    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<(String, Option<Value>)> {
-        for i in 0..self.answers.len() {
-            if let Poll::Ready(answer) = self.answers[i].1.as_mut().poll(cx) {
-                let (id, _) = self.answers.swap_remove(i);
-                return Poll::Ready((id, answer));
+    /// Drive the answers: `Ready` once some finished (take them with
+    /// [`take`](Self::take)); `Pending` while none did, also when none is in
+    /// flight. Cancellation safe: a finished answer is kept until taken.
+    pub fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut i = 0;
+        while i < self.running.len() {
+            if let Poll::Ready(answer) = self.running[i].1.as_mut().poll(cx) {
+                let (id, _) = self.running.remove(i);
+                self.done.push((id, answer));
+            } else {
+                i += 1;
             }
         }
-        Poll::Pending
+        if self.done.is_empty() {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    }
+
+    /// The answers finished so far, with their request ids.
+    pub fn take(&mut self) -> Vec<(String, Option<Value>)> {
+        std::mem::take(&mut self.done)
     }
 }
 
 impl std::fmt::Debug for InFlight<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list()
-            .entries(self.answers.iter().map(|(id, _)| id))
+        f.debug_struct("InFlight")
+            .field(
+                "running",
+                &self.running.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+            )
+            .field("done", &self.done.len())
             .finish()
     }
 }
@@ -385,15 +407,15 @@ mod tests {
         set.push("fast", async { Some(json!("fast")) });
         set.push("dropped", std::future::pending());
         assert_eq!(set.len(), 3);
-        let next = std::future::poll_fn(|cx| set.poll_next(cx)).await;
-        assert_eq!(next, ("fast".into(), Some(json!("fast"))));
+        std::future::poll_fn(|cx| set.poll_ready(cx)).await;
+        assert_eq!(set.take(), [("fast".to_owned(), Some(json!("fast")))]);
         assert!(set.cancel("dropped"));
         assert!(!set.cancel("dropped"));
         slow_tx.send(()).unwrap();
-        let next = std::future::poll_fn(|cx| set.poll_next(cx)).await;
-        assert_eq!(next, ("slow".into(), Some(json!("slow"))));
+        std::future::poll_fn(|cx| set.poll_ready(cx)).await;
+        assert_eq!(set.take(), [("slow".to_owned(), Some(json!("slow")))]);
         assert!(set.is_empty());
         let waker = std::task::Waker::noop();
-        assert!(set.poll_next(&mut Context::from_waker(waker)).is_pending());
+        assert!(set.poll_ready(&mut Context::from_waker(waker)).is_pending());
     }
 }

@@ -109,13 +109,23 @@ impl<'s> HostServer<'s> {
         self.in_flight.cancel(id);
     }
 
-    /// The next answer ready to write.
-    pub(super) fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<String> {
-        self.in_flight.poll_next(cx).map(|(id, reply)| {
-            // A notification gets no JSON-RPC reply, but its control request
-            // an ack without an id (an id would collide with a request's).
-            let reply = reply.unwrap_or_else(|| json!({"jsonrpc": "2.0", "result": {}}));
-            control::success_frame(&id, json!({ "mcp_response": reply }))
-        })
+    /// Drive the answers in flight: `Ready` once some finished.
+    pub(super) fn poll_work(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        self.in_flight.poll_ready(cx)
+    }
+
+    /// The frames of the answers finished so far.
+    pub(super) fn finished(&mut self) -> Vec<String> {
+        self.in_flight
+            .take()
+            .into_iter()
+            .map(|(id, reply)| {
+                // A notification gets no JSON-RPC reply, but its control
+                // request an ack without an id (an id would collide with a
+                // request's).
+                let reply = reply.unwrap_or_else(|| json!({"jsonrpc": "2.0", "result": {}}));
+                control::success_frame(&id, json!({ "mcp_response": reply }))
+            })
+            .collect()
     }
 }

@@ -290,7 +290,7 @@ impl<'s> Session<'s> {
     /// Answer a `control_request` on `stdin`: `can_use_tool` goes to the
     /// host's decisions (when it may answer) unless it is about a host tool,
     /// `mcp_message` to the host tools' server (answered when ready, see
-    /// [`Controller::poll_answer`]), anything else is unsupported.
+    /// [`Controller::poll_work`]), anything else is unsupported.
     async fn answer(
         &mut self,
         id: &str,
@@ -418,11 +418,27 @@ impl Controller for Session<'_> {
         Ok(())
     }
 
-    fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<String> {
+    fn poll_work(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         match self.host.as_mut() {
-            Some(host) => host.poll_answer(cx),
+            Some(host) => host.poll_work(cx),
             None => Poll::Pending,
         }
+    }
+
+    async fn finish_work(
+        &mut self,
+        stdin: &mut Option<StdinController>,
+        _sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        let frames = self
+            .host
+            .as_mut()
+            .map(HostServer::finished)
+            .unwrap_or_default();
+        for frame in frames {
+            write_frame(stdin, &frame).await;
+        }
+        Ok(())
     }
 
     async fn interrupt(&mut self, stdin: &mut Option<StdinController>) {
@@ -585,12 +601,15 @@ mod tests {
             id: Value::from("c"),
         };
         session.control(withdrawn, &mut None, &Null).await.unwrap();
-        let mut answers = Vec::new();
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);
-        while let Poll::Ready(frame) = session.poll_answer(&mut cx) {
-            answers.push(serde_json::from_str::<Value>(&frame).unwrap());
-        }
+        assert!(session.poll_work(&mut cx).is_ready());
+        let host = session.host.as_mut().unwrap();
+        let mut answers: Vec<Value> = host
+            .finished()
+            .iter()
+            .map(|f| serde_json::from_str(f).unwrap())
+            .collect();
         answers.sort_by_key(|a| a["response"]["request_id"].as_str().map(str::to_owned));
         assert_eq!(answers.len(), 2, "{answers:?}");
         let reply = |i: usize| answers[i]["response"]["response"]["mcp_response"].clone();
@@ -608,7 +627,7 @@ mod tests {
             params: serde_json::json!({"server_name": "elsewhere", "message": {}}),
         };
         session.control(other, &mut None, &Null).await.unwrap();
-        assert!(session.poll_answer(&mut cx).is_pending());
+        assert!(session.poll_work(&mut cx).is_pending());
         let ask = serde_json::json!({"subtype": "can_use_tool", "tool_name": "mcp__agent-adaptor__lookup", "input": {"k": 1}});
         let host = session.host.as_ref().unwrap();
         let allow: Value = serde_json::from_str(&host.permission("p", &ask).unwrap()).unwrap();
