@@ -175,11 +175,11 @@ mod tests {
         })
     }
 
-    async fn ready<K: Send>(calls: &mut HostCalls<'_, K>) {
+    async fn ready<'a, K: Send + 'a>(calls: &mut HostCalls<'a, K>) {
         std::future::poll_fn(|cx| calls.poll_ready(cx)).await;
     }
 
-    fn poll_once<K: Send>(calls: &mut HostCalls<'_, K>) -> Poll<()> {
+    fn poll_once<'a, K: Send + 'a>(calls: &mut HostCalls<'a, K>) -> Poll<()> {
         calls.poll_ready(&mut Context::from_waker(std::task::Waker::noop()))
     }
 

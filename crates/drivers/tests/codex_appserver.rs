@@ -992,8 +992,11 @@ fn tool_call_request() -> String {
     .to_string()
 }
 
+/// A tool call's start: name, arguments, scope.
+type Start = (String, Option<Value>, ToolScope);
+
 /// The host tool call's start and result payloads.
-fn host_call(payloads: &[StreamPayload]) -> (Vec<(String, Option<Value>, ToolScope)>, Vec<Value>) {
+fn host_call(payloads: &[StreamPayload]) -> (Vec<Start>, Vec<Value>) {
     let starts = payloads
         .iter()
         .filter_map(|p| match &p.kind {

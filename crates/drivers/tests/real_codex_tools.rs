@@ -6,8 +6,10 @@
 //! input, its output is the `function_call_output` of the model's next
 //! request, and the events show the call in the host scope with its input
 //! and output. Input that fails the schema and a call the host (or the
-//! policy) denies reach the model as errors without running the handler; a
-//! resumed thread keeps its tools, and a turn with other tools is refused.
+//! policy) denies reach the model as errors without running the handler;
+//! cancelling the run stops a handler in flight; a resumed thread keeps its
+//! tools (each turn served by its own handler), and a turn with other tools
+//! is refused.
 //! Every app-server message both ways validates against the binary's schema.
 #![cfg(feature = "real-clis")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
@@ -384,4 +386,70 @@ async fn a_thread_keeps_its_tools_and_each_turn_serves_them_with_its_own() {
     );
     assert_eq!(h.requests("KEEPTOOLS").len(), 4, "the model was not asked");
     agent.close().await;
+}
+
+/// Sets its flag when dropped: the handler's future ended, whichever way.
+struct Stopped(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_run_stops_a_handler_in_flight() {
+    let h = Harness::start(script("WAITTOOL", json!({"order": "E-5"}))).await;
+    let entered = Arc::new(tokio::sync::Notify::new());
+    let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (e, s) = (entered.clone(), stopped.clone());
+    // Runs until the run is cancelled (its deadline is far away).
+    let wait = Tool::define("lookup", "Waits.", move |_: Lookup, ctx| {
+        let (e, guard) = (e.clone(), Stopped(s.clone()));
+        async move {
+            let _guard = guard;
+            e.notify_one();
+            ctx.cancel.cancelled().await;
+            Ok(json!("never answered"))
+        }
+    })
+    .trusted();
+    let cfg = h.config(Transport::AppServer);
+    let agent = Agent::new(codex::driver(cfg.clone()));
+    let mut stream = agent.stream_with(
+        "WAITTOOL go",
+        RunOptions::new().tool(wait).timeout(RUN_TIMEOUT),
+    );
+    let handle = stream.handle();
+    let drained = tokio::time::timeout(RUN_TIMEOUT, async {
+        let mut cancelled = false;
+        loop {
+            tokio::select! {
+                ev = stream.next() => if ev.is_none() { break },
+                () = entered.notified(), if !cancelled => {
+                    cancelled = true;
+                    handle.cancel();
+                }
+            }
+        }
+        cancelled
+    })
+    .await;
+    assert_eq!(
+        drained,
+        Ok(true),
+        "the handler ran, the run was cancelled and ended"
+    );
+    let err = stream.result().await.unwrap_err();
+    assert_eq!(
+        err.as_run_error().unwrap().reason,
+        agent_adaptor_core::FailureReason::Cancelled
+    );
+    assert!(
+        stopped.load(std::sync::atomic::Ordering::SeqCst),
+        "the handler in flight was stopped"
+    );
+    assert!(Harness::stdin_log(&cfg).contains("\"turn/interrupt\""));
+    // The model never got an answer to the call.
+    assert_eq!(h.requests("WAITTOOL").len(), 1);
 }

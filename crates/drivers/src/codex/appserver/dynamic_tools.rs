@@ -17,9 +17,9 @@
 //! * A thread keeps the dynamic tools it started with: `thread/resume` has
 //!   no such field (one sent is ignored) and a resumed thread offers the
 //!   model the tools of its start (observed on 0.171). A checkpoint
-//!   therefore carries the fingerprint of the declared tools ([`MARK_KEY`]),
+//!   therefore carries the fingerprint of the declared tools (`MARK_KEY`),
 //!   and a resumed run whose tools differ is refused before launch
-//!   ([`check_resumed`]) rather than run with tools the model cannot see, or
+//!   (`check_resumed`) rather than run with tools the model cannot see, or
 //!   with tools the host no longer serves.
 
 use agent_adaptor_driver::{
