@@ -45,11 +45,6 @@ impl<'s, K: Send + 's> HostCalls<'s, K> {
         }
     }
 
-    /// The run's host tools.
-    pub fn tools(&self) -> &HostTools {
-        &self.tools
-    }
-
     /// Start `call`, to be answered as `key`. It makes progress while the
     /// set is polled ([`poll_ready`](Self::poll_ready)).
     pub fn start(&mut self, key: K, call: HostToolCall) {

@@ -966,6 +966,59 @@ async fn an_unknown_server_request_is_answered_with_an_error() {
     assert_eq!(answer["error"]["code"], -32601);
 }
 
+#[tokio::test]
+async fn a_tool_call_without_tools_or_without_a_call_id_is_still_answered() {
+    // A run without host tools is answered an unknown-tool error the model
+    // reads; a request that names no call gets a JSON-RPC error. Neither is
+    // left pending, and the turn goes on.
+    let dir = tempfile::tempdir().unwrap();
+    let stdin = dir.path().join("stdin.jsonl");
+    let path = variant(dir.path(), "tool-calls", |mut f| {
+        let at = f
+            .iter()
+            .position(|(_, l)| l.contains("\"turn/started\""))
+            .unwrap()
+            + 1;
+        let frames = [
+            (
+                Direction::CliToSdk,
+                json!({"id": 8, "method": "item/tool/call", "params": {"threadId": THREAD, "turnId": TURN, "tool": "lookup", "arguments": {}}}),
+            ),
+            (
+                Direction::SdkToCli,
+                json!({"id": 8, "error": {"code": -32602, "message": "x"}}),
+            ),
+            (
+                Direction::CliToSdk,
+                json!({"id": 9, "method": "item/tool/call", "params": {"threadId": THREAD, "turnId": TURN, "callId": "call_9", "tool": "lookup", "arguments": {}}}),
+            ),
+            (
+                Direction::SdkToCli,
+                json!({"id": 9, "result": {"contentItems": [], "success": false}}),
+            ),
+        ];
+        for (n, (d, v)) in frames.into_iter().enumerate() {
+            f.insert(at + n, (d, v.to_string()));
+        }
+        f
+    });
+    let agent = Agent::new(on_fake(
+        &path,
+        &format!("--stdin-check type --record-stdin {}", stdin.display()),
+    ));
+    let (_, outcome) = drain(&agent, "hi", true).await;
+    assert_eq!(outcome.unwrap().text, "Tool said hi.", "the turn went on");
+    let sent = recorded(&stdin);
+    let malformed = sent.iter().find(|f| f["id"] == 8).unwrap();
+    assert_eq!(malformed["error"]["code"], -32602);
+    let unknown = sent.iter().find(|f| f["id"] == 9).unwrap();
+    assert_eq!(unknown["result"]["success"], false);
+    assert_eq!(
+        unknown["result"]["contentItems"][0]["text"],
+        "no host tool named \"lookup\""
+    );
+}
+
 /// A `dynamicToolCall` item as 0.171 sends it (observed against the mock).
 fn dynamic_item(phase: &str, done: Option<(&str, bool)>) -> String {
     let (status, content, success) = match done {
@@ -1123,6 +1176,63 @@ fn host_tools_go_as_dynamic_tools_where_the_app_server_runs() {
             ..Default::default()
         });
         assert_eq!(driver.descriptor().host_tools, channel, "{transport:?}");
+    }
+}
+
+/// One host tool that is never called.
+struct OneTool(Vec<agent_adaptor_driver::HostToolSpec>);
+
+#[agent_adaptor_driver::async_trait]
+impl agent_adaptor_driver::HostToolbox for OneTool {
+    fn specs(&self) -> &[agent_adaptor_driver::HostToolSpec] {
+        &self.0
+    }
+    async fn call(
+        &self,
+        call: agent_adaptor_driver::HostToolCall,
+        _sink: &dyn agent_adaptor_driver::EventSink,
+        _cancel: &agent_adaptor_driver::CancellationToken,
+    ) -> agent_adaptor_driver::HostToolResult {
+        panic!("nothing may call {}", call.tool)
+    }
+}
+
+#[tokio::test]
+async fn host_tools_on_a_forced_exec_are_refused_before_launch() {
+    // Core refuses them by the descriptor; a driver used on its own refuses
+    // them too, and a streaming run still gets its run lifecycle.
+    let driver = codex::driver(codex::Config {
+        command: "/nonexistent/codex".into(),
+        transport: Transport::Exec,
+        ..Default::default()
+    });
+    for streaming in [false, true] {
+        let mut req = Request::new("run_0000000000000000", "hi");
+        req.streaming = streaming;
+        req.host_tools = agent_adaptor_driver::HostTools::new(Arc::new(OneTool(vec![
+            agent_adaptor_driver::HostToolSpec {
+                name: "lookup".into(),
+                description: "Look up.".into(),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+                trusted: false,
+            },
+        ])));
+        let trace = record_run(&driver, req, Duration::from_secs(10)).await;
+        let resp = trace.response().expect("a response, not a spawn error");
+        let failure = resp.failure.as_ref().expect("refused");
+        assert_eq!(failure.code, FailureCode::PolicyError, "{failure:?}");
+        assert!(
+            failure.message.contains("exec cannot deliver host tools"),
+            "{failure:?}"
+        );
+        let kinds: Vec<&str> = trace.payloads().map(|p| p.kind.name()).collect();
+        let want: &[&str] = if streaming {
+            &["run.started", "run.error"]
+        } else {
+            &[]
+        };
+        assert_eq!(kinds, want, "streaming {streaming}");
     }
 }
 

@@ -276,9 +276,7 @@ impl<'s> Session<'s> {
         write_frame(stdin, &frame).await;
         Ok(())
     }
-}
 
-impl Session<'_> {
     /// `item/tool/call`: start the host tool call (answered when it
     /// finishes, [`Controller::finish_work`]); a request that names no call
     /// is answered with an error at once.
