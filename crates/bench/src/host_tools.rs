@@ -169,7 +169,41 @@ type Channel = for<'a> fn(
 ) -> futures::future::BoxFuture<'a, Result<Vec<Duration>, DriverError>>;
 
 /// The channels, by name.
-const CHANNELS: [(&str, Channel); 0] = [];
+const CHANNELS: [(&str, Channel); 1] = [("dynamic_tools", dynamic_tools)];
+
+/// Codex app-server dynamic tools: the server request line
+/// (`item/tool/call`) decoded, the call, the answer frame encoded.
+fn dynamic_tools<'a>(
+    plan: Plan,
+    tools: &'a HostTools,
+    sink: &'a dyn EventSink,
+    cancel: &'a agent_adaptor_core::driver::CancellationToken,
+) -> futures::future::BoxFuture<'a, Result<Vec<Duration>, DriverError>> {
+    use agent_adaptor_drivers::codex::appserver::dynamic_tools as dt;
+    Box::pin(async move {
+        let lines: Vec<String> = (0..(plan.warmup + plan.calls) as u32)
+            .map(|i| {
+                json!({"id": i, "method": dt::TOOL_CALL, "params": {
+                    "threadId": "t", "turnId": "u", "callId": format!("call_{i}"),
+                    "tool": "echo", "arguments": {"n": i}}})
+                .to_string()
+            })
+            .collect();
+        let samples = time_n(plan, |i| {
+            let line = &lines[i as usize];
+            async move {
+                let request: serde_json::Value = serde_json::from_str(line).expect("a frame");
+                let call = dt::call_of(&request["params"]).expect("a call");
+                let result = tools.call(call, sink, cancel).await;
+                assert!(!result.is_error(), "{}", result.content);
+                let frame = json!({"id": request["id"], "result": dt::response(&result)});
+                std::hint::black_box(frame.to_string());
+            }
+        })
+        .await;
+        Ok(samples)
+    })
+}
 
 /// Runs the plan; the figures, direct first.
 pub fn run(plan: &Plan) -> Result<Vec<Figures>, String> {
