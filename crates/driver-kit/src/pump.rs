@@ -117,7 +117,7 @@ pub trait Controller: Send {
 
     /// Drive the work the controller runs while the pump reads on (host
     /// tool calls it started in [`control`](Self::control), see
-    /// [`InFlight`](crate::host_mcp::inproc::InFlight)): `Ready` once some of it
+    /// [`HostCalls`](crate::host_calls::HostCalls)): `Ready` once some of it
     /// finished, then the pump calls [`finish_work`](Self::finish_work).
     /// The pump polls it only while it waits for the next stdout line, so it
     /// must be cancel safe (keep what finished until `finish_work`). The

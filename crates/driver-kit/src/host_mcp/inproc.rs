@@ -18,15 +18,13 @@
 //! host tools, once, after the input's schema check — the same request on
 //! every channel.
 //!
-//! Answers that take time (a handler running) are kept in an [`InFlight`]
-//! set that the transport polls while it keeps reading the agent's output.
-
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+//! Sans-IO: [`dispatch`] answers everything but a tool call at once and
+//! hands a call back ([`Dispatch::Call`]); the transport runs it while it
+//! keeps reading the agent's output ([`HostCalls`](crate::host_calls::HostCalls))
+//! and answers with [`call_reply`]. [`respond`] does both in one await.
 
 use agent_adaptor_driver::{
-    CancellationToken, EventSink, HOST_TOOL_SERVER, HostToolCall, HostTools,
+    CancellationToken, EventSink, HOST_TOOL_SERVER, HostToolCall, HostToolResult, HostTools,
 };
 use serde_json::{Value, json};
 
@@ -43,27 +41,38 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// a `tools/call` serves (observed with 2.1.332).
 const CLAUDE_TOOL_USE_ID: &str = "claudecode/toolUseId";
 
-/// The JSON-RPC reply to `message` from the MCP server of `tools`, or `None`
-/// for a notification (and for a response the client sent, which this
-/// server never asked for). A `tools/call` runs to its end through the
-/// toolbox (`sink` and `cancel` are the run's); everything else answers at
-/// once.
-pub async fn respond(
-    tools: &HostTools,
-    message: &Value,
-    sink: &dyn EventSink,
-    cancel: &CancellationToken,
-) -> Option<Value> {
+/// What [`dispatch`] makes of one message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dispatch {
+    /// The reply, at once; `None` for a notification (and for a response
+    /// the client sent, which this server never asked for).
+    Reply(Option<Value>),
+    /// A `tools/call`: run `call` through the toolbox, then answer request
+    /// `id` with [`call_reply`].
+    Call {
+        /// The JSON-RPC id to answer.
+        id: Value,
+        /// The call.
+        call: HostToolCall,
+    },
+}
+
+/// What the MCP server of `tools` makes of `message`: the reply, or the
+/// tool call to run.
+pub fn dispatch(tools: &HostTools, message: &Value) -> Dispatch {
     let id = message.get("id").filter(|id| !id.is_null()).cloned();
     let Some(method) = message.get("method").and_then(Value::as_str) else {
         // A response, or something that is not JSON-RPC at all.
-        return id
-            .filter(|_| message.get("result").is_none() && message.get("error").is_none())
-            .map(|id| error(id, INVALID_REQUEST, "not a JSON-RPC request"));
+        return Dispatch::Reply(
+            id.filter(|_| message.get("result").is_none() && message.get("error").is_none())
+                .map(|id| error(id, INVALID_REQUEST, "not a JSON-RPC request")),
+        );
     };
     // A notification (`notifications/initialized`, `notifications/cancelled`
     // …) gets no reply.
-    let id = id?;
+    let Some(id) = id else {
+        return Dispatch::Reply(None);
+    };
     let params = message.get("params").cloned().unwrap_or(Value::Null);
     let result = match method {
         "initialize" => json!({
@@ -77,20 +86,48 @@ pub async fn respond(
         "ping" => json!({}),
         "tools/list" => tools_list_result(tools.specs()),
         "tools/call" => {
-            let Some(call) = tool_call(&params) else {
-                return Some(error(id, INVALID_PARAMS, "tools/call needs a tool name"));
+            return match tool_call(&params) {
+                Some(call) => Dispatch::Call { id, call },
+                None => Dispatch::Reply(Some(error(
+                    id,
+                    INVALID_PARAMS,
+                    "tools/call needs a tool name",
+                ))),
             };
-            call_result(&tools.call(call, sink, cancel).await)
         }
         other => {
-            return Some(error(
+            return Dispatch::Reply(Some(error(
                 id,
                 METHOD_NOT_FOUND,
                 &format!("method not found: {other}"),
-            ));
+            )));
         }
     };
-    Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    Dispatch::Reply(Some(success(id, result)))
+}
+
+/// The reply to the `tools/call` request `id` that ended with `result`.
+pub fn call_reply(id: Value, result: &HostToolResult) -> Value {
+    success(id, call_result(result))
+}
+
+/// The JSON-RPC reply to `message` from the MCP server of `tools`, a tool
+/// call run to its end through the toolbox (`sink` and `cancel` are the
+/// run's): [`dispatch`] and the call in one await.
+pub async fn respond(
+    tools: &HostTools,
+    message: &Value,
+    sink: &dyn EventSink,
+    cancel: &CancellationToken,
+) -> Option<Value> {
+    match dispatch(tools, message) {
+        Dispatch::Reply(reply) => reply,
+        Dispatch::Call { id, call } => Some(call_reply(id, &tools.call(call, sink, cancel).await)),
+    }
+}
+
+fn success(id: Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 /// The call a `tools/call`'s `params` asks for: `name`, `arguments`
@@ -115,99 +152,6 @@ fn tool_call(params: &Value) -> Option<HostToolCall> {
 /// A JSON-RPC error reply.
 pub fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-}
-
-/// One answer being worked out.
-type Answer<'s> = Pin<Box<dyn Future<Output = Option<Value>> + Send + 's>>;
-
-/// The answers of one run still being worked out, each under the id of the
-/// request that carries it (a control request id): the transport
-/// [`push`](Self::push)es a [`respond`] future, drives the set with
-/// [`poll_ready`](Self::poll_ready) while it reads on
-/// ([`Controller::poll_work`](crate::pump::Controller::poll_work)), and
-/// writes what it [`take`](Self::take)s; a request the agent withdrew is
-/// [`cancel`](Self::cancel)led (dropped: no answer is written). The answers
-/// borrow the run's sink, so they live in the run's own task: dropping the
-/// set (the run ended or was cancelled) drops every answer in flight.
-#[derive(Default)]
-pub struct InFlight<'s> {
-    running: Vec<(String, Answer<'s>)>,
-    done: Vec<(String, Option<Value>)>,
-}
-
-impl<'s> InFlight<'s> {
-    /// No answer in flight.
-    pub fn new() -> Self {
-        InFlight {
-            running: Vec::new(),
-            done: Vec::new(),
-        }
-    }
-
-    /// Work out `answer` for request `id`.
-    pub fn push(
-        &mut self,
-        id: impl Into<String>,
-        answer: impl Future<Output = Option<Value>> + Send + 's,
-    ) {
-        self.running.push((id.into(), Box::pin(answer)));
-    }
-
-    /// Drop the answer of request `id` (in flight or finished and not yet
-    /// taken); false when there is none.
-    pub fn cancel(&mut self, id: &str) -> bool {
-        let before = self.len();
-        self.running.retain(|(i, _)| i != id);
-        self.done.retain(|(i, _)| i != id);
-        self.len() != before
-    }
-
-    /// How many answers are in flight or finished and not yet taken.
-    pub fn len(&self) -> usize {
-        self.running.len() + self.done.len()
-    }
-
-    /// True when no answer is in flight or waits to be taken.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Drive the answers: `Ready` once some finished (take them with
-    /// [`take`](Self::take)); `Pending` while none did, also when none is in
-    /// flight. Cancellation safe: a finished answer is kept until taken.
-    pub fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        let mut i = 0;
-        while i < self.running.len() {
-            if let Poll::Ready(answer) = self.running[i].1.as_mut().poll(cx) {
-                let (id, _) = self.running.remove(i);
-                self.done.push((id, answer));
-            } else {
-                i += 1;
-            }
-        }
-        if self.done.is_empty() {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    }
-
-    /// The answers finished so far, with their request ids.
-    pub fn take(&mut self) -> Vec<(String, Option<Value>)> {
-        std::mem::take(&mut self.done)
-    }
-}
-
-impl std::fmt::Debug for InFlight<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InFlight")
-            .field(
-                "running",
-                &self.running.iter().map(|(id, _)| id).collect::<Vec<_>>(),
-            )
-            .field("done", &self.done.len())
-            .finish()
-    }
 }
 
 #[cfg(test)]
@@ -396,26 +340,26 @@ mod tests {
         assert!(r.get("result").is_none());
     }
 
-    #[tokio::test]
-    async fn in_flight_answers_come_as_they_finish_and_a_cancelled_one_never() {
-        let (slow_tx, slow_rx) = tokio::sync::oneshot::channel::<()>();
-        let mut set = InFlight::new();
-        set.push("slow", async move {
-            slow_rx.await.ok();
-            Some(json!("slow"))
-        });
-        set.push("fast", async { Some(json!("fast")) });
-        set.push("dropped", std::future::pending());
-        assert_eq!(set.len(), 3);
-        std::future::poll_fn(|cx| set.poll_ready(cx)).await;
-        assert_eq!(set.take(), [("fast".to_owned(), Some(json!("fast")))]);
-        assert!(set.cancel("dropped"));
-        assert!(!set.cancel("dropped"));
-        slow_tx.send(()).unwrap();
-        std::future::poll_fn(|cx| set.poll_ready(cx)).await;
-        assert_eq!(set.take(), [("slow".to_owned(), Some(json!("slow")))]);
-        assert!(set.is_empty());
-        let waker = std::task::Waker::noop();
-        assert!(set.poll_ready(&mut Context::from_waker(waker)).is_pending());
+    #[test]
+    fn a_tool_call_is_handed_back_to_run() {
+        let (lookup, tools) = toolbox();
+        let message = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "lookup", "arguments": {"key": "k"}}});
+        let Dispatch::Call { id, call } = dispatch(&tools, &message) else {
+            panic!("a call");
+        };
+        assert_eq!(
+            (id, call),
+            (
+                json!(6),
+                HostToolCall::new("", "lookup", json!({"key": "k"}))
+            )
+        );
+        assert!(
+            lookup.calls.lock().unwrap().is_empty(),
+            "not run by dispatch"
+        );
+        let reply = call_reply(json!(6), &HostToolResult::ok(json!({"n": 1})));
+        assert_eq!(reply["id"], 6);
+        assert_eq!(reply["result"]["structuredContent"], json!({"n": 1}));
     }
 }

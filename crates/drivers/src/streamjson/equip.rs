@@ -328,7 +328,8 @@ pub(crate) mod tests {
         assert_eq!(scope("Bash"), ToolScope::Builtin);
     }
 
-    /// A toolbox of one tool, `lookup`, that is never called here.
+    /// A toolbox of one tool, `lookup`: `{"n": 1}` at once, or, for an
+    /// input with `"slow": true`, a cancellation error once cancelled.
     struct Lookup(Vec<agent_adaptor_driver::HostToolSpec>);
 
     #[agent_adaptor_driver::async_trait]
@@ -338,11 +339,16 @@ pub(crate) mod tests {
         }
         async fn call(
             &self,
-            _call: agent_adaptor_driver::HostToolCall,
+            call: agent_adaptor_driver::HostToolCall,
             _sink: &dyn agent_adaptor_driver::EventSink,
-            _cancel: &agent_adaptor_driver::CancellationToken,
+            cancel: &agent_adaptor_driver::CancellationToken,
         ) -> agent_adaptor_driver::HostToolResult {
-            unreachable!("not called")
+            use agent_adaptor_driver::{HostToolResult, HostToolStatus};
+            if call.input["slow"] == true {
+                cancel.cancelled().await;
+                return HostToolResult::error(HostToolStatus::Cancelled, "cancelled");
+            }
+            HostToolResult::ok(json!({"n": 1}))
         }
     }
 

@@ -309,7 +309,7 @@ impl<'s> Session<'s> {
         } else if method == "mcp_message" {
             match host {
                 Some(host) => match host.message(id, request) {
-                    Some(refused) => refused,
+                    Some(now) => now,
                     None => return Ok(()),
                 },
                 None => control::error_frame(id, "this run has no SDK MCP server"),
@@ -583,56 +583,66 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn mcp_messages_are_answered_when_ready_and_a_withdrawn_one_never() {
+    async fn mcp_messages_are_answered_and_a_withdrawn_call_never() {
+        use serde_json::json;
         let req = crate::streamjson::equip::tests::with_host_tool();
         let cfg = Config::new(&CLAUDE);
         let mut session = Session::new(&CLAUDE, &cfg, &req, &Null, &CancellationToken::new());
-        let mcp = |id: &str, message: Value| ControlFrame::Request {
-            id: Value::from(id),
-            method: "mcp_message".into(),
-            params: serde_json::json!({"subtype": "mcp_message", "server_name": "agent-adaptor", "message": message}),
-        };
-        let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-        let note = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        for frame in [mcp("a", list.clone()), mcp("b", note), mcp("c", list)] {
-            session.control(frame, &mut None, &Null).await.unwrap();
-        }
-        let withdrawn = ControlFrame::Cancel {
-            id: Value::from("c"),
-        };
-        session.control(withdrawn, &mut None, &Null).await.unwrap();
-        let waker = std::task::Waker::noop();
-        let mut cx = Context::from_waker(waker);
-        assert!(session.poll_work(&mut cx).is_ready());
         let host = session.host.as_mut().unwrap();
-        let mut answers: Vec<Value> = host
-            .finished()
-            .iter()
-            .map(|f| serde_json::from_str(f).unwrap())
-            .collect();
-        answers.sort_by_key(|a| a["response"]["request_id"].as_str().map(str::to_owned));
-        assert_eq!(answers.len(), 2, "{answers:?}");
-        let reply = |i: usize| answers[i]["response"]["response"]["mcp_response"].clone();
-        assert_eq!(reply(0)["result"]["tools"][0]["name"], "lookup");
-        // A notification's ack carries no id.
-        assert_eq!(
-            reply(1),
-            serde_json::json!({"jsonrpc": "2.0", "result": {}})
-        );
-        // Another server is refused at once; a host tool's permission is
-        // granted without asking (the toolbox asks).
-        let other = ControlFrame::Request {
-            id: Value::from("d"),
-            method: "mcp_message".into(),
-            params: serde_json::json!({"server_name": "elsewhere", "message": {}}),
+        let to = |server: &str, message: Value| json!({"server_name": server, "message": message});
+        let body = |frame: &str| -> Value {
+            let v: Value = serde_json::from_str(frame).unwrap();
+            v["response"].clone()
         };
-        session.control(other, &mut None, &Null).await.unwrap();
-        assert!(session.poll_work(&mut cx).is_pending());
-        let ask = serde_json::json!({"subtype": "can_use_tool", "tool_name": "mcp__agent-adaptor__lookup", "input": {"k": 1}});
+        // Answered at once: a list, a notification's ack (no id), another
+        // server's refusal.
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let now = body(&host.message("a", &to("agent-adaptor", list)).unwrap());
+        assert_eq!(now["request_id"], "a");
+        assert_eq!(
+            now["response"]["mcp_response"]["result"]["tools"][0]["name"],
+            "lookup"
+        );
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let ack = body(&host.message("b", &to("agent-adaptor", note)).unwrap());
+        assert_eq!(
+            ack["response"]["mcp_response"],
+            json!({"jsonrpc": "2.0", "result": {}})
+        );
+        let refused = body(&host.message("x", &to("elsewhere", json!({}))).unwrap());
+        assert_eq!(refused["subtype"], "error");
+        // Calls run in flight; a withdrawn one is cancelled and never answered.
+        let call = |id: u64, input: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "lookup", "arguments": input}});
+        assert!(
+            host.message("c", &to("agent-adaptor", call(2, json!({}))))
+                .is_none()
+        );
+        let slow = call(3, json!({"slow": true}));
+        assert!(host.message("d", &to("agent-adaptor", slow)).is_none());
+        host.withdraw("d");
+        // Both finish at once (the withdrawn one is cancelled already).
+        std::future::poll_fn(|cx| session.poll_work(cx)).await;
+        let frames = session.host.as_mut().unwrap().finished();
+        let waker = std::task::Waker::noop();
+        assert!(
+            session
+                .poll_work(&mut Context::from_waker(waker))
+                .is_pending(),
+            "nothing left in flight"
+        );
+        assert_eq!(frames.len(), 1, "{frames:?}");
+        let answer = body(&frames[0]);
+        assert_eq!(answer["request_id"], "c");
+        let reply = &answer["response"]["mcp_response"];
+        assert_eq!(reply["id"], 2);
+        assert_eq!(reply["result"]["structuredContent"], json!({"n": 1}));
+        // A host tool's permission is granted without asking (the toolbox
+        // asks); another tool's is not the server's.
         let host = session.host.as_ref().unwrap();
-        let allow: Value = serde_json::from_str(&host.permission("p", &ask).unwrap()).unwrap();
-        assert_eq!(allow["response"]["response"]["behavior"], "allow");
-        let bash = serde_json::json!({"tool_name": "Bash", "input": {}});
+        let ask = json!({"subtype": "can_use_tool", "tool_name": "mcp__agent-adaptor__lookup", "input": {"k": 1}});
+        let allow = body(&host.permission("p", &ask).unwrap());
+        assert_eq!(allow["response"]["behavior"], "allow");
+        let bash = json!({"tool_name": "Bash", "input": {}});
         assert!(host.permission("p", &bash).is_none());
     }
 
