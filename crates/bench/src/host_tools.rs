@@ -88,21 +88,32 @@ struct Bench {
     samples: Arc<Mutex<Samples>>,
 }
 
-async fn time_n<F, Fut>(plan: Plan, mut f: F) -> Vec<Duration>
+/// Time `plan.calls` calls of `f` after `plan.warmup` unmeasured ones; the
+/// first failure ends the measurement.
+async fn time_n<F, Fut>(plan: Plan, mut f: F) -> Result<Vec<Duration>, DriverError>
 where
     F: FnMut(u32) -> Fut,
-    Fut: std::future::Future<Output = ()>,
+    Fut: std::future::Future<Output = Result<(), String>>,
 {
     for i in 0..plan.warmup {
-        f(i as u32).await;
+        f(i as u32).await.map_err(DriverError::Protocol)?;
     }
     let mut out = Vec::with_capacity(plan.calls);
     for i in 0..plan.calls {
         let start = Instant::now();
-        f(i as u32).await;
+        f(i as u32).await.map_err(DriverError::Protocol)?;
         out.push(start.elapsed());
     }
-    out
+    Ok(out)
+}
+
+/// A failed call as a measurement error.
+fn checked(result: &agent_adaptor_core::driver::HostToolResult) -> Result<(), String> {
+    if result.is_error() {
+        Err(format!("the call failed: {}", result.content))
+    } else {
+        Ok(())
+    }
 }
 
 fn call(i: u32) -> HostToolCall {
@@ -143,14 +154,14 @@ impl Driver for Bench {
             };
             let out = noop(Echo { n: i }, ctx).await;
             std::hint::black_box(out.ok());
+            Ok(())
         })
-        .await;
+        .await?;
         samples.push(("direct", direct));
         let toolbox = time_n(plan, |i| async move {
-            let r = tools.call(call(i), sink, cancel).await;
-            assert!(!r.is_error(), "{}", r.content);
+            checked(&tools.call(call(i), sink, cancel).await)
         })
-        .await;
+        .await?;
         samples.push(("toolbox", toolbox));
         for (name, channel) in CHANNELS {
             samples.push((name, channel(plan, tools, sink, cancel).await?));
@@ -192,15 +203,17 @@ fn dynamic_tools<'a>(
         let samples = time_n(plan, |i| {
             let line = &lines[i as usize];
             async move {
-                let request: serde_json::Value = serde_json::from_str(line).expect("a frame");
-                let call = dt::call_of(&request["params"]).expect("a call");
+                let request: serde_json::Value =
+                    serde_json::from_str(line).map_err(|e| e.to_string())?;
+                let call = dt::call_of(&request["params"]).ok_or("not a call")?;
                 let result = tools.call(call, sink, cancel).await;
-                assert!(!result.is_error(), "{}", result.content);
+                checked(&result)?;
                 let frame = json!({"id": request["id"], "result": dt::response(&result)});
                 std::hint::black_box(frame.to_string());
+                Ok(())
             }
         })
-        .await;
+        .await?;
         Ok(samples)
     })
 }
