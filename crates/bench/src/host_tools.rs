@@ -180,7 +180,51 @@ type Channel = for<'a> fn(
 ) -> futures::future::BoxFuture<'a, Result<Vec<Duration>, DriverError>>;
 
 /// The channels, by name.
-const CHANNELS: [(&str, Channel); 1] = [("dynamic_tools", dynamic_tools)];
+const CHANNELS: [(&str, Channel); 2] = [("dynamic_tools", dynamic_tools), ("sdk_mcp", sdk_mcp)];
+
+/// Claude Code / CodeBuddy Code SDK MCP: the `mcp_message` control request
+/// line decoded, the JSON-RPC `tools/call` dispatched and run, the
+/// `mcp_response` control response encoded.
+fn sdk_mcp<'a>(
+    plan: Plan,
+    tools: &'a HostTools,
+    sink: &'a dyn EventSink,
+    cancel: &'a agent_adaptor_core::driver::CancellationToken,
+) -> futures::future::BoxFuture<'a, Result<Vec<Duration>, DriverError>> {
+    use agent_adaptor_driver_kit::host_mcp::inproc::{self, Dispatch};
+    use agent_adaptor_drivers::streamjson::control;
+    Box::pin(async move {
+        let lines: Vec<String> = (0..(plan.warmup + plan.calls) as u32)
+            .map(|i| {
+                json!({"type": "control_request", "request_id": format!("r{i}"), "request": {
+                    "subtype": "mcp_message", "server_name": "agent-adaptor", "message": {
+                        "jsonrpc": "2.0", "id": i, "method": "tools/call",
+                        "params": {"name": "echo", "arguments": {"n": i}}}}})
+                .to_string()
+            })
+            .collect();
+        let samples = time_n(plan, |i| {
+            let line = &lines[i as usize];
+            async move {
+                let request: serde_json::Value =
+                    serde_json::from_str(line).map_err(|e| e.to_string())?;
+                let message = &request["request"]["message"];
+                let Dispatch::Call { id, call } = inproc::dispatch(tools, message) else {
+                    return Err("not a call".into());
+                };
+                let result = tools.call(call, sink, cancel).await;
+                checked(&result)?;
+                let reply = inproc::call_reply(id, &result);
+                let request_id = request["request_id"].as_str().unwrap_or_default();
+                let frame = control::success_frame(request_id, json!({"mcp_response": reply}));
+                std::hint::black_box(frame);
+                Ok(())
+            }
+        })
+        .await?;
+        Ok(samples)
+    })
+}
 
 /// Codex app-server dynamic tools: the server request line
 /// (`item/tool/call`) decoded, the call, the answer frame encoded.
