@@ -3,6 +3,8 @@
 //! loopback Streamable-HTTP server) gives for `tools/list` and `tools/call`.
 //! One mapping, so every channel shows the same tools and the same results.
 
+pub mod loopback;
+
 use agent_adaptor_driver::{HostToolResult, HostToolSpec, HostToolStatus};
 use serde_json::{Map, Value, json};
 
