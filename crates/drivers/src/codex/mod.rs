@@ -67,8 +67,8 @@ use std::sync::Arc;
 
 use agent_adaptor_driver::{
     ConfigError, Descriptor, Driver, DriverError, EventSink, FailureCode, FingerprintError,
-    McpSupport, ProfileSupport, RawBytes, RawStreams, Request, Response, RunContext, RunFailure,
-    SessionCodec, StandardSessionCodec, StreamCapability, StructuredOutput,
+    HostToolChannel, McpSupport, ProfileSupport, RawBytes, RawStreams, Request, Response,
+    RunContext, RunFailure, SessionCodec, StandardSessionCodec, StreamCapability, StructuredOutput,
     StructuredOutputCapability, StructuredOutputSource, async_trait,
     canonical_session_config_fingerprint,
 };
@@ -169,6 +169,12 @@ impl Driver for CodexDriver {
         // Copied into a dedicated or clone home's skills/ (equip.rs); a
         // native-profile run with skills is refused before launch.
         d.skills = true;
+        // Host tools: exec gets the loopback MCP server (transport.rs; it
+        // also serves an `Auto` run that goes to exec). The app-server's
+        // channel is its own.
+        if self.config.transport == Transport::Exec {
+            d.host_tools = HostToolChannel::LoopbackMcp;
+        }
         d.profiles = ProfileSupport {
             dedicated: true,
             clone: true,
