@@ -23,11 +23,13 @@ use tokio_util::sync::CancellationToken;
 /// timing assertion.
 const HANG: Duration = Duration::from_secs(60);
 
-/// Tools: `echo` answers its input; `gate` waits until `open` was called.
+/// Tools: `echo` answers its input; `gate` waits until `open` was called;
+/// `wait` waits until its call is cancelled (and tells `cancelled`).
 struct Toolbox {
     specs: Vec<HostToolSpec>,
     calls: Mutex<Vec<HostToolCall>>,
     gate: Notify,
+    cancelled: Notify,
 }
 
 impl Toolbox {
@@ -40,9 +42,10 @@ impl Toolbox {
             trusted: false,
         };
         Arc::new(Toolbox {
-            specs: vec![spec("echo"), spec("gate"), spec("open")],
+            specs: vec![spec("echo"), spec("gate"), spec("open"), spec("wait")],
             calls: Mutex::new(Vec::new()),
             gate: Notify::new(),
+            cancelled: Notify::new(),
         })
     }
 }
@@ -57,7 +60,7 @@ impl HostToolbox for Toolbox {
         &self,
         call: HostToolCall,
         _sink: &dyn EventSink,
-        _cancel: &CancellationToken,
+        cancel: &CancellationToken,
     ) -> HostToolResult {
         self.calls.lock().unwrap().push(call.clone());
         match call.tool.as_str() {
@@ -69,6 +72,11 @@ impl HostToolbox for Toolbox {
             "open" => {
                 self.gate.notify_one();
                 HostToolResult::ok(json!("opened"))
+            }
+            "wait" => {
+                cancel.cancelled().await;
+                self.cancelled.notify_one();
+                HostToolResult::error(HostToolStatus::Cancelled, "the call was cancelled")
             }
             _ => HostToolResult::error(HostToolStatus::UnknownTool, "no such tool"),
         }
@@ -219,7 +227,7 @@ async fn tools_are_listed_and_called_with_the_token() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["echo", "gate", "open"]);
+    assert_eq!(names, ["echo", "gate", "open", "wait"]);
     assert_eq!(
         listed["tools"][0]["inputSchema"]["properties"]["text"]["type"],
         "string"
@@ -272,6 +280,53 @@ async fn calls_run_concurrently() {
     .await;
     assert_eq!(gate["content"][0]["text"], "passed");
     assert_eq!(open["content"][0]["text"], "opened");
+}
+
+/// Wait until `toolbox` has seen `n` calls.
+async fn calls_seen(toolbox: &Toolbox, n: usize) {
+    while toolbox.calls.lock().unwrap().len() < n {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runs_cancel_and_the_clients_withdrawal_cancel_a_call_in_flight() {
+    let toolbox = Toolbox::new();
+    let (server, rx, tools) = start(&toolbox).await;
+    let sink = Sink::default();
+    let cancel = CancellationToken::new();
+    let mut client = Client::new(&server);
+    let wait = json!({"name": "wait", "arguments": {}});
+    let body = async {
+        client.initialize().await;
+        // The client withdraws its call: the call's token is cancelled (the
+        // withdrawn call's stream just ends).
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": wait});
+        let withdrawn = async { client.post(&call).send().await.unwrap().text().await };
+        let withdraw = async {
+            calls_seen(&toolbox, 1).await;
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                              "params": {"requestId": 1, "reason": "test"}});
+            let sent = client.post(&note).send().await.unwrap();
+            assert!(sent.status().is_success(), "{}", sent.status());
+            toolbox.cancelled.notified().await;
+        };
+        let (_, ()) = tokio::join!(withdrawn, withdraw);
+        // The run is cancelled: the call in flight ends, answered.
+        let (answer, ()) = tokio::join!(client.request(2, "tools/call", wait.clone()), async {
+            calls_seen(&toolbox, 2).await;
+            cancel.cancel();
+        });
+        answer
+    };
+    let answer = tokio::time::timeout(
+        HANG,
+        loopback::serving(Some(rx), &tools, &sink, &cancel, body),
+    )
+    .await
+    .expect("the test hung");
+    assert_eq!(answer["isError"], true);
+    assert_eq!(answer["content"][0]["text"], "the call was cancelled");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -361,7 +416,7 @@ async fn requests_without_the_token_a_foreign_host_or_origin_or_a_big_body_are_r
         ));
         // Still served after all that.
         let listed = client.request(9, "tools/list", json!({})).await;
-        assert_eq!(listed["tools"].as_array().unwrap().len(), 3);
+        assert_eq!(listed["tools"].as_array().unwrap().len(), 4);
         out
     })
     .await;

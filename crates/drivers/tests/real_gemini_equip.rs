@@ -463,3 +463,61 @@ async fn a_host_tool_runs_on_the_loopback_server_and_its_output_reaches_the_mode
     ));
     host_tool_common::assert_host_call(&run.events, "k7");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_approves_or_denies_each_call_of_a_host_tool() {
+    // Gemini does not ask (the server is trusted): the toolbox asks the
+    // host, through the run's events, before the closure runs.
+    let name = format!("mcp_{HOST_TOOL_SERVER}_lookup");
+    let mut script = Script::new();
+    for (keyword, text) in [("HOSTYES", "Allowed."), ("HOSTNO", "Refused.")] {
+        script = script.on_prompt(
+            keyword,
+            vec![
+                Reply::ToolCall {
+                    name: name.clone(),
+                    arguments: json!({"key": "k8"}),
+                },
+                Reply::Text(text.into()),
+            ],
+        );
+    }
+    let h = Harness::start(script).await;
+    for (keyword, approve, text) in [("HOSTYES", true, "Allowed."), ("HOSTNO", false, "Refused.")] {
+        let (tool, seen) = host_tool_common::asking_lookup_tool();
+        let mut asked = Vec::new();
+        let run = gemini_support::drain_with(
+            &h.agent(h.config()),
+            &format!("{keyword} please"),
+            RunOptions::new().tool(tool),
+            |event, _| {
+                if let Event::ApprovalRequest(req) = event {
+                    asked.push(req.title.clone());
+                    if approve {
+                        req.approve().unwrap();
+                    } else {
+                        req.deny("not this key").unwrap();
+                    }
+                }
+            },
+        )
+        .await;
+        assert_eq!(ok(&run).text, text);
+        assert_eq!(asked.len(), 1, "{keyword}: {asked:?}");
+        let ran: &[&str] = if approve { &["k8"] } else { &[] };
+        assert_eq!(*seen.lock().unwrap(), ran, "{keyword}");
+        let requests = h.model_requests(keyword);
+        assert_eq!(requests.len(), 2, "{keyword}");
+        assert_eq!(
+            body_contains(&requests[1], &host_tool_common::value_of("k8")),
+            approve,
+            "{keyword}"
+        );
+        if !approve {
+            assert!(
+                body_contains(&requests[1], "not this key"),
+                "the model reads why"
+            );
+        }
+    }
+}

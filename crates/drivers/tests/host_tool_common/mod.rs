@@ -27,9 +27,16 @@ pub fn value_of(key: &str) -> String {
     format!("host-value-of-{key}")
 }
 
-/// The `lookup` tool (trusted: the host's approval is the toolbox's,
-/// proven in core) and the keys it was called with.
+/// The `lookup` tool, trusted (the host's approval is the toolbox's,
+/// proven in core), and the keys it was called with.
 pub fn lookup_tool() -> (Tool, Arc<Mutex<Vec<String>>>) {
+    let (tool, seen) = asking_lookup_tool();
+    (tool.trusted(), seen)
+}
+
+/// The `lookup` tool as defined (the run's policy asks the host before each
+/// call), and the keys it was called with.
+pub fn asking_lookup_tool() -> (Tool, Arc<Mutex<Vec<String>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let keys = seen.clone();
     let tool = Tool::define(
@@ -44,8 +51,7 @@ pub fn lookup_tool() -> (Tool, Arc<Mutex<Vec<String>>>) {
                 })
             }
         },
-    )
-    .trusted();
+    );
     (tool, seen)
 }
 
