@@ -68,14 +68,15 @@ use std::sync::Arc;
 use agent_adaptor_driver::{
     ConfigError, Descriptor, Driver, DriverError, EventSink, FailureCode, FingerprintError,
     HostToolChannel, McpSupport, ProfileSupport, RawBytes, RawStreams, Request, Response,
-    RunContext, RunFailure, SessionCodec, StandardSessionCodec, StreamCapability, StructuredOutput,
-    StructuredOutputCapability, StructuredOutputSource, async_trait,
+    RunContext, RunFailure, SessionCodec, StandardSessionCodec, StreamCapability, StreamPayload,
+    StructuredOutput, StructuredOutputCapability, StructuredOutputSource, async_trait,
     canonical_session_config_fingerprint,
 };
 use agent_adaptor_process::ExitInfo;
 use serde_json::Value;
 
 use crate::resident::Pool;
+use appserver::dynamic_tools;
 pub use config::{Config, ENV_ALLOWLIST, Transport};
 use equip::Equipment;
 use record::{Parsed, Totals};
@@ -169,16 +170,11 @@ impl Driver for CodexDriver {
         // Copied into a dedicated or clone home's skills/ (equip.rs); a
         // native-profile run with skills is refused before launch.
         d.skills = true;
-        // Host tools: exec gets the loopback MCP server (transport.rs; it
-        // also serves an `Auto` run that goes to exec). The app-server's
-        // channel is its own.
-        if self.config.transport == Transport::Exec {
-            d.host_tools = HostToolChannel::LoopbackMcp;
-        }
         d.profiles = ProfileSupport {
             dedicated: true,
             clone: true,
         };
+        d.host_tools = host_tool_channel(self.config.transport);
         d
     }
 
@@ -238,15 +234,25 @@ impl Driver for CodexDriver {
         let cwd = req.workspace.clone().or_else(|| self.config.cwd.clone());
         let equip = match Equipment::of(&self.config, &req)? {
             Ok(equip) => equip,
-            Err(failure) => return Ok(refused(&self.config, &req, failure)),
+            Err(failure) => return refused(&self.config, &req, sink, failure).await,
         };
         if let Some(failure) = equip::check_resumed_instructions(&req) {
-            return Ok(refused(&self.config, &req, failure));
+            return refused(&self.config, &req, sink, failure).await;
         }
         let app_server = match self.app_server_for(&req, &equip) {
             Ok(app_server) => app_server,
-            Err(failure) => return Ok(refused(&self.config, &req, failure)),
+            Err(failure) => return refused(&self.config, &req, sink, failure).await,
         };
+        // Only the app-server declares dynamic tools (exec runs with host
+        // tools were refused above).
+        let declared = if app_server {
+            dynamic_tools::declared(&req)
+        } else {
+            Vec::new()
+        };
+        if let Some(failure) = dynamic_tools::check_resumed(&req, &declared) {
+            return refused(&self.config, &req, sink, failure).await;
+        }
         if resident::eligible(&self.config, &req, app_server) {
             return resident::run(self, &ctx, &req, sink, cwd.as_deref(), schema, &equip).await;
         }
@@ -277,6 +283,7 @@ impl Driver for CodexDriver {
             (finished.stdout.clone(), finished.stderr.clone()),
             Some(&finished.exit),
             cwd.as_deref(),
+            &declared,
         ))
     }
 
@@ -294,6 +301,11 @@ impl CodexDriver {
     /// forced `Exec`.
     fn app_server_for(&self, req: &Request, equip: &Equipment) -> Result<bool, RunFailure> {
         let chosen = self.config.uses_app_server(req.streaming);
+        if !chosen && !req.host_tools.is_empty() && self.config.transport == Transport::Auto {
+            // Host tools go where their channel is (`host_tool_channel`):
+            // under `Auto`, the app-server's dynamic tools.
+            return Ok(true);
+        }
         if chosen || equip.fits_exec_argv() {
             return Ok(chosen);
         }
@@ -311,9 +323,32 @@ impl CodexDriver {
     }
 }
 
-/// A run refused before anything started.
-fn refused(cfg: &Config, req: &Request, failure: RunFailure) -> Response {
-    Response {
+/// How the Codex driver delivers host tools with `transport`: as the
+/// app-server's dynamic tools (`appserver/dynamic_tools.rs`); `Auto` runs a
+/// request with host tools on the app-server whatever its streaming flag. A
+/// driver forced onto `codex exec` serves them on the run's loopback MCP
+/// server (`transport.rs`, `equip::host_tools_override`).
+pub fn host_tool_channel(transport: Transport) -> HostToolChannel {
+    match transport {
+        Transport::Auto | Transport::AppServer => HostToolChannel::DynamicTools,
+        Transport::Exec => HostToolChannel::LoopbackMcp,
+    }
+}
+
+/// A run refused before anything started. A streaming request still gets
+/// its run lifecycle: `run.started`, then `run.error` with the failure.
+async fn refused(
+    cfg: &Config,
+    req: &Request,
+    sink: &dyn EventSink,
+    failure: RunFailure,
+) -> Result<Response, DriverError> {
+    if req.streaming {
+        sink.emit_stream(StreamPayload::run_started()).await?;
+        sink.emit_stream(StreamPayload::run_error(failure.clone()))
+            .await?;
+    }
+    Ok(Response {
         failure: Some(failure),
         provider: "codex".into(),
         model: req
@@ -322,7 +357,7 @@ fn refused(cfg: &Config, req: &Request, failure: RunFailure) -> Response {
             .or_else(|| cfg.model.clone())
             .unwrap_or_default(),
         ..Default::default()
-    }
+    })
 }
 
 /// The thread's cumulative usage the resumed checkpoint carried.
@@ -336,7 +371,8 @@ fn previous_totals(req: &Request) -> Option<Totals> {
 /// Every layer of the response, from one parse.
 ///
 /// `raw` is the run's stdout and stderr; `exit` how the process ended, when
-/// it did (a resident server's turn leaves it running: `None`).
+/// it did (a resident server's turn leaves it running: `None`); `declared`
+/// the dynamic tools the run declared or, resuming, kept.
 fn respond(
     cfg: &Config,
     req: &Request,
@@ -344,6 +380,7 @@ fn respond(
     raw: (RawBytes, RawBytes),
     exit: Option<&ExitInfo>,
     cwd: Option<&Path>,
+    declared: &[Value],
 ) -> Response {
     let checkpoint = parsed.checkpoint.map(|mut cp| {
         if let (Some(state), Some(dir)) = (cp.state.as_mut(), cwd) {
@@ -355,6 +392,10 @@ fn respond(
         // (equip::check_resumed_instructions).
         if let (Some(state), Some(mark)) = (cp.state.as_mut(), equip::instructions_mark(req)) {
             state.data.insert(equip::INSTRUCTIONS_KEY.into(), mark);
+        }
+        // So are its dynamic tools (appserver/dynamic_tools.rs).
+        if let (Some(state), Some(mark)) = (cp.state.as_mut(), dynamic_tools::mark(declared)) {
+            state.data.insert(dynamic_tools::MARK_KEY.into(), mark);
         }
         cp
     });
