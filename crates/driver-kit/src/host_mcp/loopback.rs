@@ -256,6 +256,8 @@ pub async fn serve_calls(
                 // A failed accept (a connection reset before it was taken,
                 // too many files) leaves the listener usable.
                 if let Ok((stream, _)) = accepted {
+                    // Small request/answer frames: no Nagle delay.
+                    let _ = stream.set_nodelay(true);
                     connections.push(connection(stream, service.clone(), authorization.clone()));
                 }
             }
