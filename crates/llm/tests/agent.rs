@@ -157,10 +157,14 @@ async fn reasoning_and_parallel_tool_calls_reach_core_for_every_vendor() {
             "{vendor:?}"
         );
 
-        let server = common::server(vec![Reply::ToolCalls(vec![
-            ToolCallSpec::new("read_file", json!({"path": "a.txt"})),
-            ToolCallSpec::new("list_dir", json!({"path": "."})),
-        ])])
+        // Tools the run does not have: the model reads that, then answers.
+        let server = common::server(vec![
+            Reply::ToolCalls(vec![
+                ToolCallSpec::new("read_file", json!({"path": "a.txt"})),
+                ToolCallSpec::new("list_dir", json!({"path": "."})),
+            ]),
+            Reply::Text("Without tools, then.".into()),
+        ])
         .await;
         let agent = Agent::new(llm(vendor, &server));
         let (events, outcome) = drain(agent.stream(common::PROMPT)).await;
@@ -181,6 +185,21 @@ async fn reasoning_and_parallel_tool_calls_reach_core_for_every_vendor() {
             })
             .collect();
         assert_eq!(names, vec!["read_file", "list_dir"], "{vendor:?}");
+        assert_eq!(result.text, "Without tools, then.", "{vendor:?}");
+        let results: Vec<_> = result
+            .transcript()
+            .as_slice()
+            .unwrap()
+            .iter()
+            .filter(|i| i.kind == TranscriptKind::ToolResult)
+            .collect();
+        assert_eq!(results.len(), 2, "{vendor:?}");
+        assert!(
+            results
+                .iter()
+                .all(|r| r.is_error && r.text.contains("no tool named")),
+            "{vendor:?}: {results:?}"
+        );
     }
 }
 
