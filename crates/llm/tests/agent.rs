@@ -10,56 +10,11 @@ use agent_adaptor_conformance::{Expect, Options, RunCase, test_driver};
 use agent_adaptor_core::{Agent, Error, Event, RunCause, RunResult, RunStream, Runner};
 use agent_adaptor_driver::TranscriptKind;
 use agent_adaptor_llm::agent::LlmDriver;
-use agent_adaptor_llm::{
-    AnthropicMessages, GeminiGenerateContent, OpenAiChat, OpenAiResponses, Protocol, Provider,
-};
-use agent_adaptor_testkit::mock::{MockServer, Reply, ToolCallSpec};
+use agent_adaptor_llm::{OpenAiChat, Protocol, Provider};
+use agent_adaptor_testkit::mock::{Reply, ToolCallSpec};
+use common::{VENDORS, Vendor, llm};
 use futures::StreamExt;
 use serde_json::json;
-
-#[derive(Clone, Copy, Debug)]
-enum Vendor {
-    Chat,
-    Responses,
-    Anthropic,
-    Gemini,
-}
-
-const VENDORS: [Vendor; 4] = [
-    Vendor::Chat,
-    Vendor::Responses,
-    Vendor::Anthropic,
-    Vendor::Gemini,
-];
-
-fn llm(vendor: Vendor, server: &MockServer) -> LlmDriver {
-    fn provider(protocol: impl Protocol, base: String) -> Provider {
-        Provider::new("mock", protocol)
-            .base_url(base)
-            .api_key("test-key")
-    }
-    let retry = common::fast_retry();
-    let root = server.base_url();
-    let provider = match vendor {
-        Vendor::Chat => provider(
-            OpenAiChat::new().with_retry_config(retry),
-            format!("{root}/v1"),
-        ),
-        Vendor::Responses => provider(
-            OpenAiResponses::new().with_retry_config(retry),
-            format!("{root}/v1"),
-        ),
-        Vendor::Anthropic => provider(
-            AnthropicMessages::new().with_retry_config(retry),
-            format!("{root}/v1"),
-        ),
-        Vendor::Gemini => provider(
-            GeminiGenerateContent::new().with_retry_config(retry),
-            format!("{root}/v1beta"),
-        ),
-    };
-    LlmDriver::new(provider, "mock-model")
-}
 
 async fn drain(mut stream: RunStream) -> (Vec<Event>, Result<RunResult, Error>) {
     let mut events = Vec::new();
