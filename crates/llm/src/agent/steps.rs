@@ -17,7 +17,7 @@ use super::mcp::{self, Connection};
 use super::tools::Catalog;
 use super::translate::{Step, Translator};
 use super::{LlmDriver, STEP_LIMIT_CODE, session};
-use crate::message::{LlmCallConfig, Message, ToolCall};
+use crate::message::{LlmCallConfig, Message, MessageRole, ToolCall};
 
 /// A lifecycle notice (`metadata.event = event`).
 async fn notice(sink: &dyn EventSink, event: &str, text: String) -> Result<(), DriverError> {
@@ -151,18 +151,18 @@ impl Loop<'_> {
     async fn run(mut self, tools: &Tools<'_>, resume_id: &str) -> Result<Response, DriverError> {
         self.history.push(Message::user(self.req.prompt.clone()));
         let limit = self.driver.step_limit();
-        let mut answer = None;
-        // The text of the last step, kept as the output of a failed run.
+        let mut finished = false;
+        // The text of the last step: the output of a run that ends without
+        // an answer.
         let mut partial = String::new();
         for _ in 0..limit {
             self.translator.begin_step();
             self.model_turn().await?;
             if self.translator.failed() {
-                partial = self.translator.take_step().text;
+                partial = self.translator.take_step().text();
                 break;
             }
             let step = self.translator.take_step();
-            partial.clone_from(&step.text);
             let ids = self.history_ids(&step);
             let calls: Vec<ToolCall> = step
                 .calls
@@ -173,12 +173,12 @@ impl Loop<'_> {
                 })
                 .collect();
             self.history.push(
-                Message::assistant(step.text.clone())
+                Message::assistant(step.text())
                     .with_tool_calls(calls)
                     .with_reasoning(step.reasoning),
             );
             if step.calls.is_empty() {
-                answer = Some(step.text);
+                finished = true;
                 break;
             }
             let results = tools.run_all(&step.calls).await;
@@ -197,8 +197,15 @@ impl Loop<'_> {
             }
         }
         let provider = self.driver.provider().name();
-        let Some(answer) = answer else {
+        if !finished {
             if !self.translator.failed() {
+                partial = self
+                    .history
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == MessageRole::Assistant)
+                    .map(|m| m.content.clone())
+                    .unwrap_or_default();
                 let mut failure = RunFailure::new(
                     FailureCode::parse(STEP_LIMIT_CODE),
                     format!("the model was still calling tools after {limit} steps"),
@@ -209,9 +216,11 @@ impl Loop<'_> {
                 self.translator.fail(self.sink, failure).await?;
             }
             return Ok(self.translator.into_response(provider, partial));
-        };
+        }
         self.translator.finish(self.sink).await?;
         let state = session::save(&self.history, resume_id)?;
+        // The answer is the last message: moved out once it is saved.
+        let answer = self.history.pop().map(|m| m.content).unwrap_or_default();
         let mut response = self.translator.into_response(provider, answer);
         response.checkpoint = Some(Checkpoint::valid(state));
         Ok(response)

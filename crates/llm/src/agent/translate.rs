@@ -14,8 +14,8 @@
 use std::collections::{HashMap, HashSet};
 
 use agent_adaptor_driver::{
-    DriverError, EventSink, FailureCode, RunEvent, RunFailure, StreamKind, StreamPayload,
-    TerminalPayload, ToolScope, Transcript, TranscriptItem, TranscriptKind, Usage,
+    DriverError, EventSink, FailureCode, RunEvent, RunFailure, SharedItem, StreamKind,
+    StreamPayload, TerminalPayload, ToolScope, Transcript, TranscriptItem, TranscriptKind, Usage,
 };
 use serde_json::json;
 
@@ -42,13 +42,21 @@ struct LiveCall {
 /// What one finished step gives the loop.
 #[derive(Debug, Default)]
 pub(super) struct Step {
-    /// The step's answer text.
-    pub(super) text: String,
+    /// The step's text segments: their transcript items, shared, so the
+    /// text is held once (an answer can be large).
+    texts: Vec<SharedItem>,
     /// Reasoning to replay with the assistant message.
     pub(super) reasoning: Vec<ReasoningContentPart>,
     /// The tool calls, in the model's order, each with the id of its
     /// lifecycle on the stream.
     pub(super) calls: Vec<(String, ToolCall)>,
+}
+
+impl Step {
+    /// The step's text (its segments joined).
+    pub(super) fn text(&self) -> String {
+        self.texts.iter().map(|item| item.text.as_str()).collect()
+    }
 }
 
 /// The bookkeeping of one run.
@@ -223,7 +231,9 @@ impl Translator {
     async fn close_text(&mut self, sink: &dyn EventSink) -> Result<(), DriverError> {
         if let Some((id, text)) = self.text.take() {
             self.emit(sink, StreamPayload::text_end(id)).await?;
-            self.item(sink, TranscriptItem::assistant(text)).await?;
+            let item = self.transcript.share(TranscriptItem::assistant(text));
+            self.step.texts.push(item.clone());
+            sink.emit(RunEvent::Item(item)).await?;
         }
         Ok(())
     }
@@ -246,7 +256,6 @@ impl Translator {
                 .await?;
             self.text = Some((id, String::new()));
         }
-        self.step.text.push_str(&delta);
         if let Some((id, text)) = &mut self.text {
             text.push_str(&delta);
             let id = id.clone();
