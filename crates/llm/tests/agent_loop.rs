@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -77,40 +76,57 @@ async fn drain(mut stream: RunStream) -> (Vec<Event>, Result<RunResult, Error>) 
     (events, outcome)
 }
 
-/// The tool calls of `events`: id → (name, scope, args, result).
+/// One tool call as the events showed it.
+#[derive(Debug, Default)]
+struct SeenCall {
+    id: String,
+    name: String,
+    scope: ToolScope,
+    args: Option<Value>,
+    args_delta: String,
+    result: Option<Value>,
+}
+
+/// The tool calls of `events`, in order: (name, scope, args, result).
 fn tool_calls(events: &[Event]) -> Vec<(String, ToolScope, Value, Option<Value>)> {
-    let mut order: Vec<String> = Vec::new();
-    let mut calls: BTreeMap<String, (String, ToolScope, Option<Value>, String, Option<Value>)> =
-        BTreeMap::new();
+    let mut calls: Vec<SeenCall> = Vec::new();
     for event in events {
         match event {
             Event::ToolCall(c) => {
                 let id = c.id.to_string();
-                let entry = calls.entry(id.clone()).or_insert_with(|| {
-                    order.push(id.clone());
-                    (String::new(), ToolScope::Builtin, None, String::new(), None)
-                });
+                let position = match calls.iter().position(|s| s.id == id) {
+                    Some(position) => position,
+                    None => {
+                        calls.push(SeenCall {
+                            id,
+                            ..SeenCall::default()
+                        });
+                        calls.len() - 1
+                    }
+                };
+                let seen = &mut calls[position];
                 if c.phase == Phase::Start {
-                    entry.0.clone_from(&c.name);
-                    entry.1 = c.scope.clone();
-                    entry.2.clone_from(&c.args);
+                    seen.name.clone_from(&c.name);
+                    seen.scope = c.scope.clone();
+                    seen.args.clone_from(&c.args);
                 }
-                entry.3.push_str(&c.args_delta);
+                seen.args_delta.push_str(&c.args_delta);
             }
             Event::ToolResult(r) => {
-                if let Some(entry) = calls.get_mut(r.id.as_str()) {
-                    entry.4.clone_from(&r.result);
+                if let Some(seen) = calls.iter_mut().find(|s| s.id == r.id.as_str()) {
+                    seen.result.clone_from(&r.result);
                 }
             }
             _ => {}
         }
     }
-    order
+    calls
         .into_iter()
-        .map(|id| {
-            let (name, scope, args, delta, result) = calls.remove(&id).unwrap();
-            let args = args.unwrap_or_else(|| serde_json::from_str(&delta).unwrap_or(Value::Null));
-            (name, scope, args, result)
+        .map(|s| {
+            let args = s
+                .args
+                .unwrap_or_else(|| serde_json::from_str(&s.args_delta).unwrap_or(Value::Null));
+            (s.name, s.scope, args, s.result)
         })
         .collect()
 }
