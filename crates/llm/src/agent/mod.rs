@@ -11,12 +11,14 @@
 //!   the provider's tool definitions, each call goes to
 //!   [`HostTools::call`](agent_adaptor_driver::HostTools::call), which
 //!   checks the input, asks for approval, runs the handler under its
-//!   deadline and the run's cancellation (events: [`ToolScope::Host`]);
+//!   deadline and the run's cancellation (events:
+//!   [`ToolScope::Host`](agent_adaptor_driver::ToolScope::Host));
 //! * the tools of the run's **MCP servers** ([`Request::mcp_servers`],
 //!   stdio and Streamable HTTP, reached with the `rmcp` client), offered
 //!   to the model as `<server>__<tool>` after the server's allow / deny
 //!   lists, and put to the host's approval unless the server's policy
-//!   auto-approves them (events: [`ToolScope::Mcp`]).
+//!   auto-approves them (source [`MCP_APPROVAL_SOURCE`]; events:
+//!   [`ToolScope::Mcp`](agent_adaptor_driver::ToolScope::Mcp)).
 //!
 //! A model that still calls tools after [`max_steps`](LlmDriver::max_steps)
 //! turns (default [`DEFAULT_MAX_STEPS`]) fails the run with the code
@@ -41,6 +43,8 @@ pub mod session;
 mod steps;
 mod tools;
 mod translate;
+
+pub use exec::MCP_APPROVAL_SOURCE;
 
 use std::sync::Arc;
 
