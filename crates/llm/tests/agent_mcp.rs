@@ -213,3 +213,30 @@ async fn a_required_server_that_refuses_the_token_fails_the_run_before_the_model
     drop(handle);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn an_optional_server_that_cannot_start_is_a_notice_and_the_run_goes_on() {
+    let server = McpServer::stdio("gone", "/nonexistent/mcp-server", ["--x"]);
+    let model = common::server(vec![Reply::Text("Fine without it.".into())]).await;
+    let agent = Agent::new(llm(Vendor::Anthropic, &model));
+    let mut stream = agent.stream_with(common::PROMPT, RunOptions::new().mcp_server(server));
+    let mut notices = Vec::new();
+    while let Some(event) = stream.next().await {
+        if let Event::Notice(notice) = &event {
+            notices.push(format!("{notice:?}"));
+        }
+    }
+    let result = stream.result().await.unwrap();
+    assert_eq!(result.text, "Fine without it.");
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("mcp.server_unavailable") && n.contains("gone")),
+        "{notices:#?}"
+    );
+    let first = String::from_utf8_lossy(&model.requests()[0].body).into_owned();
+    assert!(
+        !first.contains("gone__"),
+        "no tool of it is offered: {first}"
+    );
+}
