@@ -20,6 +20,7 @@
 //!     [--work-dir DIR]
 //! agent-adaptor-bench host-death [--server PATH] [--fake PATH] [--reps N]
 //!     [--work-dir DIR]
+//! agent-adaptor-bench host-tools [--calls N] [--warmup N]
 //! ```
 //!
 //! `run` is the orchestrator ([`bench`](mod@bench)); `child` and `concurrent` are the
@@ -27,7 +28,8 @@
 //! workload ([`workload`]). `serve-load` is on its own: `agent-adaptor serve`
 //! under many concurrent SSE runs ([`serve_load`]). `host-death` times how
 //! long after `agent-adaptor run` is killed (or hung up) the last process
-//! of its run is gone ([`host_death`]).
+//! of its run is gone ([`host_death`]). `host-tools` times one no-op host
+//! tool call over each channel against a direct call ([`host_tools`]).
 
 mod args;
 mod bench;
@@ -35,6 +37,7 @@ mod child;
 mod cli_json;
 mod concurrent;
 mod host_death;
+mod host_tools;
 mod ordered;
 mod report;
 mod serve_load;
@@ -49,7 +52,7 @@ use args::Args;
 use child::{Contender, Setup};
 use workload::{Kind, Spec, Until};
 
-const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death [flags] (see the crate docs; scripts/bench runs everything)";
+const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death|host-tools [flags] (see the crate docs; scripts/bench runs everything)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         "concurrent" => cmd_concurrent(&args),
         "serve-load" => cmd_serve_load(&args),
         "host-death" => cmd_host_death(&args),
+        "host-tools" => cmd_host_tools(&args),
         other => Err(format!("unknown command {other:?}\n{USAGE}")),
     });
     match outcome {
@@ -250,5 +254,19 @@ fn cmd_host_death(args: &Args) -> Result<(), String> {
     };
     let reps = host_death::run(&plan)?;
     println!("{}", host_death::markdown(&reps));
+    Ok(())
+}
+
+fn cmd_host_tools(args: &Args) -> Result<(), String> {
+    let plan = host_tools::Plan {
+        calls: args.number("--calls", 5000)?,
+        warmup: args.number("--warmup", 500)?,
+    };
+    let figures = host_tools::run(&plan)?;
+    eprintln!(
+        "{}",
+        serde_json::to_string(&figures).map_err(|e| e.to_string())?
+    );
+    println!("{}", host_tools::markdown(&figures));
     Ok(())
 }

@@ -45,6 +45,11 @@ pub enum Step {
     BeginBatch,
     /// Close a batch ([`EventSink::end_batch`]).
     EndBatch,
+    /// Call a host tool of the run ([`Request::host_tools`]); the result is
+    /// recorded in the response metadata as `tool.<n>` = its JSON
+    /// ([`HostToolResult`](agent_adaptor_driver::HostToolResult)). Declare
+    /// a channel with [`ScriptedDriver::with_host_tools`].
+    CallTool(agent_adaptor_driver::HostToolCall),
     /// Record [`EventSink::payloads_observed`] in the response metadata as
     /// `observed.<n>` = `true`/`false`.
     NoteObserved,
@@ -242,6 +247,13 @@ impl ScriptedDriver {
         self
     }
 
+    /// Declare that host tools reach this driver natively (it calls them
+    /// from [`Step::CallTool`]).
+    pub fn with_host_tools(mut self) -> Self {
+        self.descriptor.host_tools = agent_adaptor_driver::HostToolChannel::Native;
+        self
+    }
+
     /// Make `validate_config` fail with `reason`.
     pub fn with_invalid_config(mut self, reason: &str) -> Self {
         self.config_error = Some(reason.to_owned());
@@ -308,6 +320,7 @@ impl Driver for ScriptedDriver {
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
         let mut transcript = req.new_transcript();
+        let host_tools = req.host_tools.clone();
         self.requests
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -340,6 +353,14 @@ impl Driver for ScriptedDriver {
                 }
                 Step::Hang => std::future::pending::<()>().await,
                 Step::Panic(msg) => panic!("{msg}"),
+                Step::CallTool(call) => {
+                    let result = host_tools.call(call.clone(), sink, &ctx.cancel).await;
+                    let n = decisions.keys().filter(|k| k.starts_with("tool.")).count();
+                    decisions.insert(
+                        format!("tool.{n}"),
+                        serde_json::to_string(&result).unwrap_or_default(),
+                    );
+                }
                 Step::BeginBatch => sink.begin_batch(),
                 Step::EndBatch => sink.end_batch(),
                 Step::NoteObserved => {

@@ -14,6 +14,8 @@
 //!   [`Emitter`](one_shot::Emitter) that keeps a parser's conventions.
 //! - [`exit`]: how the process ended, as a parser judges the turn, and the
 //!   shape of a lifecycle notice ([`exit::notice`]).
+//! - [`host_calls`]: the host tool calls of a run in flight while the pump
+//!   reads on (a controller starts them, the pump drives them).
 //! - [`terminal_guard`]: terminal lines believed only when they are the run's.
 //! - [`child_env`]: which host environment variables the CLI inherits.
 //! - [`json_line`]: decoding one stdout line.
@@ -94,6 +96,7 @@
 pub mod child_env;
 pub mod emitter;
 pub mod exit;
+pub mod host_calls;
 pub mod host_mcp;
 pub mod json_line;
 pub mod one_shot;

@@ -7,7 +7,7 @@
 //! `agent-adaptor-process`; this module only moves parsed output along.
 
 use std::future::Future;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use agent_adaptor_driver::{
@@ -115,6 +115,29 @@ pub trait Controller: Send {
     /// The run is being cancelled: ask the CLI to stop, best effort.
     async fn interrupt(&mut self, stdin: &mut Option<StdinController>);
 
+    /// Drive the work the controller runs while the pump reads on (host
+    /// tool calls it started in [`control`](Self::control), see
+    /// [`HostCalls`](crate::host_calls::HostCalls)): `Ready` once some of it
+    /// finished, then the pump calls [`finish_work`](Self::finish_work).
+    /// The pump polls it only while it waits for the next stdout line, so it
+    /// must be cancel safe (keep what finished until `finish_work`). The
+    /// default has no work: `Pending`.
+    fn poll_work(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let _ = cx;
+        Poll::Pending
+    }
+
+    /// Answer the work that finished (write its answers on `stdin`). The
+    /// default does nothing.
+    async fn finish_work(
+        &mut self,
+        stdin: &mut Option<StdinController>,
+        sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        let _ = (stdin, sink);
+        Ok(())
+    }
+
     /// The terminal event was seen. The default closes stdin so the CLI exits.
     async fn terminated(&mut self, stdin: &mut Option<StdinController>) {
         if let Some(s) = stdin.take() {
@@ -180,6 +203,12 @@ trait Side: Send {
     fn observe(&mut self, observed: bool);
     fn describe_spawn(&self, spawn: &mut OperationalEvent);
     fn controller(&mut self) -> Option<&mut dyn Controller>;
+    fn poll_work(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match self.controller() {
+            Some(c) => c.poll_work(cx),
+            None => Poll::Pending,
+        }
+    }
 }
 
 struct Split<'p, 'c> {
@@ -298,8 +327,11 @@ async fn pump(
 
 /// Read the next stdout line and deliver what it means (inside `batch`,
 /// with `bufs` reused from line to line): `Ok(false)` at the end of
-/// stdout. On cancellation the protocol is asked to interrupt
-/// (best effort, 200 ms) and `Err(Cancelled)` is returned.
+/// stdout. While it waits, the controller's work is driven
+/// ([`Controller::poll_work`]); when some finished, it is answered
+/// ([`Controller::finish_work`]) instead of a line. On cancellation the
+/// protocol is asked to interrupt (best effort, 200 ms) and
+/// `Err(Cancelled)` is returned.
 ///
 /// A protocol without a controller also gets the lines already read behind
 /// that one (up to [`BURST`]) in the same call: they are parsed together,
@@ -318,22 +350,29 @@ async fn next_line<'s>(
         .next(async {
             tokio::select! {
                 biased;
-                () = ctx.cancel.cancelled() => None,
-                r = proc.next_line(sink) => Some(r),
+                () = ctx.cancel.cancelled() => Next::Cancelled,
+                () = std::future::poll_fn(|cx| side.poll_work(cx)) => Next::Work,
+                r = proc.next_line(sink) => Next::Line(r),
             }
         })
         .await;
     let line = match next {
-        None => {
+        Next::Cancelled => {
             if let Some(c) = side.controller() {
                 let _ = tokio::time::timeout(Duration::from_millis(200), c.interrupt(stdin)).await;
             }
             return Err(DriverError::Cancelled);
         }
-        Some(Err(e)) if e.is_cancelled() => return Err(DriverError::Cancelled),
-        Some(Err(e)) => return Err(e.into()),
-        Some(Ok(None)) => return Ok(false),
-        Some(Ok(Some(line))) => line,
+        Next::Work => {
+            if let Some(c) = side.controller() {
+                c.finish_work(stdin, sink).await?;
+            }
+            return Ok(true);
+        }
+        Next::Line(Err(e)) if e.is_cancelled() => return Err(DriverError::Cancelled),
+        Next::Line(Err(e)) => return Err(e.into()),
+        Next::Line(Ok(None)) => return Ok(false),
+        Next::Line(Ok(Some(line))) => line,
     };
     let lines = &mut bufs.lines;
     lines.clear();
@@ -365,6 +404,16 @@ async fn next_line<'s>(
     // share can be reused.
     bufs.lines.clear();
     Ok(true)
+}
+
+/// What [`next_line`] waited for.
+enum Next<L> {
+    /// The run was cancelled.
+    Cancelled,
+    /// The controller's work finished some of itself.
+    Work,
+    /// The next stdout line (`None` at its end).
+    Line(L),
 }
 
 /// Empty `v` and hand back its allocation for slices of another lifetime.

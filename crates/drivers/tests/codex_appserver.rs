@@ -18,7 +18,7 @@ use agent_adaptor_conformance::{CancelCase, Expect, Options, RunCase, record_run
 use agent_adaptor_core::{Agent, Event, FailureReason, Runner};
 use agent_adaptor_driver::{
     DecisionKind, DecisionResult, Driver, FailureCode, LifecycleChecker, Request, RunEvent,
-    SessionContext, SessionState, StreamKind, StreamPayload, TranscriptKind,
+    SessionContext, SessionState, StreamKind, StreamPayload, ToolScope, TranscriptKind,
 };
 use agent_adaptor_drivers::codex::appserver::{AppServerParser, RESUME_REJECTED};
 use agent_adaptor_drivers::codex::record::{Parsed, Totals};
@@ -964,6 +964,276 @@ async fn an_unknown_server_request_is_answered_with_an_error() {
     let sent = recorded(&stdin);
     let answer = sent.iter().find(|f| f["id"] == 7).unwrap();
     assert_eq!(answer["error"]["code"], -32601);
+}
+
+#[tokio::test]
+async fn a_tool_call_without_tools_or_without_a_call_id_is_still_answered() {
+    // A run without host tools is answered an unknown-tool error the model
+    // reads; a request that names no call gets a JSON-RPC error. Neither is
+    // left pending, and the turn goes on.
+    let dir = tempfile::tempdir().unwrap();
+    let stdin = dir.path().join("stdin.jsonl");
+    let path = variant(dir.path(), "tool-calls", |mut f| {
+        let at = f
+            .iter()
+            .position(|(_, l)| l.contains("\"turn/started\""))
+            .unwrap()
+            + 1;
+        let frames = [
+            (
+                Direction::CliToSdk,
+                json!({"id": 8, "method": "item/tool/call", "params": {"threadId": THREAD, "turnId": TURN, "tool": "lookup", "arguments": {}}}),
+            ),
+            (
+                Direction::SdkToCli,
+                json!({"id": 8, "error": {"code": -32602, "message": "x"}}),
+            ),
+            (
+                Direction::CliToSdk,
+                json!({"id": 9, "method": "item/tool/call", "params": {"threadId": THREAD, "turnId": TURN, "callId": "call_9", "tool": "lookup", "arguments": {}}}),
+            ),
+            (
+                Direction::SdkToCli,
+                json!({"id": 9, "result": {"contentItems": [], "success": false}}),
+            ),
+        ];
+        for (n, (d, v)) in frames.into_iter().enumerate() {
+            f.insert(at + n, (d, v.to_string()));
+        }
+        f
+    });
+    let agent = Agent::new(on_fake(
+        &path,
+        &format!("--stdin-check type --record-stdin {}", stdin.display()),
+    ));
+    let (_, outcome) = drain(&agent, "hi", true).await;
+    assert_eq!(outcome.unwrap().text, "Tool said hi.", "the turn went on");
+    let sent = recorded(&stdin);
+    let malformed = sent.iter().find(|f| f["id"] == 8).unwrap();
+    assert_eq!(malformed["error"]["code"], -32602);
+    let unknown = sent.iter().find(|f| f["id"] == 9).unwrap();
+    assert_eq!(unknown["result"]["success"], false);
+    assert_eq!(
+        unknown["result"]["contentItems"][0]["text"],
+        "no host tool named \"lookup\""
+    );
+}
+
+/// A `dynamicToolCall` item as 0.171 sends it (observed against the mock).
+fn dynamic_item(phase: &str, done: Option<(&str, bool)>) -> String {
+    let (status, content, success) = match done {
+        Some((text, ok)) => (
+            if ok { "completed" } else { "failed" },
+            json!([{"type": "inputText", "text": text}]),
+            json!(ok),
+        ),
+        None => ("inProgress", Value::Null, Value::Null),
+    };
+    note(
+        phase,
+        json!({"threadId": THREAD, "turnId": TURN, "item": {
+            "type": "dynamicToolCall", "id": "call_dyn1", "namespace": null, "tool": "lookup",
+            "arguments": {"order": "A-17"}, "status": status, "contentItems": content,
+            "success": success, "durationMs": null, "startedAtMs": 1, "completedAtMs": null
+        }, "startedAtMs": 1}),
+    )
+}
+
+fn tool_call_request() -> String {
+    json!({"method": "item/tool/call", "id": 0, "params": {"threadId": THREAD, "turnId": TURN,
+        "callId": "call_dyn1", "namespace": null, "tool": "lookup", "arguments": {"order": "A-17"}}})
+    .to_string()
+}
+
+/// A tool call's start: name, arguments, scope.
+type Start = (String, Option<Value>, ToolScope);
+
+/// The host tool call's start and result payloads.
+fn host_call(payloads: &[StreamPayload]) -> (Vec<Start>, Vec<Value>) {
+    let starts = payloads
+        .iter()
+        .filter_map(|p| match &p.kind {
+            StreamKind::ToolCallStart {
+                name, args, scope, ..
+            } => Some((name.clone(), args.clone(), scope.clone())),
+            _ => None,
+        })
+        .collect();
+    let results = payloads
+        .iter()
+        .filter_map(|p| match &p.kind {
+            StreamKind::ToolCallResult { result, .. } => result.clone(),
+            _ => None,
+        })
+        .collect();
+    (starts, results)
+}
+
+#[test]
+fn a_dynamic_tool_call_is_a_host_tool_call_with_its_input_and_output() {
+    let mut p = AppServerParser::new(true, false, None);
+    let mut outs = opened(&mut p);
+    outs.extend(p.line(turn_started().as_bytes()));
+    outs.extend(p.line(dynamic_item("item/started", None).as_bytes()));
+    // The request goes to the transport, which runs the tool and tells the
+    // parser what it answered before the item completes.
+    let request = p.line(tool_call_request().as_bytes());
+    assert!(
+        matches!(&request[..], [Out::Control(ControlFrame::Request { method, .. })] if method == "item/tool/call")
+    );
+    p.host_tool_answered(
+        "call_dyn1",
+        agent_adaptor_driver::HostToolResult::ok(json!({"status": "shipped"})),
+    );
+    outs.extend(
+        p.line(dynamic_item("item/completed", Some((r#"{"status":"shipped"}"#, true))).as_bytes()),
+    );
+    outs.extend(p.line(turn_completed("completed", Value::Null).as_bytes()));
+    let (payloads, parsed) = checked(outs, &mut p, 0);
+    let (starts, results) = host_call(&payloads);
+    assert_eq!(
+        starts,
+        [(
+            "lookup".to_owned(),
+            Some(json!({"order": "A-17"})),
+            ToolScope::Host
+        )]
+    );
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["output"], json!({"status": "shipped"}));
+    assert_eq!(results[0]["host_status"], "ok");
+    assert_eq!(results[0]["success"], true);
+    let items = parsed.transcript.to_vec().unwrap();
+    let call = items
+        .iter()
+        .find(|i| i.kind == TranscriptKind::ToolCall)
+        .unwrap();
+    assert_eq!(call.tool_name.as_deref(), Some("lookup"));
+    assert_eq!(call.input, Some(json!({"order": "A-17"})));
+    let result = items
+        .iter()
+        .find(|i| i.kind == TranscriptKind::ToolResult)
+        .unwrap();
+    assert_eq!(result.text, r#"{"status":"shipped"}"#);
+    assert!(!result.is_error);
+}
+
+#[test]
+fn a_failed_dynamic_tool_call_is_an_error_result_even_untold() {
+    // Only the completion was seen (no start, no answer from this
+    // transport): the call still starts in the host scope and ends as an
+    // error with the text the model read.
+    let mut p = AppServerParser::new(true, false, None);
+    let mut outs = opened(&mut p);
+    outs.extend(p.line(turn_started().as_bytes()));
+    outs.extend(
+        p.line(dynamic_item("item/completed", Some(("denied by the host", false))).as_bytes()),
+    );
+    outs.extend(p.line(turn_completed("completed", Value::Null).as_bytes()));
+    let (payloads, parsed) = checked(outs, &mut p, 0);
+    let (starts, results) = host_call(&payloads);
+    assert_eq!(starts[0].2, ToolScope::Host);
+    assert_eq!(results[0]["output"], Value::Null);
+    assert_eq!(results[0]["host_status"], Value::Null);
+    assert_eq!(results[0]["content"], "denied by the host");
+    let items = parsed.transcript.to_vec().unwrap();
+    let result = items
+        .iter()
+        .find(|i| i.kind == TranscriptKind::ToolResult)
+        .unwrap();
+    assert!(result.is_error);
+    assert_eq!(result.text, "denied by the host");
+}
+
+#[test]
+fn dynamic_tool_frames_validate_against_the_schema() {
+    let mut check = SchemaCheck::new();
+    check.frames([
+        (Dir::Server, tool_call_request().as_str()),
+        (Dir::Server, dynamic_item("item/started", None).as_str()),
+        (
+            Dir::Client,
+            &json!({"id": 0, "result": agent_adaptor_drivers::codex::appserver::dynamic_tools::response(
+                &agent_adaptor_driver::HostToolResult::ok(json!({"n": 1})),
+            )})
+            .to_string(),
+        ),
+    ]);
+    assert_eq!(check.checked.get("DynamicToolCallResponse"), Some(&1));
+}
+
+#[test]
+fn host_tools_go_as_dynamic_tools_where_the_app_server_runs() {
+    use agent_adaptor_driver::HostToolChannel;
+    for (transport, channel) in [
+        (Transport::Auto, HostToolChannel::DynamicTools),
+        (Transport::AppServer, HostToolChannel::DynamicTools),
+        (Transport::Exec, HostToolChannel::None),
+    ] {
+        assert_eq!(codex::host_tool_channel(transport), channel);
+        let driver = codex::driver(codex::Config {
+            transport,
+            ..Default::default()
+        });
+        assert_eq!(driver.descriptor().host_tools, channel, "{transport:?}");
+    }
+}
+
+/// One host tool that is never called.
+struct OneTool(Vec<agent_adaptor_driver::HostToolSpec>);
+
+#[agent_adaptor_driver::async_trait]
+impl agent_adaptor_driver::HostToolbox for OneTool {
+    fn specs(&self) -> &[agent_adaptor_driver::HostToolSpec] {
+        &self.0
+    }
+    async fn call(
+        &self,
+        call: agent_adaptor_driver::HostToolCall,
+        _sink: &dyn agent_adaptor_driver::EventSink,
+        _cancel: &agent_adaptor_driver::CancellationToken,
+    ) -> agent_adaptor_driver::HostToolResult {
+        panic!("nothing may call {}", call.tool)
+    }
+}
+
+#[tokio::test]
+async fn host_tools_on_a_forced_exec_are_refused_before_launch() {
+    // Core refuses them by the descriptor; a driver used on its own refuses
+    // them too, and a streaming run still gets its run lifecycle.
+    let driver = codex::driver(codex::Config {
+        command: "/nonexistent/codex".into(),
+        transport: Transport::Exec,
+        ..Default::default()
+    });
+    for streaming in [false, true] {
+        let mut req = Request::new("run_0000000000000000", "hi");
+        req.streaming = streaming;
+        req.host_tools = agent_adaptor_driver::HostTools::new(Arc::new(OneTool(vec![
+            agent_adaptor_driver::HostToolSpec {
+                name: "lookup".into(),
+                description: "Look up.".into(),
+                input_schema: json!({"type": "object"}),
+                output_schema: None,
+                trusted: false,
+            },
+        ])));
+        let trace = record_run(&driver, req, Duration::from_secs(10)).await;
+        let resp = trace.response().expect("a response, not a spawn error");
+        let failure = resp.failure.as_ref().expect("refused");
+        assert_eq!(failure.code, FailureCode::PolicyError, "{failure:?}");
+        assert!(
+            failure.message.contains("exec cannot deliver host tools"),
+            "{failure:?}"
+        );
+        let kinds: Vec<&str> = trace.payloads().map(|p| p.kind.name()).collect();
+        let want: &[&str] = if streaming {
+            &["run.started", "run.error"]
+        } else {
+            &[]
+        };
+        assert_eq!(kinds, want, "streaming {streaming}");
+    }
 }
 
 #[test]

@@ -129,3 +129,103 @@ async fn a_spilled_line_reaches_the_protocol_byte_exact() {
         ]
     );
 }
+
+/// A controller whose requests are work the pump drives while it reads on:
+/// `call-<name>` lines start a call; `slow` finishes only once `fast` was
+/// answered, so a pump that awaited a call before reading on would never
+/// answer either.
+#[derive(Default)]
+struct Worker {
+    lines: Vec<String>,
+    running: futures::stream::FuturesUnordered<futures::future::BoxFuture<'static, String>>,
+    done: Vec<String>,
+    release_slow: std::sync::Arc<tokio::sync::Notify>,
+    ended: bool,
+}
+
+impl LineProtocol for Worker {
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
+        let line = String::from_utf8_lossy(raw).into_owned();
+        if let Some(name) = line.strip_prefix("call-") {
+            out.push(Out::Control(ControlFrame::Request {
+                id: serde_json::Value::Null,
+                method: name.to_owned(),
+                params: serde_json::Value::Null,
+            }));
+        }
+        self.ended |= line == "end";
+        self.lines.push(line);
+    }
+    fn terminated(&self) -> bool {
+        self.ended
+    }
+}
+
+#[async_trait]
+impl Controller for Worker {
+    async fn control(
+        &mut self,
+        frame: ControlFrame,
+        _stdin: &mut Option<StdinController>,
+        _sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        if let ControlFrame::Request { method, .. } = frame {
+            let release = self.release_slow.clone();
+            self.running.push(Box::pin(async move {
+                if method == "slow" {
+                    release.notified().await;
+                }
+                method
+            }));
+        }
+        Ok(())
+    }
+    async fn interrupt(&mut self, _stdin: &mut Option<StdinController>) {}
+    fn poll_work(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        use futures::StreamExt as _;
+        while let std::task::Poll::Ready(Some(name)) = self.running.poll_next_unpin(cx) {
+            self.done.push(name);
+        }
+        if self.done.is_empty() {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    }
+    async fn finish_work(
+        &mut self,
+        stdin: &mut Option<StdinController>,
+        _sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        for name in std::mem::take(&mut self.done) {
+            pump::write_frame(stdin, &name).await;
+            if name == "fast" {
+                self.release_slow.notify_one();
+            }
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_controllers_work_runs_while_the_pump_reads_on() {
+    // The CLI asks for two calls, then echoes the answers in the order they
+    // come: the fast one first although it was asked second.
+    let cmd = sh(
+        "echo call-slow; echo call-fast; read a; echo \"got $a\"; read b; echo \"got $b\"; echo end",
+    );
+    let ctx = RunContext::new("r");
+    let sink = Events::default();
+    let mut session = Worker::default();
+    let ran = tokio::time::timeout(
+        BOUND,
+        pump::run_duplex(CLI, &cmd, &ctx, &sink, &mut session, &[]),
+    )
+    .await
+    .expect("a slow call held up the pump");
+    ran.unwrap();
+    assert_eq!(
+        session.lines,
+        ["call-slow", "call-fast", "got fast", "got slow", "end"]
+    );
+}

@@ -67,15 +67,16 @@ use std::sync::Arc;
 
 use agent_adaptor_driver::{
     ConfigError, Descriptor, Driver, DriverError, EventSink, FailureCode, FingerprintError,
-    McpSupport, ProfileSupport, RawBytes, RawStreams, Request, Response, RunContext, RunFailure,
-    SessionCodec, StandardSessionCodec, StreamCapability, StructuredOutput,
-    StructuredOutputCapability, StructuredOutputSource, async_trait,
+    HostToolChannel, McpSupport, ProfileSupport, RawBytes, RawStreams, Request, Response,
+    RunContext, RunFailure, SessionCodec, StandardSessionCodec, StreamCapability, StreamPayload,
+    StructuredOutput, StructuredOutputCapability, StructuredOutputSource, async_trait,
     canonical_session_config_fingerprint,
 };
 use agent_adaptor_process::ExitInfo;
 use serde_json::Value;
 
 use crate::resident::Pool;
+use appserver::dynamic_tools;
 pub use config::{Config, ENV_ALLOWLIST, Transport};
 use equip::Equipment;
 use record::{Parsed, Totals};
@@ -173,6 +174,7 @@ impl Driver for CodexDriver {
             dedicated: true,
             clone: true,
         };
+        d.host_tools = host_tool_channel(self.config.transport);
         d
     }
 
@@ -232,15 +234,25 @@ impl Driver for CodexDriver {
         let cwd = req.workspace.clone().or_else(|| self.config.cwd.clone());
         let equip = match Equipment::of(&self.config, &req)? {
             Ok(equip) => equip,
-            Err(failure) => return Ok(refused(&self.config, &req, failure)),
+            Err(failure) => return refused(&self.config, &req, sink, failure).await,
         };
         if let Some(failure) = equip::check_resumed_instructions(&req) {
-            return Ok(refused(&self.config, &req, failure));
+            return refused(&self.config, &req, sink, failure).await;
         }
         let app_server = match self.app_server_for(&req, &equip) {
             Ok(app_server) => app_server,
-            Err(failure) => return Ok(refused(&self.config, &req, failure)),
+            Err(failure) => return refused(&self.config, &req, sink, failure).await,
         };
+        // Only the app-server declares dynamic tools (exec runs with host
+        // tools were refused above).
+        let declared = if app_server {
+            dynamic_tools::declared(&req)
+        } else {
+            Vec::new()
+        };
+        if let Some(failure) = dynamic_tools::check_resumed(&req, &declared) {
+            return refused(&self.config, &req, sink, failure).await;
+        }
         if resident::eligible(&self.config, &req, app_server) {
             return resident::run(self, &ctx, &req, sink, cwd.as_deref(), schema, &equip).await;
         }
@@ -271,6 +283,7 @@ impl Driver for CodexDriver {
             (finished.stdout.clone(), finished.stderr.clone()),
             Some(&finished.exit),
             cwd.as_deref(),
+            &declared,
         ))
     }
 
@@ -288,6 +301,16 @@ impl CodexDriver {
     /// forced `Exec`.
     fn app_server_for(&self, req: &Request, equip: &Equipment) -> Result<bool, RunFailure> {
         let chosen = self.config.uses_app_server(req.streaming);
+        if !chosen && !req.host_tools.is_empty() {
+            // Host tools go where their channel is (`host_tool_channel`).
+            return match self.config.transport {
+                Transport::Exec => Err(RunFailure::new(
+                    FailureCode::PolicyError,
+                    "codex exec cannot deliver host tools; use the app-server transport",
+                )),
+                _ => Ok(true),
+            };
+        }
         if chosen || equip.fits_exec_argv() {
             return Ok(chosen);
         }
@@ -305,9 +328,32 @@ impl CodexDriver {
     }
 }
 
-/// A run refused before anything started.
-fn refused(cfg: &Config, req: &Request, failure: RunFailure) -> Response {
-    Response {
+/// How the Codex driver delivers host tools with `transport`: as the
+/// app-server's dynamic tools (`appserver/dynamic_tools.rs`). `Auto` runs a
+/// request with host tools on the app-server whatever its streaming flag;
+/// `codex exec` has no channel (yet): core refuses host tools for a driver
+/// forced onto it.
+pub fn host_tool_channel(transport: Transport) -> HostToolChannel {
+    match transport {
+        Transport::Auto | Transport::AppServer => HostToolChannel::DynamicTools,
+        Transport::Exec => HostToolChannel::None,
+    }
+}
+
+/// A run refused before anything started. A streaming request still gets
+/// its run lifecycle: `run.started`, then `run.error` with the failure.
+async fn refused(
+    cfg: &Config,
+    req: &Request,
+    sink: &dyn EventSink,
+    failure: RunFailure,
+) -> Result<Response, DriverError> {
+    if req.streaming {
+        sink.emit_stream(StreamPayload::run_started()).await?;
+        sink.emit_stream(StreamPayload::run_error(failure.clone()))
+            .await?;
+    }
+    Ok(Response {
         failure: Some(failure),
         provider: "codex".into(),
         model: req
@@ -316,7 +362,7 @@ fn refused(cfg: &Config, req: &Request, failure: RunFailure) -> Response {
             .or_else(|| cfg.model.clone())
             .unwrap_or_default(),
         ..Default::default()
-    }
+    })
 }
 
 /// The thread's cumulative usage the resumed checkpoint carried.
@@ -330,7 +376,8 @@ fn previous_totals(req: &Request) -> Option<Totals> {
 /// Every layer of the response, from one parse.
 ///
 /// `raw` is the run's stdout and stderr; `exit` how the process ended, when
-/// it did (a resident server's turn leaves it running: `None`).
+/// it did (a resident server's turn leaves it running: `None`); `declared`
+/// the dynamic tools the run declared or, resuming, kept.
 fn respond(
     cfg: &Config,
     req: &Request,
@@ -338,6 +385,7 @@ fn respond(
     raw: (RawBytes, RawBytes),
     exit: Option<&ExitInfo>,
     cwd: Option<&Path>,
+    declared: &[Value],
 ) -> Response {
     let checkpoint = parsed.checkpoint.map(|mut cp| {
         if let (Some(state), Some(dir)) = (cp.state.as_mut(), cwd) {
@@ -349,6 +397,10 @@ fn respond(
         // (equip::check_resumed_instructions).
         if let (Some(state), Some(mark)) = (cp.state.as_mut(), equip::instructions_mark(req)) {
             state.data.insert(equip::INSTRUCTIONS_KEY.into(), mark);
+        }
+        // So are its dynamic tools (appserver/dynamic_tools.rs).
+        if let (Some(state), Some(mark)) = (cp.state.as_mut(), dynamic_tools::mark(declared)) {
+            state.data.insert(dynamic_tools::MARK_KEY.into(), mark);
         }
         cp
     });

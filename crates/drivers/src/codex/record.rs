@@ -699,7 +699,8 @@ fn end(family: Family, id: impl Into<LifecycleId>) -> StreamPayload {
 /// A tool call as an item names it.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolCall {
-    /// The tool's name (`mcp:<server>/<tool>` for an MCP tool).
+    /// The tool's name (`mcp:<server>/<tool>` for an MCP tool, the bare
+    /// name for a host tool).
     pub name: String,
     /// Its complete arguments.
     pub args: Value,
@@ -726,6 +727,15 @@ impl ToolCall {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
             },
+        }
+    }
+
+    /// A host tool (a dynamic tool of the app-server's), by its bare name.
+    pub(crate) fn host(tool: &str, args: Value) -> ToolCall {
+        ToolCall {
+            name: tool.to_owned(),
+            args,
+            scope: ToolScope::Host,
         }
     }
 }

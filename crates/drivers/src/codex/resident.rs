@@ -12,9 +12,16 @@
 //! The signature covers the app-server command line and environment (the
 //! profile's `CODEX_HOME` included) *and* the thread parameters the
 //! handshake sent (working directory, approval policy, sandbox, model,
-//! developer instructions, MCP servers) and the skills' fingerprints: a
-//! loaded thread keeps those, so a run that needs others gets a new server
-//! (which resumes the thread with them).
+//! developer instructions, MCP servers, the dynamic tools) and the skills'
+//! fingerprints: a loaded thread keeps those, so a run that needs others
+//! gets a new server (which resumes the thread with them).
+//!
+//! Host tools are per run: a reused server answers the thread's
+//! `item/tool/call`s with the *current* run's toolbox (the session of each
+//! turn carries it), never an earlier run's. Their declarations are the
+//! thread's, fixed at its start (`appserver/dynamic_tools.rs`): a resumed
+//! run with other tools is refused before it gets here, and the declared
+//! tools are in the signature too.
 //!
 //! Codex allows one writer per thread across processes: a server's
 //! `thread/resume` of a thread another server has loaded is rejected
@@ -26,12 +33,13 @@
 use std::path::Path;
 
 use agent_adaptor_driver::{DriverError, EventSink, Request, Response, RunContext, SessionMode};
+use agent_adaptor_driver_kit::host_calls::HostCalls;
 use agent_adaptor_process::{Process, StdinMode};
 use serde_json::Value;
 
-use super::appserver::AppServerParser;
 use super::appserver::protocol::Client;
-use super::appserver::transport::Session;
+use super::appserver::transport::{Session, ToolCallKey};
+use super::appserver::{AppServerParser, dynamic_tools};
 use super::equip::Equipment;
 use super::{CodexDriver, Config, argv, previous_totals, respond, resume_id};
 use crate::pump::{self, TurnEnd, write_frame};
@@ -95,8 +103,11 @@ pub(super) async fn run(
     let plan = driver.plan(req, cwd, schema, equip);
     // The thread parameters carry the instructions and MCP servers, the
     // command the profile's home; the skills in that home count too.
-    let signature = Signature::of("codex/resident-app-server/v1", &turn.command())
-        .and(&(&plan.thread, &equip.skills));
+    let signature = Signature::of("codex/resident-app-server/v1", &turn.command()).and(&(
+        &plan.thread,
+        &plan.dynamic_tools,
+        &equip.skills,
+    ));
     let key = plan.resume.clone();
     if let Taken::Reusable(server) = driver.pool.take(key.as_deref(), &signature, sink).await? {
         let mut server = *server;
@@ -105,8 +116,13 @@ pub(super) async fn run(
         let parser = AppServerParser::new(req.streaming, true, previous_totals(req))
             .with_transcript(req.new_transcript());
         let client = std::mem::take(&mut server.state.client);
-        let (mut session, opened, frame) =
-            Session::resident_turn(parser, plan.clone(), client, &server.state.thread);
+        let (mut session, opened, frame) = Session::resident_turn(
+            parser,
+            plan.clone(),
+            client,
+            &server.state.thread,
+            turn.calls(),
+        );
         for out in opened {
             pump::deliver(out, sink, &mut None, &mut None).await?;
         }
@@ -130,12 +146,21 @@ pub(super) async fn run(
     }
     let parser = AppServerParser::new(req.streaming, plan.resume.is_some(), previous_totals(req))
         .with_transcript(req.new_transcript());
-    let (session, setup) = Session::new(parser, plan);
+    let (session, setup) = Session::new(parser, plan, turn.calls());
     let server = turn.spawn(signature, &setup).await?;
     turn.serve(server, session, false).await
 }
 
-impl Turn<'_> {
+impl<'a> Turn<'a> {
+    /// The run's host tool calls: served by this run's toolbox.
+    fn calls(&self) -> HostCalls<'a, ToolCallKey> {
+        HostCalls::new(
+            self.req.host_tools.clone(),
+            self.sink,
+            self.ctx.cancel.clone(),
+        )
+    }
+
     /// The `codex app-server` command.
     fn command(&self) -> agent_adaptor_process::Command {
         let cfg = &self.driver.config;
@@ -171,7 +196,7 @@ impl Turn<'_> {
     async fn serve(
         &self,
         mut server: Proc,
-        mut session: Session,
+        mut session: Session<'_>,
         reused: bool,
     ) -> Result<Response, DriverError> {
         let ended = pump::run_turn(
@@ -206,7 +231,7 @@ impl Turn<'_> {
     async fn finish(
         &self,
         mut server: Proc,
-        mut session: Session,
+        mut session: Session<'_>,
     ) -> Result<Response, DriverError> {
         let captured = match server.process.take_capture() {
             Ok(c) => c,
@@ -229,6 +254,7 @@ impl Turn<'_> {
             (captured.stdout, captured.stderr),
             None,
             self.cwd,
+            &dynamic_tools::declared(self.req),
         );
         let keep = resp
             .checkpoint
@@ -250,7 +276,7 @@ impl Turn<'_> {
     async fn lose(
         &self,
         server: Proc,
-        mut session: Session,
+        mut session: Session<'_>,
         aborted: Vec<pump::Out>,
     ) -> Result<Response, DriverError> {
         for out in aborted {
@@ -275,6 +301,7 @@ impl Turn<'_> {
             (finished.stdout.clone(), finished.stderr.clone()),
             Some(&finished.exit),
             self.cwd,
+            &dynamic_tools::declared(self.req),
         ))
     }
 }

@@ -6,13 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use agent_adaptor_driver::{DriverError, EventSink, Request, RunContext};
+use agent_adaptor_driver_kit::host_calls::HostCalls;
 use agent_adaptor_process::{Command, Finished, StdinMode};
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::appserver::AppServerParser;
 use super::appserver::protocol::ThreadParams;
 use super::appserver::transport::{Plan, Session};
+use super::appserver::{AppServerParser, dynamic_tools};
 use super::equip::Equipment;
 use super::parse::ExecParser;
 use super::record::{Parsed, Totals};
@@ -106,6 +107,7 @@ impl CodexDriver {
             resume: resume_id(req),
             prompt: req.prompt.clone(),
             output_schema: schema,
+            dynamic_tools: dynamic_tools::declared(req),
         }
     }
 
@@ -125,7 +127,8 @@ impl CodexDriver {
         let parser =
             AppServerParser::new(req.streaming, plan.resume.is_some(), previous_totals(req))
                 .with_transcript(req.new_transcript());
-        let (mut session, setup) = Session::new(parser, plan);
+        let calls = HostCalls::new(req.host_tools.clone(), sink, ctx.cancel.clone());
+        let (mut session, setup) = Session::new(parser, plan, calls);
         let cmd = self.command(argv::app_server_argv(cfg), cwd, StdinMode::Pipe, equip);
         let cli = CliName {
             name: "Codex app-server",

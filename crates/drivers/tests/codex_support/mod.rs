@@ -52,11 +52,12 @@ fn answer_schema(method: &str) -> Option<&'static str> {
     Some(match method {
         "item/commandExecution/requestApproval" => "CommandExecutionRequestApprovalResponse",
         "item/fileChange/requestApproval" => "FileChangeRequestApprovalResponse",
+        "item/tool/call" => "DynamicToolCallResponse",
         _ => return None,
     })
 }
 
-const SCHEMAS: [&str; 12] = [
+const SCHEMAS: [&str; 13] = [
     "ClientRequest",
     "ClientNotification",
     "ServerRequest",
@@ -69,6 +70,7 @@ const SCHEMAS: [&str; 12] = [
     "TurnInterruptResponse",
     "CommandExecutionRequestApprovalResponse",
     "FileChangeRequestApprovalResponse",
+    "DynamicToolCallResponse",
 ];
 
 impl SchemaCheck {

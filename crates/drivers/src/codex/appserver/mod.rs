@@ -8,8 +8,9 @@
 //! the prompt (and the output schema). Notifications stream the turn at token
 //! level ([`parse`] has the mapping); `turn/completed` is the only terminal,
 //! after which stdin is closed and the server exits. Approval requests go to
-//! the core's decision sink (`transport.rs`); cancellation sends
-//! `turn/interrupt` before the pump stops the process.
+//! the core's decision sink (`transport.rs`); host tools are the thread's
+//! dynamic tools, their calls run by the run's toolbox ([`dynamic_tools`]);
+//! cancellation sends `turn/interrupt` before the pump stops the process.
 //!
 //! # The schema
 //!
@@ -27,6 +28,7 @@
 //! `tests/real_codex.rs`), so a field the types rely on cannot drift from
 //! what the binary declares.
 
+pub mod dynamic_tools;
 pub mod parse;
 pub mod protocol;
 mod scope;

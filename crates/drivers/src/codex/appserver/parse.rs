@@ -13,6 +13,7 @@
 //! | `item/completed` agentMessage | `text.end`, an assistant transcript item |
 //! | `item/reasoning/summaryTextDelta`, `item/reasoning/textDelta` | reasoning lifecycle |
 //! | `item/started` / `item/completed` commandExecution, fileChange, mcpToolCall, webSearch | `tool_call.start` (complete args) / `tool_call.end` + `tool_call.result` |
+//! | `item/started` / `item/completed` dynamicToolCall | the same, in [`ToolScope::Host`](agent_adaptor_driver::ToolScope::Host) with the bare tool name; the result carries the host tool's decoded `output` (told by the transport that answered the call) |
 //! | `thread/tokenUsage/updated` | this turn's usage (`total` now − `total` before the turn) |
 //! | `error` | a stream-error notice (its message explains the failure), or a warning when Codex retries |
 //! | `warning`, `configWarning`, `deprecationNotice` | warning notices |
@@ -39,7 +40,7 @@
 use std::collections::HashMap;
 
 use agent_adaptor_driver::{
-    DecisionRequest, DecisionResult, FailureCode, HitlRequested, HitlResolved,
+    DecisionRequest, DecisionResult, FailureCode, HitlRequested, HitlResolved, HostToolResult,
     HumanDecisionFailure, RunFailure, StreamKind, StreamPayload,
 };
 use serde::de::DeserializeOwned;
@@ -87,6 +88,9 @@ pub struct AppServerParser {
     cancelled_by: Option<HumanDecisionFailure>,
     /// `turn/start` was answered: its turn is the one a terminal must name.
     turn_acked: bool,
+    /// The host tool results the transport answered, by call id, until
+    /// their `dynamicToolCall` item completes.
+    host_results: HashMap<String, HostToolResult>,
 }
 
 impl AppServerParser {
@@ -103,6 +107,7 @@ impl AppServerParser {
             approvals: HashMap::new(),
             cancelled_by: None,
             turn_acked: false,
+            host_results: HashMap::new(),
         }
     }
 
@@ -185,6 +190,12 @@ impl AppServerParser {
                 attempts: 1,
             });
         }
+    }
+
+    /// The transport answered the host tool call `call_id` with `result`
+    /// (its `dynamicToolCall` item completes after the answer).
+    pub fn host_tool_answered(&mut self, call_id: &str, result: HostToolResult) {
+        self.host_results.insert(call_id.to_owned(), result);
     }
 
     fn hitl_id(id: &Value) -> String {
@@ -348,7 +359,8 @@ impl AppServerParser {
                 } else {
                     return;
                 };
-                let outcome = outcome(call, tool);
+                let answered = self.host_results.remove(&id);
+                let outcome = outcome(call, tool, answered);
                 self.rec.tool_done(out, &id, outcome);
             }
         }
@@ -491,13 +503,19 @@ fn item_id(item: &ThreadItem) -> Option<&str> {
         ThreadItem::CommandExecution { id, .. }
         | ThreadItem::FileChange { id, .. }
         | ThreadItem::McpToolCall { id, .. }
+        | ThreadItem::DynamicToolCall { id, .. }
         | ThreadItem::WebSearch { id, .. } => Some(id),
         _ => None,
     }
 }
 
-/// How a completed tool item ended.
-fn outcome(call: Option<ToolCall>, item: ThreadItem) -> ToolOutcome {
+/// How a completed tool item ended; `answered` is the host tool result the
+/// transport gave a `dynamicToolCall`.
+fn outcome(
+    call: Option<ToolCall>,
+    item: ThreadItem,
+    answered: Option<HostToolResult>,
+) -> ToolOutcome {
     let (text, is_error, result) = match item {
         ThreadItem::CommandExecution {
             status,
@@ -536,6 +554,34 @@ fn outcome(call: Option<ToolCall>, item: ThreadItem) -> ToolOutcome {
             error.is_some() || status == "failed",
             json!({"result": result, "error": error, "status": status}),
         ),
+        ThreadItem::DynamicToolCall {
+            content_items,
+            success,
+            status,
+            ..
+        } => {
+            let text = content_items
+                .iter()
+                .flatten()
+                .filter_map(|c| c.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let (output, host_status) = match answered {
+                Some(r) => (r.output, Some(r.status.as_str())),
+                None => (None, None),
+            };
+            (
+                text.clone(),
+                success == Some(false) || status == "failed",
+                json!({
+                    "output": output,
+                    "content": text,
+                    "success": success,
+                    "status": status,
+                    "host_status": host_status,
+                }),
+            )
+        }
         ThreadItem::WebSearch { action, .. } => (String::new(), false, json!({ "action": action })),
         _ => (String::new(), false, Value::Null),
     };

@@ -171,6 +171,30 @@ pub enum ThreadItem {
         #[serde(default)]
         status: String,
     },
+    /// A call of one of the run's dynamic tools (a host tool,
+    /// `dynamic_tools.rs`).
+    DynamicToolCall {
+        /// The item id (the model's call id, the `callId` of its
+        /// `item/tool/call`).
+        #[serde(default)]
+        id: String,
+        /// The tool.
+        #[serde(default)]
+        tool: String,
+        /// The arguments.
+        #[serde(default)]
+        arguments: Value,
+        /// What the client answered (`[{type: "inputText", text}]`), once
+        /// completed.
+        #[serde(default)]
+        content_items: Option<Vec<Value>>,
+        /// Whether the client answered success.
+        #[serde(default)]
+        success: Option<bool>,
+        /// `inProgress`, `completed`, `failed`.
+        #[serde(default)]
+        status: String,
+    },
     /// A web search.
     WebSearch {
         /// The item id.
@@ -207,6 +231,9 @@ impl ThreadItem {
                 arguments,
                 ..
             } => Some(ToolCall::mcp(server, tool, arguments.clone())),
+            ThreadItem::DynamicToolCall {
+                tool, arguments, ..
+            } => Some(ToolCall::host(tool, arguments.clone())),
             ThreadItem::WebSearch { query, .. } => {
                 Some(ToolCall::builtin("web_search", json!({ "query": query })))
             }
@@ -478,17 +505,28 @@ impl Client {
         (id, frame)
     }
 
-    /// `initialize` with the client's name and version.
-    pub fn initialize(&mut self) -> (i64, String) {
-        self.request(
-            "initialize",
-            json!({"clientInfo": {"name": "agent_adaptor", "title": "agent-adaptor", "version": env!("CARGO_PKG_VERSION")}}),
-        )
+    /// `initialize` with the client's name and version; `experimental`
+    /// opts into the experimental API (`capabilities.experimentalApi`),
+    /// which `thread/start.dynamicTools` needs.
+    pub fn initialize(&mut self, experimental: bool) -> (i64, String) {
+        let mut params = json!({"clientInfo": {"name": "agent_adaptor", "title": "agent-adaptor", "version": env!("CARGO_PKG_VERSION")}});
+        if experimental {
+            params["capabilities"] = json!({ "experimentalApi": true });
+        }
+        self.request("initialize", params)
     }
 
-    /// `thread/start`.
-    pub fn thread_start(&mut self, params: &ThreadParams) -> (i64, String) {
-        let params = serde_json::to_value(params).unwrap_or_else(|_| json!({}));
+    /// `thread/start`, declaring `dynamic_tools` (`dynamic_tools.rs`) when
+    /// there are any.
+    pub fn thread_start(
+        &mut self,
+        params: &ThreadParams,
+        dynamic_tools: &[Value],
+    ) -> (i64, String) {
+        let mut params = serde_json::to_value(params).unwrap_or_else(|_| json!({}));
+        if let (false, Value::Object(map)) = (dynamic_tools.is_empty(), &mut params) {
+            map.insert("dynamicTools".into(), Value::Array(dynamic_tools.to_vec()));
+        }
         self.request("thread/start", params)
     }
 

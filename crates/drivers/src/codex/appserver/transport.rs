@@ -2,18 +2,23 @@
 //! for the shared pump: the handshake (`initialize` → `initialized` →
 //! `thread/start` | `thread/resume` → `turn/start`, each request sent when
 //! the previous one is answered), the approvals (routed to the core's
-//! decision sink, answered only with an offered decision), an error answer to
+//! decision sink, answered only with an offered decision), the host tool
+//! calls (`item/tool/call`, run by the run's toolbox while the pump reads on
+//! and answered as they finish, `dynamic_tools.rs`), an error answer to
 //! every other server request (never left pending: Codex would wait), and
 //! `turn/interrupt` on cancellation.
 
 use std::collections::HashMap;
+use std::task::{Context, Poll};
 
 use agent_adaptor_driver::{
     DecisionError, DecisionResponse, DecisionResult, DriverError, EventSink, async_trait,
 };
+use agent_adaptor_driver_kit::host_calls::HostCalls;
 use agent_adaptor_process::StdinController;
 use serde_json::{Value, json};
 
+use super::dynamic_tools;
 use super::parse::AppServerParser;
 use super::protocol::{
     Client, METHOD_NOT_FOUND, ThreadParams, choose_decision, decision_request, error_frame,
@@ -44,27 +49,44 @@ pub(crate) struct Plan {
     pub prompt: String,
     /// The output schema for `turn/start`.
     pub output_schema: Option<Value>,
+    /// The run's host tools as `thread/start.dynamicTools`
+    /// (`dynamic_tools.rs`); the handshake opts into the experimental API
+    /// when there are any.
+    pub dynamic_tools: Vec<Value>,
 }
 
-/// The parser plus the client state machine.
+/// A host tool call in flight: the id of its `item/tool/call` request and
+/// its `callId`.
+pub(crate) type ToolCallKey = (Value, String);
+
+/// The parser plus the client state machine, and the run's host tool calls
+/// in flight (they borrow the run's sink for `'s`).
 #[derive(Debug)]
-pub(crate) struct Session {
+pub(crate) struct Session<'s> {
     pub(crate) parser: AppServerParser,
     client: Client,
     pending: HashMap<i64, Pending>,
     plan: Plan,
+    /// The host tool calls in flight.
+    calls: HostCalls<'s, ToolCallKey>,
 }
 
-impl Session {
-    /// A session and the frames to send first (`initialize`).
-    pub(crate) fn new(parser: AppServerParser, plan: Plan) -> (Self, Vec<String>) {
+impl<'s> Session<'s> {
+    /// A session and the frames to send first (`initialize`); `calls`
+    /// serves the run's host tools.
+    pub(crate) fn new(
+        parser: AppServerParser,
+        plan: Plan,
+        calls: HostCalls<'s, ToolCallKey>,
+    ) -> (Self, Vec<String>) {
         let mut client = Client::new();
-        let (id, frame) = client.initialize();
+        let (id, frame) = client.initialize(!plan.dynamic_tools.is_empty());
         let session = Session {
             parser,
             client,
             pending: HashMap::from([(id, Pending::Initialize)]),
             plan,
+            calls,
         };
         (session, vec![frame])
     }
@@ -74,12 +96,15 @@ impl Session {
     /// only `turn/start`. Returns the session, what opening the thread in
     /// the parser means (deliver it first), and the `turn/start` frame,
     /// which the caller writes itself (it must know whether any byte of it
-    /// reached the server).
+    /// reached the server). `calls` serves *this* run's host tools: the
+    /// thread's dynamic tools are declared once, at its start, but every
+    /// turn answers their calls with its own toolbox.
     pub(crate) fn resident_turn(
         mut parser: AppServerParser,
         plan: Plan,
         mut client: Client,
         thread: &str,
+        calls: HostCalls<'s, ToolCallKey>,
     ) -> (Self, Vec<Out>, String) {
         let opened = parser.thread_opened(thread);
         let (id, frame) = client.turn_start(thread, &plan.prompt, plan.output_schema.as_ref());
@@ -88,6 +113,7 @@ impl Session {
             client,
             pending: HashMap::from([(id, Pending::TurnStart)]),
             plan,
+            calls,
         };
         (session, opened, frame)
     }
@@ -134,9 +160,13 @@ impl Session {
             (Pending::Interrupt, _) => Vec::new(),
             (Pending::Initialize, Ok(_)) => {
                 write_frame(stdin, &initialized()).await;
+                // A resumed thread keeps the dynamic tools it started with
+                // (`dynamic_tools.rs`): only a start declares them.
                 let request = match &resume {
                     Some(thread) => self.client.thread_resume(thread, &self.plan.thread),
-                    None => self.client.thread_start(&self.plan.thread),
+                    None => self
+                        .client
+                        .thread_start(&self.plan.thread, &self.plan.dynamic_tools),
                 };
                 self.send(stdin, Pending::Thread, request).await;
                 Vec::new()
@@ -200,6 +230,9 @@ impl Session {
         stdin: &mut Option<StdinController>,
         sink: &dyn EventSink,
     ) -> Result<(), DriverError> {
+        if method == dynamic_tools::TOOL_CALL {
+            return self.tool_call(id, &params, stdin).await;
+        }
         // After the terminal nobody is asked: the turn is over.
         let request =
             decision_request(&method, &params).filter(|_| !LineProtocol::terminated(&self.parser));
@@ -243,7 +276,29 @@ impl Session {
         write_frame(stdin, &frame).await;
         Ok(())
     }
+
+    /// `item/tool/call`: start the host tool call (answered when it
+    /// finishes, [`Controller::finish_work`]); a request that names no call
+    /// is answered with an error at once.
+    async fn tool_call(
+        &mut self,
+        id: Value,
+        params: &Value,
+        stdin: &mut Option<StdinController>,
+    ) -> Result<(), DriverError> {
+        match dynamic_tools::call_of(params) {
+            Some(call) => self.calls.start((id, call.call_id.clone()), call),
+            None => {
+                let message = format!("{} without a callId and a tool", dynamic_tools::TOOL_CALL);
+                write_frame(stdin, &error_frame(&id, INVALID_PARAMS, &message)).await;
+            }
+        }
+        Ok(())
+    }
 }
+
+/// JSON-RPC "invalid params".
+const INVALID_PARAMS: i64 = -32602;
 
 fn thread_method(resume: &Option<String>) -> &'static str {
     if resume.is_some() {
@@ -253,7 +308,7 @@ fn thread_method(resume: &Option<String>) -> &'static str {
     }
 }
 
-impl LineProtocol for Session {
+impl LineProtocol for Session<'_> {
     fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
         self.parser.line_into(raw, out);
     }
@@ -268,7 +323,7 @@ impl LineProtocol for Session {
 }
 
 #[async_trait]
-impl Controller for Session {
+impl Controller for Session<'_> {
     async fn control(
         &mut self,
         frame: ControlFrame,
@@ -282,6 +337,24 @@ impl Controller for Session {
             }
             ControlFrame::Cancel { .. } => Ok(()),
         }
+    }
+
+    fn poll_work(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        self.calls.poll_ready(cx)
+    }
+
+    async fn finish_work(
+        &mut self,
+        stdin: &mut Option<StdinController>,
+        _sink: &dyn EventSink,
+    ) -> Result<(), DriverError> {
+        for ((id, call_id), result) in self.calls.take() {
+            let frame = result_frame(&id, dynamic_tools::response(&result));
+            // Before the answer: the item completes after it.
+            self.parser.host_tool_answered(&call_id, result);
+            write_frame(stdin, &frame).await;
+        }
+        Ok(())
     }
 
     async fn interrupt(&mut self, stdin: &mut Option<StdinController>) {
