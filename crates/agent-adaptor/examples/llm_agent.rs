@@ -1,7 +1,7 @@
 //! An LLM agent: a model behind an OpenAI-protocol endpoint, run through the
-//! same `Agent` / `RunStream` / `RunResult` as the CLI drivers, with one tool
-//! the model may call (a run is one model turn: the call is reported on the
-//! stream and in the transcript, and the host decides what to do with it).
+//! same `Agent` / `RunStream` / `RunResult` as the CLI drivers, with one host
+//! tool the model may call: the agent runs it (after the host approves) and
+//! sends the result back to the model, until the model answers.
 //!
 //! Reads `OPENAI_BASE_URL` (default `https://api.openai.com/v1`),
 //! `OPENAI_API_KEY` and `OPENAI_MODEL` (default `gpt-4o-mini`); any
@@ -10,8 +10,8 @@
 //! `OPENAI_API_KEY=sk-… cargo run -p agent-adaptor --features llm --example llm_agent -- "Weather in Paris?"`
 
 use agent_adaptor::llm::agent::LlmDriver;
-use agent_adaptor::llm::{LlmCallConfig, OpenAiChat, Provider, ToolDefinition};
-use agent_adaptor::{Agent, Event, Phase, Runner};
+use agent_adaptor::llm::{OpenAiChat, Provider};
+use agent_adaptor::{Agent, Event, Phase, Runner, Tool};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -31,7 +31,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let provider = Provider::new("openai", OpenAiChat::new())
         .base_url(env_or("OPENAI_BASE_URL", "https://api.openai.com/v1"))
         .api_key(&key);
-    let weather = ToolDefinition::function(
+    // A host tool: the loop calls it with the model's input (checked
+    // against the schema) and sends its output back.
+    let weather = Tool::from_json(
         "get_weather",
         "The current weather in a city.",
         json!({
@@ -39,21 +41,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "properties": {"city": {"type": "string"}},
             "required": ["city"]
         }),
-    );
-    // The call settings: the model and the tools it may call.
-    let config =
-        LlmCallConfig::new(env_or("OPENAI_MODEL", "gpt-4o-mini")).with_tools(vec![weather]);
-    let agent = Agent::new(LlmDriver::new(provider, config.model.clone()).with_config(config));
+        |input, _ctx| async move {
+            let city = input["city"].as_str().unwrap_or("somewhere").to_owned();
+            Ok(json!({"city": city, "sky": "clear", "celsius": 21}))
+        },
+    )
+    .trusted();
+    let model = env_or("OPENAI_MODEL", "gpt-4o-mini");
+    let agent = Agent::builder(LlmDriver::new(provider, model))
+        .tool(weather)
+        .build()?;
 
     let mut stream = agent.stream(&prompt);
     while let Some(event) = stream.next().await {
         match &event {
             Event::TextDelta(d) if d.phase == Phase::Content => print!("{}", d.text),
-            Event::ToolCall(call) if call.phase == Phase::End => {
+            Event::ToolCall(call) if call.phase == Phase::Start => {
+                println!("\n[tool call] {}", call.name);
+            }
+            Event::ToolResult(result) => {
                 println!(
-                    "\n[tool call] {}({})",
-                    call.name,
-                    call.args.clone().unwrap_or_default()
+                    "[tool result] {}",
+                    result.result.clone().unwrap_or_default()
                 );
             }
             _ => {}

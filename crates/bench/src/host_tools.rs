@@ -180,7 +180,11 @@ type Channel = for<'a> fn(
 ) -> futures::future::BoxFuture<'a, Result<Vec<Duration>, DriverError>>;
 
 /// The channels, by name.
-const CHANNELS: [(&str, Channel); 2] = [("dynamic_tools", dynamic_tools), ("sdk_mcp", sdk_mcp)];
+const CHANNELS: [(&str, Channel); 3] = [
+    ("dynamic_tools", dynamic_tools),
+    ("loopback_mcp", loopback_mcp),
+    ("sdk_mcp", sdk_mcp),
+];
 
 /// Claude Code / CodeBuddy Code SDK MCP: the `mcp_message` control request
 /// line decoded, the JSON-RPC `tools/call` dispatched and run, the
@@ -259,6 +263,88 @@ fn dynamic_tools<'a>(
         })
         .await?;
         Ok(samples)
+    })
+}
+
+/// The loopback MCP server: one `tools/call` over HTTP/1 on 127.0.0.1 as
+/// the agent's MCP client sends it (Streamable HTTP, the bearer token, the
+/// session), through rmcp and the forward to the run, the call, and the
+/// SSE answer read back: the whole round trip, the client's side included.
+fn loopback_mcp<'a>(
+    plan: Plan,
+    tools: &'a HostTools,
+    sink: &'a dyn EventSink,
+    cancel: &'a agent_adaptor_core::driver::CancellationToken,
+) -> futures::future::BoxFuture<'a, Result<Vec<Duration>, DriverError>> {
+    use agent_adaptor_driver_kit::host_mcp::loopback::{self, LoopbackServer};
+    Box::pin(async move {
+        let (server, calls) = LoopbackServer::start(tools.specs()).await?;
+        let http = reqwest::Client::new();
+        let post = |body: serde_json::Value, session: Option<&str>| {
+            let mut r = http
+                .post(server.url())
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .bearer_auth(server.token())
+                .body(body.to_string());
+            if let Some(id) = session {
+                r = r.header("mcp-session-id", id);
+            }
+            r
+        };
+        let failed = |e: reqwest::Error| e.to_string();
+        let client = async {
+            let init = post(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "1"}}}),
+                None,
+            )
+            .send()
+            .await
+            .map_err(failed)?;
+            let session = init
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+                .ok_or("no MCP session")?;
+            init.text().await.map_err(failed)?;
+            post(
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                Some(&session),
+            )
+            .send()
+            .await
+            .map_err(failed)?;
+            let session = &session;
+            time_n(plan, |i| {
+                let request = post(
+                    json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                           "params": {"name": "echo", "arguments": {"n": i}}}),
+                    Some(session),
+                );
+                async move {
+                    let text = request
+                        .send()
+                        .await
+                        .map_err(failed)?
+                        .text()
+                        .await
+                        .map_err(failed)?;
+                    if text.contains(r#""isError":false"#) {
+                        Ok(())
+                    } else {
+                        Err(format!("the call failed: {text}"))
+                    }
+                }
+            })
+            .await
+            .map_err(|e| e.to_string())
+        };
+        loopback::serving(Some(calls), tools, sink, cancel, client)
+            .await
+            .map_err(DriverError::Protocol)
     })
 }
 

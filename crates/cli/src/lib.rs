@@ -25,9 +25,8 @@
 //! * [`select`] — which driver runs: `--driver` exactly (never a silent
 //!   fallback), else the first usable agent CLI, else an LLM API whose key
 //!   is set, else the [`playground`].
-//! * [`chat`] — the CLI's `llm` driver: an agent loop over an LLM HTTP
-//!   provider with approved tools and threads (the library's `LlmDriver`
-//!   runs one turn only).
+//! * [`tools`] — the host tools the `llm` agent (the library's
+//!   multi-step `LlmDriver`) gets: `list_files`, approved before each call.
 //! * [`run`], [`render`], [`approve`], [`json_out`] — `run`: live
 //!   rendering, terminal approvals, Ctrl-C, JSON lines.
 //! * [`serve`] — the web chat page, AG-UI and raw SSE, A2A, thread API.
@@ -41,7 +40,6 @@
 
 pub mod approve;
 pub mod args;
-pub mod chat;
 pub mod equip;
 pub mod error;
 pub mod host_record;
@@ -56,6 +54,7 @@ pub mod serve;
 pub mod signals;
 pub mod store;
 pub mod threads;
+pub mod tools;
 
 use std::process::ExitCode;
 

@@ -20,8 +20,9 @@ use agent_adaptor_llm::{OpenAiChat, Provider};
 use agent_adaptor_testkit::mock::{MockServer, Reply, Script};
 use serde_json::{Map, Value, json};
 
-use crate::chat::ConversationDriver;
-use crate::chat::tools::LIST_FILES;
+use agent_adaptor_llm::agent::LlmDriver;
+
+use crate::tools::LIST_FILES;
 
 /// The model name the playground reports.
 pub const PLAYGROUND_MODEL: &str = "playground";
@@ -68,7 +69,7 @@ pub struct Playground {
     /// The mock model server (kept alive as long as the playground).
     pub server: MockServer,
     /// The `llm` driver calling it (Chat Completions).
-    pub driver: ConversationDriver,
+    pub driver: LlmDriver,
 }
 
 impl Playground {
@@ -80,8 +81,7 @@ impl Playground {
             .base_url(format!("{}/v1", server.base_url()))
             .api_key("playground");
         Ok(Playground {
-            driver: ConversationDriver::new(provider, PLAYGROUND_MODEL)
-                .with_endpoint_id("playground"),
+            driver: LlmDriver::new(provider, PLAYGROUND_MODEL).with_endpoint_id("playground"),
             server,
         })
     }

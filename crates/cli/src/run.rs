@@ -149,6 +149,10 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
     }
 
     let mut builder = Agent::builder_shared(selected.driver.clone()).cancel_grace(CANCEL_GRACE);
+    let workspace = crate::tools::workspace(args.cwd.as_deref());
+    for tool in crate::tools::host_tools(selected.name, &workspace) {
+        builder = builder.tool(tool);
+    }
     // Held until the command ends: while it lives, nobody takes this
     // process's thread leases for a dead one's.
     let mut _host = None;

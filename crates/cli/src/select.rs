@@ -12,13 +12,13 @@ use std::sync::Arc;
 
 use agent_adaptor_driver::{Driver, redact_url};
 use agent_adaptor_drivers::child_env::EnvPolicy;
+use agent_adaptor_llm::agent::LlmDriver;
 use agent_adaptor_llm::{
     AnthropicMessages, GeminiGenerateContent, OpenAiChat, OpenAiResponses, OpenRouter, Provider,
 };
 use serde_json::Value;
 
 use crate::args::{DriverArgs, DriverName, ProviderName};
-use crate::chat::ConversationDriver;
 use crate::error::CliError;
 use crate::playground::Playground;
 
@@ -201,7 +201,7 @@ pub fn llm_driver(
     provider: ProviderName,
     model: Option<&str>,
     base_url: Option<&str>,
-) -> Result<ConversationDriver, CliError> {
+) -> Result<LlmDriver, CliError> {
     let key = std::env::var(provider.key_var()).unwrap_or_default();
     if key.is_empty() && base_url.is_none() {
         return Err(CliError::failure(format!(
@@ -231,7 +231,7 @@ pub fn llm_driver(
         p = p.api_key(&key);
     }
     let model = model.unwrap_or(provider.default_model());
-    Ok(ConversationDriver::new(p, model))
+    Ok(LlmDriver::new(p, model))
 }
 
 /// A `--env` value: a variable name, or a prefix followed by `*`.

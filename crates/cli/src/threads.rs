@@ -7,11 +7,11 @@ use agent_adaptor_core::thread::{FinalizeRequest, RecordStatus, StoreError, Thre
 use serde_json::{Value, json};
 
 use crate::args::{ThreadsArgs, ThreadsCommand};
-use crate::chat::CODEC;
 use crate::error::CliError;
 use crate::host_record::recover_dead_runs;
 use crate::serve::conversation;
 use crate::store::{OpenedStore, StoreSpec};
+use agent_adaptor_llm::agent::session::CODEC;
 
 /// How many threads `list` shows.
 const LIST_LIMIT: usize = 1000;

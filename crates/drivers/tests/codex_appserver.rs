@@ -1168,7 +1168,7 @@ fn host_tools_go_as_dynamic_tools_where_the_app_server_runs() {
     for (transport, channel) in [
         (Transport::Auto, HostToolChannel::DynamicTools),
         (Transport::AppServer, HostToolChannel::DynamicTools),
-        (Transport::Exec, HostToolChannel::None),
+        (Transport::Exec, HostToolChannel::LoopbackMcp),
     ] {
         assert_eq!(codex::host_tool_channel(transport), channel);
         let driver = codex::driver(codex::Config {
@@ -1176,63 +1176,6 @@ fn host_tools_go_as_dynamic_tools_where_the_app_server_runs() {
             ..Default::default()
         });
         assert_eq!(driver.descriptor().host_tools, channel, "{transport:?}");
-    }
-}
-
-/// One host tool that is never called.
-struct OneTool(Vec<agent_adaptor_driver::HostToolSpec>);
-
-#[agent_adaptor_driver::async_trait]
-impl agent_adaptor_driver::HostToolbox for OneTool {
-    fn specs(&self) -> &[agent_adaptor_driver::HostToolSpec] {
-        &self.0
-    }
-    async fn call(
-        &self,
-        call: agent_adaptor_driver::HostToolCall,
-        _sink: &dyn agent_adaptor_driver::EventSink,
-        _cancel: &agent_adaptor_driver::CancellationToken,
-    ) -> agent_adaptor_driver::HostToolResult {
-        panic!("nothing may call {}", call.tool)
-    }
-}
-
-#[tokio::test]
-async fn host_tools_on_a_forced_exec_are_refused_before_launch() {
-    // Core refuses them by the descriptor; a driver used on its own refuses
-    // them too, and a streaming run still gets its run lifecycle.
-    let driver = codex::driver(codex::Config {
-        command: "/nonexistent/codex".into(),
-        transport: Transport::Exec,
-        ..Default::default()
-    });
-    for streaming in [false, true] {
-        let mut req = Request::new("run_0000000000000000", "hi");
-        req.streaming = streaming;
-        req.host_tools = agent_adaptor_driver::HostTools::new(Arc::new(OneTool(vec![
-            agent_adaptor_driver::HostToolSpec {
-                name: "lookup".into(),
-                description: "Look up.".into(),
-                input_schema: json!({"type": "object"}),
-                output_schema: None,
-                trusted: false,
-            },
-        ])));
-        let trace = record_run(&driver, req, Duration::from_secs(10)).await;
-        let resp = trace.response().expect("a response, not a spawn error");
-        let failure = resp.failure.as_ref().expect("refused");
-        assert_eq!(failure.code, FailureCode::PolicyError, "{failure:?}");
-        assert!(
-            failure.message.contains("exec cannot deliver host tools"),
-            "{failure:?}"
-        );
-        let kinds: Vec<&str> = trace.payloads().map(|p| p.kind.name()).collect();
-        let want: &[&str] = if streaming {
-            &["run.started", "run.error"]
-        } else {
-            &[]
-        };
-        assert_eq!(kinds, want, "streaming {streaming}");
     }
 }
 

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 mod group_watch;
+mod host_tool_common;
 mod jsonl_common;
 
 use agent_adaptor_conformance::{CancelCase, Expect, Options, RunCase, record_run, test_driver};
@@ -779,4 +780,119 @@ fn cursor_declares_what_it_carries() {
     assert!(!d.mcp.strict && !d.mcp.tool_filter && !d.mcp.auto_approve && !d.mcp.required);
     assert!(d.profiles.dedicated && d.profiles.clone);
     assert!(!d.instructions && !d.skills);
+}
+
+// ---------------------------------------------------------------------------
+// Host tools: the loopback server in the profile home's mcp.json.
+
+const HOST_FIXTURE: &str = "own/cursor/host-tool-call.jsonl";
+
+#[tokio::test]
+async fn host_tools_reach_mcp_json_with_the_token_in_the_environment_only() {
+    use agent_adaptor_driver::{HOST_TOOL_SERVER, HostToolChannel};
+    use agent_adaptor_driver_kit::host_mcp::loopback::TOKEN_ENV;
+    use agent_adaptor_drivers::cursor::equip::{CLI_CONFIG, HOST_TOOLS_PERMISSION, MCP_JSON};
+
+    assert_eq!(
+        cursor::driver(Config::default()).descriptor().host_tools,
+        HostToolChannel::LoopbackMcp
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let args = dir.path().join("args");
+    let root = dir.path().join("profiles");
+    let agent = Agent::new(on_fake(
+        HOST_FIXTURE,
+        &[
+            "--wait-stdin-eof",
+            "--args-out",
+            &args.display().to_string(),
+            "--env-out",
+            TOKEN_ENV,
+        ],
+    ));
+    let (tool, _seen) = host_tool_common::lookup_tool();
+    let opts = run_opts()
+        .tool(tool)
+        .profile(Profile::Dedicated { root: root.clone() });
+    let run = run_agent(&agent, opts).await;
+    assert_eq!(
+        run.outcome.as_ref().unwrap().text,
+        "k5 is host-value-of-k5."
+    );
+    host_tool_common::assert_host_call(&run.events, "k5");
+
+    let home = root.join("cursor");
+    let text = std::fs::read_to_string(home.join(MCP_JSON)).unwrap();
+    let written: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let entry = &written["mcpServers"][HOST_TOOL_SERVER];
+    assert_eq!(entry["type"], "http");
+    assert_eq!(
+        entry["headers"],
+        serde_json::json!({"Authorization": format!("Bearer ${{env:{TOKEN_ENV}}}")})
+    );
+    let url = entry["url"].as_str().unwrap();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(CLI_CONFIG)).unwrap()).unwrap();
+    assert_eq!(
+        config["permissions"]["allow"],
+        serde_json::json!([HOST_TOOLS_PERMISSION])
+    );
+
+    // The token: in the child's environment, nowhere else.
+    let record = ArgsRecord::load(&args).unwrap();
+    assert!(record.args.contains(&"--approve-mcps".to_owned()));
+    let token = record.env[TOKEN_ENV].clone().expect("the token variable");
+    assert_eq!(token.len(), 64);
+    assert!(
+        !record.args.iter().any(|a| a.contains(&token)),
+        "not on argv"
+    );
+    assert!(
+        !text.contains(&token),
+        "not in the file that outlives the run"
+    );
+    assert!(
+        !run.events.iter().any(|e| format!("{e:?}").contains(&token)),
+        "not in an event"
+    );
+    // The server stopped with the run.
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
+
+#[tokio::test]
+async fn host_tools_under_the_native_profile_are_refused_before_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = dir.path().join("args");
+    let agent = Agent::new(on_fake(
+        HOST_FIXTURE,
+        &["--args-out", &args.display().to_string()],
+    ));
+    let (tool, _seen) = host_tool_common::lookup_tool();
+    let run = run_agent(&agent, run_opts().tool(tool)).await;
+    let err = run.outcome.unwrap_err().to_string();
+    assert!(err.contains("dedicated or clone profile"), "{err}");
+    assert!(!args.exists(), "nothing was spawned");
+}
+
+#[test]
+fn a_host_tool_call_is_scoped_host_with_its_own_name_and_input() {
+    let (outs, p) = parse(HOST_FIXTURE, true, 0);
+    let starts: Vec<(String, ToolScope)> = payloads(&outs)
+        .into_iter()
+        .filter_map(|s| match &s.kind {
+            StreamKind::ToolCallStart { name, scope, .. } => Some((name.clone(), scope.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, [("lookup".to_owned(), ToolScope::Host)]);
+    let call = items(&p, TranscriptKind::ToolCall)[0];
+    assert_eq!(call.tool_name.as_deref(), Some("lookup"));
 }

@@ -7,19 +7,23 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 mod codex_support;
+mod host_tool_common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use agent_adaptor_conformance::{Trace, record_run};
+use agent_adaptor_core::{Agent, RunOptions, Runner};
 use agent_adaptor_driver::{
-    Driver, FailureCode, McpServer, McpToolPolicy, Profile, Request, Response, StreamKind,
-    ToolScope, TranscriptKind,
+    Driver, FailureCode, HostToolChannel, McpServer, McpToolPolicy, Profile, Request, Response,
+    StreamKind, ToolScope, TranscriptKind,
 };
+use agent_adaptor_driver_kit::host_mcp::loopback::TOKEN_ENV;
 use agent_adaptor_drivers::codex::{self, Transport};
 use agent_adaptor_testkit::mcp::McpTestServer;
 use agent_adaptor_testkit::mock::{RecordedRequest, Reply, Script};
 use codex_support::harness::{Harness, RUN_TIMEOUT};
+use futures::StreamExt;
 use serde_json::json;
 
 /// Both transports, as (name, streaming request).
@@ -573,4 +577,84 @@ async fn the_host_approves_or_denies_an_mcp_tool_call_on_the_app_server() {
         let stdout = String::from_utf8(result.raw().stdout.to_vec().unwrap()).unwrap();
         codex_support::harness::check_schema(&cfg, &stdout);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_tool_runs_on_exec_through_the_loopback_server() {
+    // Codex offers the host's server like any MCP server, as the namespace
+    // `mcp__agent_adaptor`.
+    let h = Harness::start(Script::new().on_prompt(
+        "HOSTEXEC",
+        vec![
+            Reply::ToolCall {
+                name: "mcp__agent_adaptor::lookup".into(),
+                arguments: json!({"key": "k9"}),
+            },
+            Reply::Text("Host looked up.".into()),
+        ],
+    ))
+    .await;
+    // A wrapper records codex's argv and the token variable it inherits.
+    let mut cfg = h.config(Transport::Exec);
+    let (args_log, token_log) = (h.home.path().join("args"), h.home.path().join("token"));
+    let wrapper = h.home.path().join("codex-args");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nprintf '%s' \"${TOKEN_ENV}\" > '{}'\nexec \"$AA_CODEX\" \"$@\"\n",
+            args_log.display(),
+            token_log.display()
+        ),
+    )
+    .unwrap();
+    codex_support::harness::make_executable(&wrapper);
+    cfg.env.insert(
+        "AA_CODEX".into(),
+        cfg.command.to_string_lossy().into_owned(),
+    );
+    cfg.command = wrapper;
+    assert_eq!(
+        codex::driver(cfg.clone()).descriptor().host_tools,
+        HostToolChannel::LoopbackMcp
+    );
+
+    let (tool, seen) = host_tool_common::lookup_tool();
+    let agent = Agent::new(codex::driver(cfg));
+    let mut stream = agent.stream_with(
+        "HOSTEXEC look k9 up",
+        RunOptions::new().tool(tool).timeout(RUN_TIMEOUT),
+    );
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        events.push(event);
+    }
+    let result = stream.result().await.unwrap();
+    assert_eq!(result.text, "Host looked up.");
+    assert_eq!(*seen.lock().unwrap(), ["k9"], "the closure ran once");
+    let sent = h.requests("HOSTEXEC");
+    assert_eq!(sent.len(), 2);
+    assert!(
+        offered_tools(&sent[0])
+            .iter()
+            .any(|t| t == "mcp__agent_adaptor::lookup")
+    );
+    assert!(String::from_utf8_lossy(&sent[1].body).contains(&host_tool_common::value_of("k9")));
+    host_tool_common::assert_host_call(&events, "k9");
+
+    // The token reached codex in its environment only.
+    let token = std::fs::read_to_string(&token_log).unwrap();
+    assert_eq!(token.len(), 64, "a 256-bit token");
+    let args = std::fs::read_to_string(&args_log).unwrap();
+    assert!(args.contains("mcp_servers.agent-adaptor="), "{args}");
+    assert!(!args.contains(&token), "not on argv");
+    assert!(
+        !events.iter().any(|e| format!("{e:?}").contains(&token)),
+        "not in an event"
+    );
+    assert!(
+        !sent
+            .iter()
+            .any(|r| String::from_utf8_lossy(&r.body).contains(&token)),
+        "not sent to the model"
+    );
 }

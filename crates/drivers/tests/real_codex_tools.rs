@@ -205,8 +205,8 @@ async fn a_host_tool_runs_and_its_output_reaches_the_model() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_run_with_host_tools_goes_to_the_app_server() {
-    // `Auto` sends a non-streaming run to exec, which cannot carry host
-    // tools: a run with tools goes to the app-server instead.
+    // `Auto` sends a non-streaming run to exec, but host tools go where
+    // `Auto`'s channel is: a run with tools goes to the app-server.
     let h = Harness::start(script("AUTOTOOL", json!({"order": "B-2"}))).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let cfg = h.config(Transport::Auto);

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 mod gemini_support;
+mod host_tool_common;
 #[allow(dead_code)]
 mod jsonl_common;
 
@@ -17,7 +18,9 @@ use std::path::{Path, PathBuf};
 
 use agent_adaptor_conformance::record_run;
 use agent_adaptor_core::{Event, RunOptions};
-use agent_adaptor_driver::{McpServer, McpToolPolicy, McpTransport, Profile, SkillRef, ToolScope};
+use agent_adaptor_driver::{
+    HOST_TOOL_SERVER, McpServer, McpToolPolicy, McpTransport, Profile, SkillRef, ToolScope,
+};
 use agent_adaptor_drivers::gemini;
 use agent_adaptor_testkit::mcp::McpTestServer;
 use agent_adaptor_testkit::mock::{Reply, Script};
@@ -426,4 +429,95 @@ async fn a_clone_profile_starts_from_the_users_settings_and_credentials() {
         "only settings and credentials"
     );
     assert!(!system_text(&h.model_requests(KEYWORD)[0]).contains("native-only-context"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_tool_runs_on_the_loopback_server_and_its_output_reaches_the_model() {
+    const KEYWORD: &str = "HOSTTOOL";
+    // Gemini names the host's server's tools like any MCP server's.
+    let name = format!("mcp_{HOST_TOOL_SERVER}_lookup");
+    let script = calls_then_answers(KEYWORD, &name, json!({"key": "k7"}), "Host looked up.");
+    let h = Harness::start(script).await;
+    // The user's own server: strict leaves it out, not the host's tools.
+    let user_log = add_user_server(&h);
+    let (tool, seen) = host_tool_common::lookup_tool();
+    // The default approval mode: the server's `trust` lets the call run
+    // without Gemini's own confirmation (the toolbox asks the host).
+    let run = run_answering(
+        &h,
+        h.config(),
+        &format!("{KEYWORD} please"),
+        RunOptions::new().tool(tool).mcp_strict(true),
+        "Host looked up.",
+    )
+    .await;
+    assert_eq!(*seen.lock().unwrap(), ["k7"], "the closure ran once");
+    let requests = h.model_requests(KEYWORD);
+    assert_eq!(requests.len(), 2, "the call, then the follow-up");
+    let tools = declared_tools(&requests[0]);
+    assert!(tools.contains(&name), "{tools:?}");
+    assert_user_server_unused(&tools, &user_log);
+    assert!(body_contains(
+        &requests[1],
+        &host_tool_common::value_of("k7")
+    ));
+    host_tool_common::assert_host_call(&run.events, "k7");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_approves_or_denies_each_call_of_a_host_tool() {
+    // Gemini does not ask (the server is trusted): the toolbox asks the
+    // host, through the run's events, before the closure runs.
+    let name = format!("mcp_{HOST_TOOL_SERVER}_lookup");
+    let mut script = Script::new();
+    for (keyword, text) in [("HOSTYES", "Allowed."), ("HOSTNO", "Refused.")] {
+        script = script.on_prompt(
+            keyword,
+            vec![
+                Reply::ToolCall {
+                    name: name.clone(),
+                    arguments: json!({"key": "k8"}),
+                },
+                Reply::Text(text.into()),
+            ],
+        );
+    }
+    let h = Harness::start(script).await;
+    for (keyword, approve, text) in [("HOSTYES", true, "Allowed."), ("HOSTNO", false, "Refused.")] {
+        let (tool, seen) = host_tool_common::asking_lookup_tool();
+        let mut asked = Vec::new();
+        let run = gemini_support::drain_with(
+            &h.agent(h.config()),
+            &format!("{keyword} please"),
+            RunOptions::new().tool(tool),
+            |event, _| {
+                if let Event::ApprovalRequest(req) = event {
+                    asked.push(req.title.clone());
+                    if approve {
+                        req.approve().unwrap();
+                    } else {
+                        req.deny("not this key").unwrap();
+                    }
+                }
+            },
+        )
+        .await;
+        assert_eq!(ok(&run).text, text);
+        assert_eq!(asked.len(), 1, "{keyword}: {asked:?}");
+        let ran: &[&str] = if approve { &["k8"] } else { &[] };
+        assert_eq!(*seen.lock().unwrap(), ran, "{keyword}");
+        let requests = h.model_requests(keyword);
+        assert_eq!(requests.len(), 2, "{keyword}");
+        assert_eq!(
+            body_contains(&requests[1], &host_tool_common::value_of("k8")),
+            approve,
+            "{keyword}"
+        );
+        if !approve {
+            assert!(
+                body_contains(&requests[1], "not this key"),
+                "the model reads why"
+            );
+        }
+    }
 }

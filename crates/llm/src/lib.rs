@@ -1,5 +1,6 @@
 //! LLM HTTP providers under one stream contract, usable on their own and as
-//! an agent [`Driver`](agent::LlmDriver).
+//! a multi-step agent [`Driver`](agent::LlmDriver) (tool loop with host and
+//! MCP tools, threads).
 //!
 //! * The vocabulary: [`LlmStreamEvent`] (see its docs for the contract),
 //!   [`LlmCompletionMetadata`], [`LlmStreamError`], [`LlmError`].

@@ -10,56 +10,11 @@ use agent_adaptor_conformance::{Expect, Options, RunCase, test_driver};
 use agent_adaptor_core::{Agent, Error, Event, RunCause, RunResult, RunStream, Runner};
 use agent_adaptor_driver::TranscriptKind;
 use agent_adaptor_llm::agent::LlmDriver;
-use agent_adaptor_llm::{
-    AnthropicMessages, GeminiGenerateContent, OpenAiChat, OpenAiResponses, Protocol, Provider,
-};
-use agent_adaptor_testkit::mock::{MockServer, Reply, ToolCallSpec};
+use agent_adaptor_llm::{OpenAiChat, Protocol, Provider};
+use agent_adaptor_testkit::mock::{Reply, ToolCallSpec};
+use common::{VENDORS, Vendor, llm};
 use futures::StreamExt;
 use serde_json::json;
-
-#[derive(Clone, Copy, Debug)]
-enum Vendor {
-    Chat,
-    Responses,
-    Anthropic,
-    Gemini,
-}
-
-const VENDORS: [Vendor; 4] = [
-    Vendor::Chat,
-    Vendor::Responses,
-    Vendor::Anthropic,
-    Vendor::Gemini,
-];
-
-fn llm(vendor: Vendor, server: &MockServer) -> LlmDriver {
-    fn provider(protocol: impl Protocol, base: String) -> Provider {
-        Provider::new("mock", protocol)
-            .base_url(base)
-            .api_key("test-key")
-    }
-    let retry = common::fast_retry();
-    let root = server.base_url();
-    let provider = match vendor {
-        Vendor::Chat => provider(
-            OpenAiChat::new().with_retry_config(retry),
-            format!("{root}/v1"),
-        ),
-        Vendor::Responses => provider(
-            OpenAiResponses::new().with_retry_config(retry),
-            format!("{root}/v1"),
-        ),
-        Vendor::Anthropic => provider(
-            AnthropicMessages::new().with_retry_config(retry),
-            format!("{root}/v1"),
-        ),
-        Vendor::Gemini => provider(
-            GeminiGenerateContent::new().with_retry_config(retry),
-            format!("{root}/v1beta"),
-        ),
-    };
-    LlmDriver::new(provider, "mock-model")
-}
 
 async fn drain(mut stream: RunStream) -> (Vec<Event>, Result<RunResult, Error>) {
     let mut events = Vec::new();
@@ -157,10 +112,14 @@ async fn reasoning_and_parallel_tool_calls_reach_core_for_every_vendor() {
             "{vendor:?}"
         );
 
-        let server = common::server(vec![Reply::ToolCalls(vec![
-            ToolCallSpec::new("read_file", json!({"path": "a.txt"})),
-            ToolCallSpec::new("list_dir", json!({"path": "."})),
-        ])])
+        // Tools the run does not have: the model reads that, then answers.
+        let server = common::server(vec![
+            Reply::ToolCalls(vec![
+                ToolCallSpec::new("read_file", json!({"path": "a.txt"})),
+                ToolCallSpec::new("list_dir", json!({"path": "."})),
+            ]),
+            Reply::Text("Without tools, then.".into()),
+        ])
         .await;
         let agent = Agent::new(llm(vendor, &server));
         let (events, outcome) = drain(agent.stream(common::PROMPT)).await;
@@ -181,6 +140,21 @@ async fn reasoning_and_parallel_tool_calls_reach_core_for_every_vendor() {
             })
             .collect();
         assert_eq!(names, vec!["read_file", "list_dir"], "{vendor:?}");
+        assert_eq!(result.text, "Without tools, then.", "{vendor:?}");
+        let results: Vec<_> = result
+            .transcript()
+            .as_slice()
+            .unwrap()
+            .iter()
+            .filter(|i| i.kind == TranscriptKind::ToolResult)
+            .collect();
+        assert_eq!(results.len(), 2, "{vendor:?}");
+        assert!(
+            results
+                .iter()
+                .all(|r| r.is_error && r.text.contains("no tool named")),
+            "{vendor:?}: {results:?}"
+        );
     }
 }
 

@@ -13,7 +13,7 @@ use axum::routing::get;
 use serde_json::{Value, json};
 
 use super::{INDEX_HTML, THREAD_LIST_LIMIT, WEB_NAMESPACE};
-use crate::chat::{CODEC, HISTORY_KEY, TITLE_CHARS, TITLE_KEY};
+use agent_adaptor_llm::agent::session::{CODEC, HISTORY_KEY, TITLE_CHARS, TITLE_KEY};
 
 /// What the API handlers share.
 #[derive(Clone)]

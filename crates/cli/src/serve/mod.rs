@@ -94,6 +94,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     }
     let identity = recover::Identity::new(&args, local)?;
     let recovered = identity.recover(&store).await?;
+    // The agent's defaults carry its host tools.
+    let workspace = crate::tools::workspace(args.cwd.as_deref());
+    for tool in crate::tools::host_tools(selected.name, &workspace) {
+        defaults = defaults.tool(tool);
+    }
     let agent = Agent::builder_shared(selected.driver.clone())
         .thread_store(store.store.clone())
         .lease_owner(&identity.instance, &identity.epoch)

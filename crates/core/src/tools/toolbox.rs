@@ -140,7 +140,7 @@ impl Toolbox {
         };
         let mut req = DecisionRequest::new(DecisionKind::Permission, APPROVAL_SOURCE);
         req.tool_call_id = call.call_id.clone();
-        req.prompt = format!("Allow {}?", spec.name);
+        req.prompt = format!("Allow {} {}?", spec.name, shown_input(&call.input));
         req.payload = Some(json!({"tool_name": spec.name, "input": call.input, "scope": "host"}));
         match decisions.request_decision(req).await {
             Ok(answer) if answer.result == DecisionResult::Approved => Ok(()),
@@ -214,6 +214,20 @@ impl Toolbox {
             Ok(Ok(Ok(output))) => Ok(output),
         }
     }
+}
+
+/// The most characters of a call's input an approval prompt shows.
+const PROMPT_INPUT_CHARS: usize = 200;
+
+/// The input as compact JSON for the approval prompt, shortened.
+fn shown_input(input: &Value) -> String {
+    let text = input.to_string();
+    if text.chars().count() <= PROMPT_INPUT_CHARS {
+        return text;
+    }
+    let mut short: String = text.chars().take(PROMPT_INPUT_CHARS).collect();
+    short.push('…');
+    short
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {

@@ -4,6 +4,7 @@
 //! One mapping, so every channel shows the same tools and the same results.
 
 pub mod inproc;
+pub mod loopback;
 
 use agent_adaptor_driver::{HostToolResult, HostToolSpec, HostToolStatus};
 use serde_json::{Map, Value, json};

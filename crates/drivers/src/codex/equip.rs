@@ -17,7 +17,10 @@
 //!   (`<root>/codex`; a clone is seeded with `config.toml` copied and
 //!   `auth.json` linked);
 //! * **skills** — copied into `<CODEX_HOME>/skills/<name>/`, only in a
-//!   dedicated or clone home (never the user's own).
+//!   dedicated or clone home (never the user's own);
+//! * **host tools** (exec) — the run's loopback MCP server as one more
+//!   `-c mcp_servers.agent-adaptor={…}` with `bearer_token_env_var`, the
+//!   token in the child's environment ([`host_tools_override`]).
 //!
 //! exec's carriers are command-line arguments, so they are bounded
 //! ([`EXEC_ARGV_BUDGET`]): Codex reads no developer-instructions file, and a
@@ -29,9 +32,11 @@
 use std::path::{Path, PathBuf};
 
 use agent_adaptor_driver::{
-    DriverError, FailureCode, McpServer, McpTransport, Request, RunFailure,
+    DriverError, FailureCode, HOST_TOOL_SERVER, HostToolSpec, McpServer, McpTransport, Request,
+    RunFailure,
 };
 use agent_adaptor_driver::{SkillRef, canonical_session_config_fingerprint};
+use agent_adaptor_driver_kit::host_mcp::loopback::{LoopbackServer, TOKEN_ENV};
 use agent_adaptor_driver_kit::profile::{CloneSeed, prepare_home};
 use agent_adaptor_driver_kit::scratch::write_private;
 use agent_adaptor_driver_kit::skills::materialize;
@@ -108,13 +113,10 @@ impl Equipment {
     pub(crate) fn exec_overrides(&self) -> Vec<String> {
         let mut a = Vec::new();
         if let Some(text) = &self.instructions {
-            a.extend([
-                "-c".into(),
-                format!("developer_instructions={}", toml_inline(&json!(text))),
-            ]);
+            a.extend(c_flag("developer_instructions", &json!(text)));
         }
         for (k, v) in &self.config {
-            a.extend(["-c".into(), format!("{k}={}", toml_inline(v))]);
+            a.extend(c_flag(k, v));
         }
         a
     }
@@ -128,6 +130,24 @@ impl Equipment {
     pub(crate) fn thread_config(&self) -> Option<Map<String, Value>> {
         (!self.config.is_empty()).then(|| self.config.iter().cloned().collect())
     }
+}
+
+/// One `-c key=<TOML>` override.
+fn c_flag(key: &str, value: &Value) -> [String; 2] {
+    ["-c".into(), format!("{key}={}", toml_inline(value))]
+}
+
+/// exec's `-c` override of the run's host-tool server: Streamable HTTP at
+/// its loopback URL, the token read from [`TOKEN_ENV`] (set in the child's
+/// environment, never on argv), required, and every tool approved (exec
+/// cannot ask; the host's toolbox asks the host per the run's policy).
+pub(crate) fn host_tools_override(server: &LoopbackServer, specs: &[HostToolSpec]) -> [String; 2] {
+    let mut entry = server.mcp_server(TOKEN_ENV);
+    entry.tools.auto_approve = specs.iter().map(|s| s.name.clone()).collect();
+    c_flag(
+        &format!("mcp_servers.{HOST_TOOL_SERVER}"),
+        &mcp_table(&entry),
+    )
 }
 
 /// The checkpoint key holding the fingerprint of the instructions a Codex
@@ -344,6 +364,30 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert!(!equip.fits_exec_argv());
+    }
+
+    #[tokio::test]
+    async fn the_host_tools_server_is_approved_and_its_token_stays_off_argv() {
+        let spec = HostToolSpec {
+            name: "lookup".into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            trusted: false,
+        };
+        let (server, _calls) = LoopbackServer::start(std::slice::from_ref(&spec))
+            .await
+            .unwrap();
+        let [c, value] = host_tools_override(&server, &[spec]);
+        assert_eq!(c, "-c");
+        assert_eq!(
+            value,
+            format!(
+                r#"mcp_servers.agent-adaptor={{"bearer_token_env_var" = "{TOKEN_ENV}", "required" = true, "tools" = {{"lookup" = {{"approval_mode" = "approve"}}}}, "url" = "{}"}}"#,
+                server.url()
+            )
+        );
+        assert!(!value.contains(server.token()));
     }
 
     #[test]

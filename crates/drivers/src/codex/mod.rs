@@ -301,15 +301,10 @@ impl CodexDriver {
     /// forced `Exec`.
     fn app_server_for(&self, req: &Request, equip: &Equipment) -> Result<bool, RunFailure> {
         let chosen = self.config.uses_app_server(req.streaming);
-        if !chosen && !req.host_tools.is_empty() {
-            // Host tools go where their channel is (`host_tool_channel`).
-            return match self.config.transport {
-                Transport::Exec => Err(RunFailure::new(
-                    FailureCode::PolicyError,
-                    "codex exec cannot deliver host tools; use the app-server transport",
-                )),
-                _ => Ok(true),
-            };
+        if !chosen && !req.host_tools.is_empty() && self.config.transport == Transport::Auto {
+            // Host tools go where their channel is (`host_tool_channel`):
+            // under `Auto`, the app-server's dynamic tools.
+            return Ok(true);
         }
         if chosen || equip.fits_exec_argv() {
             return Ok(chosen);
@@ -329,14 +324,14 @@ impl CodexDriver {
 }
 
 /// How the Codex driver delivers host tools with `transport`: as the
-/// app-server's dynamic tools (`appserver/dynamic_tools.rs`). `Auto` runs a
-/// request with host tools on the app-server whatever its streaming flag;
-/// `codex exec` has no channel (yet): core refuses host tools for a driver
-/// forced onto it.
+/// app-server's dynamic tools (`appserver/dynamic_tools.rs`); `Auto` runs a
+/// request with host tools on the app-server whatever its streaming flag. A
+/// driver forced onto `codex exec` serves them on the run's loopback MCP
+/// server (`transport.rs`, `equip::host_tools_override`).
 pub fn host_tool_channel(transport: Transport) -> HostToolChannel {
     match transport {
         Transport::Auto | Transport::AppServer => HostToolChannel::DynamicTools,
-        Transport::Exec => HostToolChannel::None,
+        Transport::Exec => HostToolChannel::LoopbackMcp,
     }
 }
 

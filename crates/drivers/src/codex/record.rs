@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
-    Checkpoint, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure, SeenIds,
-    SessionState, StreamPayload, TerminalPayload, ToolScope, Transcript, TranscriptItem,
-    TranscriptKind, Usage, describe_exit,
+    Checkpoint, HOST_TOOL_SERVER, LifecycleId, OperationalEvent, ProviderCoords, RunEvent,
+    RunFailure, SeenIds, SessionState, StreamPayload, TerminalPayload, ToolScope, Transcript,
+    TranscriptItem, TranscriptKind, Usage, describe_exit,
 };
 use serde_json::{Value, json};
 
@@ -718,8 +718,16 @@ impl ToolCall {
         }
     }
 
-    /// `tool` of the MCP server `server` (`mcpToolCall` / `mcp_tool_call`).
+    /// `tool` of the MCP server `server` (`mcpToolCall` / `mcp_tool_call`);
+    /// a tool of [`HOST_TOOL_SERVER`] is the host's, under its own name.
     pub(crate) fn mcp(server: &str, tool: &str, args: Value) -> ToolCall {
+        if server == HOST_TOOL_SERVER {
+            return ToolCall {
+                name: tool.to_owned(),
+                args,
+                scope: ToolScope::Host,
+            };
+        }
         ToolCall {
             name: format!("mcp:{server}/{tool}"),
             args,

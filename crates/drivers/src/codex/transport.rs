@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use agent_adaptor_driver::{DriverError, EventSink, Request, RunContext};
 use agent_adaptor_driver_kit::host_calls::HostCalls;
+use agent_adaptor_driver_kit::host_mcp::loopback::{self, LoopbackServer, TOKEN_ENV};
 use agent_adaptor_process::{Command, Finished, StdinMode};
 use bytes::Bytes;
 use serde_json::Value;
@@ -14,7 +15,7 @@ use serde_json::Value;
 use super::appserver::protocol::ThreadParams;
 use super::appserver::transport::{Plan, Session};
 use super::appserver::{AppServerParser, dynamic_tools};
-use super::equip::Equipment;
+use super::equip::{self, Equipment};
 use super::parse::ExecParser;
 use super::record::{Parsed, Totals};
 use super::wire::ExecUsage;
@@ -63,22 +64,33 @@ impl CodexDriver {
         equip: &Equipment,
     ) -> Result<(Finished, Parsed), DriverError> {
         let schema_file = schema.map(SchemaFile::write).transpose()?;
+        // The host tools' server, started before the CLI; it stops with
+        // the run.
+        let (host, calls) = LoopbackServer::for_run(req).await?.unzip();
+        let mut overrides = equip.exec_overrides();
+        if let Some(server) = &host {
+            overrides.extend(equip::host_tools_override(server, req.host_tools.specs()));
+        }
         let args = argv::exec_argv(
             &self.config,
             req,
             cwd,
             schema_file.as_ref().map(|f| f.0.as_path()),
-            &equip.exec_overrides(),
+            &overrides,
         );
         let prompt = StdinMode::Bytes(Bytes::from(req.prompt.clone().into_bytes()));
-        let cmd = self.command(args, cwd, prompt, equip);
+        let mut cmd = self.command(args, cwd, prompt, equip);
+        if let Some(server) = &host {
+            cmd.env(TOKEN_ENV, server.token());
+        }
         let mut parser = ExecParser::new(req.streaming, previous_usage(req))
             .with_transcript(req.new_transcript());
         let cli = CliName {
             name: "Codex",
             terminal: "turn.completed",
         };
-        let finished = pump::run(cli, &cmd, ctx, sink, &mut parser, None, &[]).await?;
+        let run = pump::run(cli, &cmd, ctx, sink, &mut parser, None, &[]);
+        let finished = loopback::serving(calls, &req.host_tools, sink, &ctx.cancel, run).await?;
         let (tail, parsed) = parser.finish(ExitFacts::of(&finished.exit));
         for out in tail {
             pump::deliver(out, sink, &mut None, &mut None).await?;

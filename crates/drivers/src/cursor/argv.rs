@@ -26,8 +26,9 @@ pub fn argv(cfg: &Config, req: &Request) -> Vec<String> {
     if let Some(id) = resume_id(req) {
         a.extend(["--resume".into(), id.to_owned()]);
     }
-    if !req.mcp_servers.is_empty() {
-        // The run's servers load without an interactive approval.
+    if !req.mcp_servers.is_empty() || !req.host_tools.is_empty() {
+        // The run's servers (the host tools' too) load without an
+        // interactive approval.
         a.push("--approve-mcps".into());
     }
     a.extend(cfg.extra_args.iter().cloned());

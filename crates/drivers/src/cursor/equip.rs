@@ -14,6 +14,16 @@
 //! passed through to the child. Under the native profile a run with MCP
 //! servers is refused before anything starts.
 //!
+//! The run's host tools are one more server of that `mcp.json`,
+//! [`HOST_TOOL_SERVER`](agent_adaptor_driver::HOST_TOOL_SERVER) at the
+//! run's loopback MCP server, its token as
+//! `${env:AGENT_ADAPTOR_HOST_TOOL_TOKEN}` set in the child's environment
+//! (the file outlives the run; the token dies with it), and its tools
+//! allowed without Cursor's own confirmation (`Mcp(agent-adaptor:*)` in the
+//! profile's `cli-config.json` `permissions.allow`: the host's toolbox asks
+//! the host, per the run's policy). Each run's server has its own port, so
+//! runs with host tools do not share a profile home at the same time.
+//!
 //! Project `mcp.json` files are still read by the CLI, so strict isolation
 //! is not declared; nor are per-tool filters, approvals or `required`.
 //! Instructions and skills have no carrier the driver owns (Cursor reads
@@ -26,12 +36,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
 use agent_adaptor_driver::{McpServer, McpTransport, Request};
+use agent_adaptor_driver_kit::host_mcp::loopback::{LoopbackServer, TOKEN_ENV};
 use agent_adaptor_driver_kit::profile::{CloneSeed, prepare_home};
 use agent_adaptor_driver_kit::scratch::write_private;
 use serde_json::{Map, Value, json};
 
 /// Where the MCP servers are written, relative to the profile home.
 pub const MCP_JSON: &str = ".cursor/mcp.json";
+
+/// The CLI configuration (permissions), relative to the profile home.
+pub const CLI_CONFIG: &str = ".cursor/cli-config.json";
+
+/// The permission that lets the host's tools run without Cursor asking.
+pub const HOST_TOOLS_PERMISSION: &str = "Mcp(agent-adaptor:*)";
 
 /// What a clone profile takes from the user's home: the CLI settings
 /// (copied) and the stored login, wherever this CLI version keeps it
@@ -44,12 +61,21 @@ const SEED: CloneSeed<'static> = CloneSeed {
 /// A Cursor Agent run that cannot be equipped as asked.
 #[derive(Debug, thiserror::Error)]
 pub enum EquipError {
-    /// MCP servers need a home the driver owns.
+    /// MCP servers (host tools too) need a home the driver owns.
     #[error(
-        "cursor carries MCP servers only under a dedicated or clone profile: \
+        "cursor carries MCP servers and host tools only under a dedicated or clone profile: \
          its mcp.json lives in the user's project or home otherwise"
     )]
     McpNeedsProfile,
+    /// The profile's `cli-config.json` is not a JSON object: the host tools'
+    /// permission cannot be added.
+    #[error("the profile's {} is not a JSON object: {reason}", path.display())]
+    BadCliConfig {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// Another run of this process uses the same profile home with other
     /// MCP servers (the home has one `mcp.json`).
     #[error(
@@ -124,11 +150,12 @@ pub fn home_env(home: &Path) -> Vec<(String, String)> {
     ]
 }
 
-/// Prepare the run's profile home and its `mcp.json`. Nothing is written
-/// under the native profile (where MCP servers are refused).
-pub fn equip(req: &Request) -> Result<Equipped, EquipError> {
+/// Prepare the run's profile home and its `mcp.json`, with the run's
+/// host-tool server `host` (if any). Nothing is written under the native
+/// profile (where MCP servers and host tools are refused).
+pub fn equip(req: &Request, host: Option<&LoopbackServer>) -> Result<Equipped, EquipError> {
     if req.profile.is_native() {
-        if !req.mcp_servers.is_empty() {
+        if !req.mcp_servers.is_empty() || host.is_some() {
             return Err(EquipError::McpNeedsProfile);
         }
         return Ok(Equipped::default());
@@ -148,8 +175,13 @@ pub fn equip(req: &Request) -> Result<Equipped, EquipError> {
     let home = prepare_home(&req.profile, "cursor", &native, &seed)
         .map_err(io(&planned))?
         .unwrap_or(planned);
-    let text = serde_json::to_string_pretty(&mcp_json(&req.mcp_servers)).unwrap_or_default();
+    let mut servers = req.mcp_servers.clone();
+    servers.extend(host.map(|h| h.mcp_server(TOKEN_ENV)));
+    let text = serde_json::to_string_pretty(&mcp_json(&servers)).unwrap_or_default();
     let claim = Claim::take(&home, &text)?;
+    if host.is_some() {
+        allow_host_tools(&home.join(CLI_CONFIG))?;
+    }
     write_atomic(&home.join(MCP_JSON), text.as_bytes()).map_err(io(&home))?;
     let pass = req
         .mcp_servers
@@ -161,6 +193,45 @@ pub fn equip(req: &Request) -> Result<Equipped, EquipError> {
         env: home_env(&home),
         pass,
         _claim: Some(claim),
+    })
+}
+
+/// Add [`HOST_TOOLS_PERMISSION`] to `permissions.allow` of the CLI
+/// configuration at `path` (created when missing; the rest is kept).
+fn allow_host_tools(path: &Path) -> Result<(), EquipError> {
+    let bad = |reason: String| EquipError::BadCliConfig {
+        path: path.to_owned(),
+        reason,
+    };
+    let mut config = match fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str::<Value>(&text).map_err(|e| bad(e.to_string()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
+        Err(source) => {
+            return Err(EquipError::Io {
+                home: path.to_owned(),
+                source,
+            });
+        }
+    };
+    let allow = config
+        .as_object_mut()
+        .ok_or_else(|| bad("not an object".into()))?
+        .entry("permissions")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or_else(|| bad("permissions is not an object".into()))?
+        .entry("allow")
+        .or_insert_with(|| json!([]))
+        .as_array_mut()
+        .ok_or_else(|| bad("permissions.allow is not an array".into()))?;
+    if allow.iter().any(|p| p == HOST_TOOLS_PERMISSION) {
+        return Ok(());
+    }
+    allow.push(HOST_TOOLS_PERMISSION.into());
+    let text = serde_json::to_string_pretty(&config).unwrap_or_default();
+    write_atomic(path, text.as_bytes()).map_err(|source| EquipError::Io {
+        home: path.to_owned(),
+        source,
     })
 }
 
@@ -270,29 +341,78 @@ mod tests {
     #[test]
     fn native_refuses_servers_and_a_home_is_shared_only_with_the_same_servers() {
         let mut req = Request::new("r", "p");
-        assert!(equip(&req).unwrap().env.is_empty());
+        assert!(equip(&req, None).unwrap().env.is_empty());
         req.mcp_servers = vec![McpServer::stdio("a", "srv", ["1"])];
-        assert!(matches!(equip(&req), Err(EquipError::McpNeedsProfile)));
+        assert!(matches!(
+            equip(&req, None),
+            Err(EquipError::McpNeedsProfile)
+        ));
 
         let root = tempfile::tempdir().unwrap();
         req.profile = Profile::Dedicated {
             root: root.path().to_owned(),
         };
-        let first = equip(&req).unwrap();
+        let first = equip(&req, None).unwrap();
         let home = root.path().join("cursor");
         assert!(
             first
                 .env
                 .contains(&("HOME".into(), home.display().to_string()))
         );
-        let same = equip(&req).unwrap();
+        let same = equip(&req, None).unwrap();
         let mut other = req.clone();
         other.mcp_servers = vec![McpServer::stdio("b", "srv", ["2"])];
-        assert!(matches!(equip(&other), Err(EquipError::HomeInUse { .. })));
+        assert!(matches!(
+            equip(&other, None),
+            Err(EquipError::HomeInUse { .. })
+        ));
         drop((first, same));
-        let written = equip(&other).unwrap();
+        let written = equip(&other, None).unwrap();
         let text = fs::read_to_string(home.join(MCP_JSON)).unwrap();
         assert!(text.contains("\"b\"") && !text.contains("\"a\""), "{text}");
         drop(written);
+    }
+
+    #[test]
+    fn the_host_tools_permission_is_added_once_and_the_rest_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CLI_CONFIG);
+        assert_eq!(
+            HOST_TOOLS_PERMISSION,
+            format!("Mcp({}:*)", agent_adaptor_driver::HOST_TOOL_SERVER)
+        );
+        allow_host_tools(&path).unwrap();
+        let read = || serde_json::from_str::<Value>(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            read(),
+            json!({"permissions": {"allow": [HOST_TOOLS_PERMISSION]}})
+        );
+        fs::write(
+            &path,
+            r#"{"version": 1, "permissions": {"allow": ["Shell(ls)"], "deny": ["Shell(rm)"]}}"#,
+        )
+        .unwrap();
+        allow_host_tools(&path).unwrap();
+        allow_host_tools(&path).unwrap();
+        assert_eq!(
+            read(),
+            json!({"version": 1, "permissions": {"allow": ["Shell(ls)", HOST_TOOLS_PERMISSION],
+                   "deny": ["Shell(rm)"]}})
+        );
+        for bad in [
+            "[1]",
+            "{\"permissions\": 3}",
+            "{\"permissions\": {\"allow\": {}}}",
+            "no json",
+        ] {
+            fs::write(&path, bad).unwrap();
+            assert!(
+                matches!(
+                    allow_host_tools(&path),
+                    Err(EquipError::BadCliConfig { .. })
+                ),
+                "{bad}"
+            );
+        }
     }
 }

@@ -28,12 +28,13 @@ pub mod wire;
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, McpSupport,
-    ProfileSupport, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, HostToolChannel,
+    McpSupport, ProfileSupport, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
     StreamCapability, async_trait, canonical_session_config_fingerprint,
 };
 
 use crate::one_shot::{self, OneShot, OneShotCli};
+use agent_adaptor_driver_kit::host_mcp::loopback::{self, LoopbackServer, TOKEN_ENV};
 pub use config::{Config, ENV_ALLOWLIST};
 use parse::CursorParser;
 
@@ -76,6 +77,8 @@ impl Driver for CursorDriver {
             dedicated: true,
             clone: true,
         };
+        // The loopback MCP server in the profile home's mcp.json (`equip`).
+        d.host_tools = HostToolChannel::LoopbackMcp;
         d
     }
 
@@ -109,10 +112,18 @@ impl Driver for CursorDriver {
         let applied = policy::table().apply(&self.config, &req.policy);
         let cfg = &*applied;
         let args = argv::argv(cfg, &req);
+        // The host tools' server, started before the CLI; it stops with
+        // the run.
+        let (host, calls) = LoopbackServer::for_run(&req).await?.unzip();
         // Held until the run ends: the profile home's claim.
-        let equipped = equip::equip(&req).map_err(|e| DriverError::Other(Box::new(e)))?;
+        let equipped =
+            equip::equip(&req, host.as_ref()).map_err(|e| DriverError::Other(Box::new(e)))?;
         let mut env = cfg.env.clone();
         env.extend(equipped.env.iter().cloned());
+        if let Some(server) = &host {
+            // Named by mcp.json; never argv.
+            env.insert(TOKEN_ENV.into(), server.token().into());
+        }
         let env_policy = cfg.env_policy.with_passed(&equipped.pass);
         let spec = OneShot {
             program: &cfg.command,
@@ -125,7 +136,8 @@ impl Driver for CursorDriver {
             cancel_grace: cfg.cancel_grace,
         };
         let mut parser = CursorParser::new(req.streaming).with_transcript(req.new_transcript());
-        one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser).await
+        let run = one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser);
+        loopback::serving(calls, &req.host_tools, sink, &ctx.cancel, run).await
     }
 
     crate::probed::probe_methods!();

@@ -17,8 +17,8 @@
 //!   notice ([`crate::terminal_guard`]) and the run goes on.
 
 use agent_adaptor_driver::{
-    FailureCode, ProviderCoords, RunFailure, StreamPayload, ToolScope, TranscriptItem,
-    TranscriptKind, Usage,
+    FailureCode, HOST_TOOL_SERVER, ProviderCoords, RunFailure, StreamPayload, ToolScope,
+    TranscriptItem, TranscriptKind, Usage,
 };
 use serde_json::Value;
 
@@ -302,7 +302,9 @@ fn usage_of(u: ResultUsage) -> Usage {
 /// A tool call's name and arguments. `{"readToolCall": {"args": …}}` is
 /// `read`; `{"function": {"name", "arguments"}}` is its `name`;
 /// `{"mcpToolCall": {"args": {"providerIdentifier", "toolName"|"name"}}}` is
-/// `mcp:<provider>/<tool>`. An unknown `<kind>ToolCall` keeps its kind.
+/// `mcp:<provider>/<tool>`, or the bare `<tool>` with the tool's own input
+/// (`args.args`) when the provider is [`HOST_TOOL_SERVER`]. An unknown
+/// `<kind>ToolCall` keeps its kind.
 pub fn describe(call: &Value) -> (String, Value) {
     let Some((key, inner)) = call.as_object().and_then(|o| o.iter().next()) else {
         return ("unknown".into(), Value::Null);
@@ -319,6 +321,11 @@ pub fn describe(call: &Value) -> (String, Value) {
             let tool = text(&args, "toolName")
                 .or_else(|| text(&args, "name"))
                 .unwrap_or_else(|| "unknown".into());
+            if provider == HOST_TOOL_SERVER {
+                // The host's tool: its own name and its own input.
+                let input = args.get("args").cloned().unwrap_or(Value::Null);
+                return (tool, input);
+            }
             (format!("mcp:{provider}/{tool}"), args)
         }
         other => (
@@ -330,8 +337,8 @@ pub fn describe(call: &Value) -> (String, Value) {
 
 /// Where a tool call's tool lives: an `mcpToolCall` naming its server
 /// (`providerIdentifier`, the key of the server in `mcp.json`) and its tool
-/// (`toolName`, else `name`) is [`ToolScope::Mcp`]; anything else is
-/// built in.
+/// (`toolName`, else `name`) is [`ToolScope::Mcp`], or [`ToolScope::Host`]
+/// for [`HOST_TOOL_SERVER`]; anything else is built in.
 pub fn scope_of(call: &Value) -> ToolScope {
     let args = call.get("mcpToolCall").and_then(|c| c.get("args"));
     let text = |k: &str| {
@@ -343,6 +350,7 @@ pub fn scope_of(call: &Value) -> ToolScope {
         text("providerIdentifier"),
         text("toolName").or_else(|| text("name")),
     ) {
+        (Some(HOST_TOOL_SERVER), Some(_)) => ToolScope::Host,
         (Some(server), Some(tool)) => ToolScope::Mcp {
             server: server.to_owned(),
             tool: tool.to_owned(),

@@ -47,7 +47,11 @@ pub fn argv(cfg: &Config, req: &Request) -> Vec<String> {
     if req.mcp_strict {
         // Only the run's servers (extensions' included); an empty list
         // would allow every server, so no servers allow a name none has.
-        let names: Vec<&str> = req.mcp_servers.iter().map(|s| s.name.as_str()).collect();
+        let mut names: Vec<&str> = req.mcp_servers.iter().map(|s| s.name.as_str()).collect();
+        if !req.host_tools.is_empty() {
+            // The host's tools, served to this run only.
+            names.push(agent_adaptor_driver::HOST_TOOL_SERVER);
+        }
         let names = if names.is_empty() {
             NO_MCP_SERVER.to_owned()
         } else {

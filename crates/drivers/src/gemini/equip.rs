@@ -9,11 +9,14 @@
 //!   home (or of the native one) in the run's scratch ([`super::home`]).
 //! * A bearer token's variable is passed through to the CLI, which expands
 //!   it in the header the settings name.
+//! * The run's host tools: their loopback server is one more entry of the
+//!   overlay settings ([`mcp::host_entry`]).
 
 use std::path::{Path, PathBuf};
 
-use agent_adaptor_driver::{DriverError, Profile, Request};
+use agent_adaptor_driver::{DriverError, HOST_TOOL_SERVER, Profile, Request};
 use agent_adaptor_driver_kit::child_env::EnvPolicy;
+use agent_adaptor_driver_kit::host_mcp::loopback::LoopbackServer;
 use agent_adaptor_driver_kit::profile::{CloneSeed, prepare_home};
 
 use super::home::{Equipment, RunHome, overlay};
@@ -25,9 +28,14 @@ const SEED: CloneSeed<'static> = CloneSeed {
     link: &[".gemini/oauth_creds.json", ".gemini/google_accounts.json"],
 };
 
-/// Point `cfg` at the run's home; the returned overlay (if any) must live
-/// until the CLI has exited.
-pub fn apply(cfg: &mut Config, req: &Request) -> Result<Option<RunHome>, DriverError> {
+/// Point `cfg` at the run's home, with the run's host-tool server `host`
+/// (if any); the returned overlay (if any) must live until the CLI has
+/// exited.
+pub fn apply(
+    cfg: &mut Config,
+    req: &Request,
+    host: Option<&LoopbackServer>,
+) -> Result<Option<RunHome>, DriverError> {
     let other = |e: Box<dyn std::error::Error + Send + Sync>| DriverError::Other(e);
     let native = native_home(cfg);
     let profile_home = match (&req.profile, &native) {
@@ -42,9 +50,14 @@ pub fn apply(cfg: &mut Config, req: &Request) -> Result<Option<RunHome>, DriverE
             &SEED,
         )?,
     };
+    let mut mcp_servers =
+        mcp::settings_entries(&req.mcp_servers).map_err(|e| other(Box::new(e)))?;
+    if let Some(server) = host {
+        mcp_servers.insert(HOST_TOOL_SERVER.into(), mcp::host_entry(server));
+    }
     let eq = Equipment {
         instructions: req.instructions.as_deref(),
-        mcp_servers: mcp::settings_entries(&req.mcp_servers).map_err(|e| other(Box::new(e)))?,
+        mcp_servers,
         mcp_strict: req.mcp_strict,
         skills: &req.skills,
     };
@@ -122,14 +135,18 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         // Nothing to carry: the configuration is untouched.
         let mut cfg = config(tmp.path());
-        assert!(apply(&mut cfg, &Request::new("r", "p")).unwrap().is_none());
+        assert!(
+            apply(&mut cfg, &Request::new("r", "p"), None)
+                .unwrap()
+                .is_none()
+        );
         assert_eq!(cfg, config(tmp.path()));
 
         // A dedicated profile alone: its home, no overlay.
         let root = tmp.path().join("profiles");
         let mut req = Request::new("r", "p");
         req.profile = Profile::Dedicated { root: root.clone() };
-        assert!(apply(&mut cfg, &req).unwrap().is_none());
+        assert!(apply(&mut cfg, &req, None).unwrap().is_none());
         assert_eq!(
             cfg.env.get("GEMINI_CLI_HOME").map(PathBuf::from),
             Some(root.join("gemini"))
@@ -150,7 +167,7 @@ mod tests {
             required: false,
             tools: McpToolPolicy::default(),
         });
-        let home = apply(&mut cfg, &req).unwrap().unwrap();
+        let home = apply(&mut cfg, &req, None).unwrap().unwrap();
         assert_eq!(
             cfg.env.get("GEMINI_CLI_HOME").map(PathBuf::from),
             Some(home.path())

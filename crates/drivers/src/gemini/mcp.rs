@@ -20,10 +20,19 @@
 //! in the model's function declarations and in stream-json `tool_use`
 //! events alike. [`resolve_tool`] maps such a name back to one of the run's
 //! servers only when exactly one server's prefix matches.
+//!
+//! The run's host tools are one more server, [`HOST_TOOL_SERVER`] on the
+//! run's loopback MCP server ([`host_entry`]): its token is a literal header
+//! of the overlay settings (a private file of the run's scratch, removed
+//! with it), never an environment variable the CLI's own children inherit;
+//! `trust: true` spares the user a confirmation Gemini cannot ask headless
+//! anyway (the host's toolbox asks the host, per the run's policy). Its
+//! tools resolve to [`ToolScope::Host`] under their own names.
 
 use std::collections::BTreeSet;
 
-use agent_adaptor_driver::{McpServer, McpSupport, McpTransport, ToolScope};
+use agent_adaptor_driver::{HOST_TOOL_SERVER, McpServer, McpSupport, McpTransport, ToolScope};
+use agent_adaptor_driver_kit::host_mcp::loopback::LoopbackServer;
 use serde_json::{Map, Value, json};
 
 /// What the driver carries.
@@ -123,12 +132,33 @@ fn entry(server: &McpServer) -> Result<Value, McpValueExpands> {
     Ok(v)
 }
 
+/// The `mcpServers` entry of the run's loopback server of host tools.
+pub fn host_entry(server: &LoopbackServer) -> Value {
+    json!({
+        "url": server.url(),
+        "type": "http",
+        "headers": {"Authorization": format!("Bearer {}", server.token())},
+        "trust": true,
+    })
+}
+
 /// `$` followed by a name character or `{`: what Gemini's
 /// `resolveEnvVarsInString` rewrites.
 fn expanding(s: &str) -> bool {
     s.as_bytes()
         .windows(2)
         .any(|w| w[0] == b'$' && (w[1] == b'{' || w[1] == b'_' || w[1].is_ascii_alphanumeric()))
+}
+
+/// The scope of a tool Gemini called `name` and the name to report: a tool
+/// of [`HOST_TOOL_SERVER`] (when among `servers`) is [`ToolScope::Host`]
+/// under its own name; any other as [`resolve_tool`] says, under Gemini's
+/// name.
+pub fn resolve(name: &str, servers: &[String]) -> (ToolScope, String) {
+    match resolve_tool(name, servers) {
+        ToolScope::Mcp { server, tool } if server == HOST_TOOL_SERVER => (ToolScope::Host, tool),
+        scope => (scope, name.to_owned()),
+    }
 }
 
 /// The scope of a tool Gemini called `name`: one of `servers` (the run's)
@@ -242,5 +272,18 @@ mod tests {
         assert_eq!(resolve_tool("read_file", &servers), ToolScope::Builtin);
         assert_eq!(resolve_tool("mcp_other_x", &servers), ToolScope::Builtin);
         assert_eq!(resolve_tool("mcp_kv_", &servers), ToolScope::Builtin);
+        // Host tools only when the run serves them.
+        let name = format!("mcp_{HOST_TOOL_SERVER}_lookup");
+        assert_eq!(resolve(&name, &servers), (ToolScope::Builtin, name.clone()));
+        let with_host = [HOST_TOOL_SERVER.to_owned(), "kv".to_owned()];
+        assert_eq!(
+            resolve(&name, &with_host),
+            (ToolScope::Host, "lookup".into())
+        );
+        assert_eq!(
+            resolve("mcp_kv_lookup", &with_host).1,
+            "mcp_kv_lookup",
+            "an MCP tool keeps Gemini's name"
+        );
     }
 }

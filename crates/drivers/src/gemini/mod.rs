@@ -34,12 +34,13 @@ pub mod wire;
 use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, Request, Response,
-    RunContext, SessionCodec, StandardSessionCodec, StreamCapability, async_trait,
-    canonical_session_config_fingerprint,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, HOST_TOOL_SERVER,
+    HostToolChannel, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
+    StreamCapability, async_trait, canonical_session_config_fingerprint,
 };
 
 use crate::one_shot::{self, OneShot, OneShotCli};
+use agent_adaptor_driver_kit::host_mcp::loopback::{self, LoopbackServer};
 pub use config::{ApprovalMode, Config, ENV_ALLOWLIST};
 use parse::GeminiParser;
 
@@ -81,6 +82,8 @@ impl Driver for GeminiDriver {
         policy::table().declare(&mut d.run_policy);
         d.instructions = true;
         d.mcp = mcp::support();
+        // The loopback MCP server, in the overlay settings (see `mcp`).
+        d.host_tools = HostToolChannel::LoopbackMcp;
         d.skills = true;
         d.profiles.dedicated = true;
         d.profiles.clone = true;
@@ -125,9 +128,12 @@ impl Driver for GeminiDriver {
                 len: req.prompt.len(),
             })));
         }
+        // The host tools' server, started before the CLI; it stops with
+        // the run.
+        let (host, calls) = LoopbackServer::for_run(&req).await?.unzip();
         // The run's home and variables; the overlay lives until the end.
         let mut equipped = (*applied).clone();
-        let _run_home = equip::apply(&mut equipped, &req)?;
+        let _run_home = equip::apply(&mut equipped, &req, host.as_ref())?;
         let cfg = &equipped;
         let args = argv::argv(cfg, &req);
         let spec = OneShot {
@@ -140,10 +146,15 @@ impl Driver for GeminiDriver {
             model: cfg.model.as_deref(),
             cancel_grace: cfg.cancel_grace,
         };
+        let mut servers: Vec<String> = req.mcp_servers.iter().map(|s| s.name.clone()).collect();
+        if host.is_some() {
+            servers.push(HOST_TOOL_SERVER.into());
+        }
         let mut parser = GeminiParser::new(req.streaming)
             .with_transcript(req.new_transcript())
-            .with_mcp_servers(req.mcp_servers.iter().map(|s| s.name.clone()).collect());
-        one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser).await
+            .with_mcp_servers(servers);
+        let run = one_shot::run_one_shot(CLI, spec, &req, &ctx, sink, &mut parser);
+        loopback::serving(calls, &req.host_tools, sink, &ctx.cancel, run).await
     }
 
     crate::probed::probe_methods!();

@@ -63,8 +63,10 @@ impl GeminiParser {
     }
 
     /// The run's MCP server names: a call to one of their tools gets
-    /// [`ToolScope::Mcp`](agent_adaptor_driver::ToolScope::Mcp)
-    /// (see [`super::mcp::resolve_tool`]).
+    /// [`ToolScope::Mcp`](agent_adaptor_driver::ToolScope::Mcp), one of
+    /// [`HOST_TOOL_SERVER`](agent_adaptor_driver::HOST_TOOL_SERVER)'s
+    /// [`ToolScope::Host`](agent_adaptor_driver::ToolScope::Host)
+    /// (see [`super::mcp::resolve`]).
     pub fn with_mcp_servers(mut self, servers: Vec<String>) -> Self {
         self.mcp_servers = servers;
         self
@@ -104,7 +106,7 @@ impl GeminiParser {
                 .em
                 .notice(out, "tool_use without a tool_id or tool_name", raw);
         }
-        let scope = super::mcp::resolve_tool(&name, &self.mcp_servers);
+        let (scope, name) = super::mcp::resolve(&name, &self.mcp_servers);
         if !self.em.tool_call_in(out, &id, &name, args, scope) {
             self.em.notice(out, "a repeated tool_use", raw);
         }

@@ -1,37 +1,75 @@
-//! The agent `Driver` over a [`Provider`]:
-//! one model turn per run, through the same `Runner` / `RunStream` /
-//! `Event` / `RunResult` as the CLI drivers.
+//! The LLM agent: a `Driver` over a [`Provider`] that runs the multi-step
+//! tool loop, through the same `Runner` / `RunStream` / `Event` /
+//! `RunResult` as the CLI drivers.
 //!
-//! What a run does: the request's instructions become a system message and
-//! its prompt the user message; the model is the configured one unless the
-//! request overrides it; an output schema becomes the provider's native
-//! response format. Live payloads (when the request streams): `run.started`,
-//! text and reasoning lifecycles at token level, tool calls with their
-//! argument deltas, and `run.finished` with usage or `run.error` with the
-//! provider's code and status. The response carries the text, the
-//! transcript, usage, and as its terminal payload the JSON of the final
-//! event (the completion metadata, or the error).
+//! A run is a sequence of *steps* (model turns): the model answers; when the
+//! answer calls tools, the loop runs every call of that turn concurrently
+//! and sends the results back, in the model's order, in the next turn; it
+//! ends at the first answer without tool calls. The tools are
 //!
-//! The model's tool calls are reported, not executed: a run is one turn.
+//! * the run's **host tools** ([`Request::host_tools`]): their specs are
+//!   the provider's tool definitions, each call goes to
+//!   [`HostTools::call`](agent_adaptor_driver::HostTools::call), which
+//!   checks the input, asks for approval, runs the handler under its
+//!   deadline and the run's cancellation (events:
+//!   [`ToolScope::Host`](agent_adaptor_driver::ToolScope::Host));
+//! * the tools of the run's **MCP servers** ([`Request::mcp_servers`],
+//!   stdio and Streamable HTTP, reached with the `rmcp` client), offered
+//!   to the model as `<server>__<tool>` after the server's allow / deny
+//!   lists, and put to the host's approval unless the server's policy
+//!   auto-approves them (source [`MCP_APPROVAL_SOURCE`]; events:
+//!   [`ToolScope::Mcp`](agent_adaptor_driver::ToolScope::Mcp)).
+//!
+//! A model that still calls tools after [`max_steps`](LlmDriver::max_steps)
+//! turns (default [`DEFAULT_MAX_STEPS`]) fails the run with the code
+//! [`STEP_LIMIT_CODE`]. Cancelling the run stops the model's stream and
+//! every tool call in flight. Usage is summed over the steps.
+//!
+//! The conversation (every message, reasoning to replay included) is the
+//! thread's resume state ([`session`]), so the agent runs on a `Thread`
+//! whose store keeps it, and the next turn sends the whole conversation.
+//!
+//! Live payloads (when the request streams): `run.started`, text and
+//! reasoning lifecycles at token level per step, tool calls with their
+//! argument deltas, scope and result, and `run.finished` with the summed
+//! usage or `run.error` with the provider's code and status. The response
+//! carries the final answer, the transcript, usage, and as its terminal
+//! payload the JSON of the last step's final event.
 
+mod exec;
+mod mcp;
 mod probe;
+pub mod session;
+mod steps;
+mod tools;
 mod translate;
 
-use std::collections::BTreeMap;
+pub use exec::MCP_APPROVAL_SOURCE;
+
+use std::sync::Arc;
 
 use agent_adaptor_driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, ModelInfo, OperationalEvent, Request,
-    Response, RunContext, RunEvent, StreamCapability, StructuredOutputCapability,
+    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, HostToolChannel,
+    HumanDecisionSupport, McpSupport, ModelInfo, Request, Response, RunContext, SessionCodec,
+    StandardSessionCodec, StreamCapability, StructuredOutputCapability,
+    canonical_session_config_fingerprint,
 };
 use async_trait::async_trait;
-use futures::StreamExt;
+use serde_json::json;
 
-use crate::message::{LlmCallConfig, Message, ResponseFormat};
+use crate::message::{LlmCallConfig, ResponseFormat};
 use crate::provider::Provider;
 
-use translate::Translator;
+/// The most model turns a run takes unless
+/// [`max_steps`](LlmDriver::max_steps) says otherwise.
+pub const DEFAULT_MAX_STEPS: usize = 8;
 
-/// Runs one model turn of a [`Provider`] as an agent run.
+/// The failure code of a run whose model still called tools at the step
+/// limit (`RunFailure::code`; metadata `max_steps`).
+pub const STEP_LIMIT_CODE: &str = "step_limit";
+
+/// The multi-step LLM agent over a [`Provider`] (see the [module
+/// docs](self)).
 ///
 /// ```
 /// use agent_adaptor_llm::agent::LlmDriver;
@@ -40,29 +78,53 @@ use translate::Translator;
 /// let provider = Provider::new("local", OpenAiChat::new())
 ///     .base_url("http://127.0.0.1:8080/v1")
 ///     .api_key("local-key");
-/// let driver = LlmDriver::new(provider, "gpt-test");
+/// let driver = LlmDriver::new(provider, "gpt-test").max_steps(4);
 /// # let _ = driver;
 /// ```
 #[derive(Debug, Clone)]
 pub struct LlmDriver {
     provider: Provider,
     config: LlmCallConfig,
+    max_steps: usize,
+    /// What identifies the endpoint in the session fingerprint.
+    endpoint_id: String,
 }
 
 impl LlmDriver {
     /// A driver calling `model` at `provider`.
     pub fn new(provider: Provider, model: impl Into<String>) -> Self {
+        let endpoint_id = provider.endpoint().base_url().to_owned();
         LlmDriver {
             provider,
             config: LlmCallConfig::new(model),
+            max_steps: DEFAULT_MAX_STEPS,
+            endpoint_id,
         }
     }
 
-    /// With every call setting (tools, temperature, limits …); the model is
-    /// the config's.
+    /// With every call setting (temperature, limits …); the model is the
+    /// config's. Tools in it are offered besides the run's host and MCP
+    /// tools, but the loop cannot run them: a call of one is answered as an
+    /// unknown tool.
     #[must_use]
     pub fn with_config(mut self, config: LlmCallConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// The most model turns (steps) one run takes (at least 1).
+    #[must_use]
+    pub fn max_steps(mut self, steps: usize) -> Self {
+        self.max_steps = steps.max(1);
+        self
+    }
+
+    /// Identify the endpoint by `id` instead of its base URL in the session
+    /// fingerprint: threads stay resumable across restarts of a server on a
+    /// changing port (such as a local playground's).
+    #[must_use]
+    pub fn with_endpoint_id(mut self, id: impl Into<String>) -> Self {
+        self.endpoint_id = id.into();
         self
     }
 
@@ -74,6 +136,11 @@ impl LlmDriver {
     /// The call settings.
     pub fn config(&self) -> &LlmCallConfig {
         &self.config
+    }
+
+    /// The step limit.
+    pub fn step_limit(&self) -> usize {
+        self.max_steps
     }
 
     fn call_config(&self, req: &Request) -> Result<LlmCallConfig, DriverError> {
@@ -110,7 +177,7 @@ fn structured_output_capability(protocol: &str) -> StructuredOutputCapability {
         json_schema_prompt_validate: true,
         works_with_run: true,
         works_with_streaming: true,
-        works_with_hitl: false,
+        works_with_hitl: true,
         notes: if native {
             "sent as the protocol's response format (json_schema, strict)".into()
         } else {
@@ -121,8 +188,7 @@ fn structured_output_capability(protocol: &str) -> StructuredOutputCapability {
 }
 
 /// The configuration check of a driver of type `llm` over `provider`: a model
-/// is named and the base URL is http(s). Shared by every agent driver built
-/// on a [`Provider`] (this crate's [`LlmDriver`], the CLI's tool loop).
+/// is named and the base URL is http(s).
 pub fn validate_llm_config(provider: &Provider, model: &str) -> Result<(), ConfigError> {
     let invalid = |reason: String| ConfigError {
         driver: "llm".into(),
@@ -139,13 +205,20 @@ pub fn validate_llm_config(provider: &Provider, model: &str) -> Result<(), Confi
     Ok(())
 }
 
-fn messages(req: &Request) -> Vec<Message> {
-    let mut messages = Vec::with_capacity(2);
-    if let Some(instructions) = req.instructions.as_ref().filter(|i| !i.is_empty()) {
-        messages.push(Message::system(instructions.clone()));
+/// What the loop carries of the run's MCP servers.
+fn mcp_support() -> McpSupport {
+    McpSupport {
+        stdio: true,
+        http: true,
+        sse: false,
+        headers: true,
+        bearer_token_env: true,
+        tool_filter: true,
+        auto_approve: true,
+        // The loop loads no server but the run's.
+        strict: true,
+        required: true,
     }
-    messages.push(Message::user(req.prompt.clone()));
-    messages
 }
 
 #[async_trait]
@@ -159,7 +232,7 @@ impl Driver for LlmDriver {
                 self.provider.protocol().id()
             ),
         );
-        // The instructions become the first system message.
+        // The instructions are the system message of every model turn.
         descriptor.instructions = true;
         if !self.config.model.is_empty() {
             descriptor.models.push(ModelInfo {
@@ -167,7 +240,17 @@ impl Driver for LlmDriver {
                 label: String::new(),
             });
         }
+        descriptor.sessions.supports_resume = true;
+        // Tool calls are put to the host as permission decisions.
+        descriptor.run_policy.permission = HumanDecisionSupport {
+            ask: true,
+            auto_approve: true,
+            auto_reject: true,
+            retry: false,
+        };
         descriptor.structured_output = structured_output_capability(self.provider.protocol().id());
+        descriptor.mcp = mcp_support();
+        descriptor.host_tools = HostToolChannel::Native;
         descriptor
     }
 
@@ -181,8 +264,26 @@ impl Driver for LlmDriver {
             token_level: true,
             reasoning: true,
             tool_call_args: true,
-            hitl: false,
+            hitl: true,
         })
+    }
+
+    fn session_codec(&self) -> Option<Arc<dyn SessionCodec>> {
+        Some(Arc::new(StandardSessionCodec::new(session::CODEC)))
+    }
+
+    fn session_config_fingerprint(&self) -> Option<Result<String, FingerprintError>> {
+        // The scheme and fields of the first `llm` thread driver (the CLI's),
+        // kept so that its threads stay resumable.
+        Some(canonical_session_config_fingerprint(
+            session::FINGERPRINT_SCHEME,
+            &json!({
+                "provider": self.provider.name(),
+                "protocol": self.provider.protocol().id(),
+                "endpoint": self.endpoint_id,
+                "tools": true,
+            }),
+        ))
     }
 
     async fn run(
@@ -192,69 +293,7 @@ impl Driver for LlmDriver {
         sink: &dyn EventSink,
     ) -> Result<Response, DriverError> {
         let config = self.call_config(&req)?;
-        let mut invocation = OperationalEvent::text(format!(
-            "{} {} ({})",
-            self.provider.name(),
-            config.model,
-            self.provider.protocol().id()
-        ));
-        invocation.metadata = BTreeMap::from([
-            ("provider".to_owned(), self.provider.name().to_owned()),
-            (
-                "protocol".to_owned(),
-                self.provider.protocol().id().to_owned(),
-            ),
-            ("model".to_owned(), config.model.clone()),
-            (
-                "base_url".to_owned(),
-                self.provider.endpoint().display_url(),
-            ),
-        ]);
-        sink.emit(RunEvent::Invocation(invocation)).await?;
-
-        let mut translator = Translator::new(
-            &req.run_id,
-            req.streaming,
-            &config.model,
-            req.new_transcript(),
-        );
-        translator.start(sink).await?;
-        let messages = messages(&req);
-        let opened = tokio::select! {
-            biased;
-            () = ctx.cancel.cancelled() => return Err(DriverError::Cancelled),
-            opened = self.provider.chat_completion_stream(&messages, &config) => opened,
-        };
-        let mut stream = match opened {
-            Ok(stream) => stream,
-            Err(error) => {
-                translator.call_failed(sink, &error).await?;
-                return Ok(translator.into_response(self.provider.name()));
-            }
-        };
-        loop {
-            let item = tokio::select! {
-                biased;
-                () = ctx.cancel.cancelled() => return Err(DriverError::Cancelled),
-                item = stream.next() => item,
-            };
-            match item {
-                Some(Ok(event)) => {
-                    if translator.event(sink, event).await? {
-                        break;
-                    }
-                }
-                Some(Err(error)) => {
-                    translator.call_failed(sink, &error).await?;
-                    break;
-                }
-                None => {
-                    translator.ended_without_terminal(sink).await?;
-                    break;
-                }
-            }
-        }
-        Ok(translator.into_response(self.provider.name()))
+        steps::run(self, config, &ctx, &req, sink).await
     }
 
     fn check_environment(&self) -> Option<agent_adaptor_driver::EnvironmentReport> {

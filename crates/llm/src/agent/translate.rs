@@ -1,18 +1,21 @@
-//! Turns one [`LlmStreamEvent`] stream into live payloads, transcript items
-//! and the final [`Response`].
+//! Turns the [`LlmStreamEvent`] streams of a run's model turns (its steps)
+//! into live payloads, transcript items and the final [`Response`].
 //!
 //! Lifecycles: a text segment stays open until reasoning or a tool call
-//! starts (or the turn ends), then its transcript item is written; a
+//! starts (or the step ends), then its transcript item is written; a
 //! reasoning lifecycle closes when its item arrives (an item that arrives
 //! without deltas is shown whole); a tool call opens with its first delta
 //! that names it and closes when the provider reports the finished call.
-//! Everything still open is closed before `run.finished` / `run.error`.
+//! Everything still open is closed at the end of each step. Tool-call ids
+//! are unique in the run (a provider that numbers its calls per turn, as
+//! Gemini does, would repeat them across steps). Usage is summed over the
+//! steps; `run.finished` / `run.error` come once, at the end of the run.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use agent_adaptor_driver::{
-    DriverError, EventSink, FailureCode, RunEvent, RunFailure, StreamKind, StreamPayload,
-    TerminalPayload, Transcript, TranscriptItem, TranscriptKind, Usage,
+    DriverError, EventSink, FailureCode, RunEvent, RunFailure, SharedItem, StreamKind,
+    StreamPayload, TerminalPayload, ToolScope, Transcript, TranscriptItem, TranscriptKind, Usage,
 };
 use serde_json::json;
 
@@ -36,40 +39,79 @@ struct LiveCall {
     closed: bool,
 }
 
+/// What one finished step gives the loop.
+#[derive(Debug, Default)]
+pub(super) struct Step {
+    /// The step's text segments: their transcript items, shared, so the
+    /// text is held once (an answer can be large).
+    texts: Vec<SharedItem>,
+    /// Reasoning to replay with the assistant message.
+    pub(super) reasoning: Vec<ReasoningContentPart>,
+    /// The tool calls, in the model's order, each with the id of its
+    /// lifecycle on the stream.
+    pub(super) calls: Vec<(String, ToolCall)>,
+}
+
+impl Step {
+    /// The step's text (its segments joined).
+    pub(super) fn text(&self) -> String {
+        self.texts.iter().map(|item| item.text.as_str()).collect()
+    }
+}
+
 /// The bookkeeping of one run.
 pub(super) struct Translator {
     run_id: String,
     payloads: bool,
     model: String,
+    /// The scope of each tool the model may call (absent: built in).
+    scopes: HashMap<String, ToolScope>,
+    /// The step (model turn) being translated, from 1.
+    step_number: u32,
     segments: u32,
     text: Option<(String, String)>,
     reasoning: Option<String>,
     reasoning_streamed: bool,
     calls: Vec<LiveCall>,
     reported: HashSet<String>,
+    /// Every tool-call lifecycle id of the run.
+    call_ids: HashSet<String>,
+    step: Step,
     transcript: Transcript,
-    output: String,
     usage: Option<Usage>,
     response_model: Option<String>,
     failure: Option<RunFailure>,
     terminal: Option<TerminalPayload>,
 }
 
-fn usage_of(metadata: &LlmCompletionMetadata) -> Option<Usage> {
-    let u = |v: Option<u32>| v.map(u64::from);
-    let usage = Usage {
-        input_tokens: u(metadata.prompt_tokens),
-        output_tokens: u(metadata.completion_tokens),
-        cached_input_tokens: u(metadata.cache_read_tokens),
-        cache_creation_input_tokens: u(metadata.cache_creation_tokens),
-        reasoning_tokens: u(metadata.reasoning_tokens),
-        total_tokens: u(metadata.total_tokens),
-        cost_usd: metadata.provider_cost_usd,
+/// Adds the usage of one step to the run's sum (a count stays `None`
+/// until some step reports it).
+fn add_usage(total: &mut Option<Usage>, metadata: &LlmCompletionMetadata) {
+    let part = |v: Option<u32>| v.map(u64::from);
+    let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
     };
-    (usage != Usage::default()).then_some(usage)
+    let mut u = total.take().unwrap_or_default();
+    u.input_tokens = sum(u.input_tokens, part(metadata.prompt_tokens));
+    u.output_tokens = sum(u.output_tokens, part(metadata.completion_tokens));
+    u.cached_input_tokens = sum(u.cached_input_tokens, part(metadata.cache_read_tokens));
+    u.cache_creation_input_tokens = sum(
+        u.cache_creation_input_tokens,
+        part(metadata.cache_creation_tokens),
+    );
+    u.reasoning_tokens = sum(u.reasoning_tokens, part(metadata.reasoning_tokens));
+    u.total_tokens = sum(u.total_tokens, part(metadata.total_tokens));
+    u.cost_usd = match (u.cost_usd, metadata.provider_cost_usd) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    };
+    *total = (u != Usage::default()).then_some(u);
 }
 
-fn kind_name(kind: LlmErrorKind) -> String {
+/// The snake_case name of an error kind (`rate_limited` …): the failure
+/// code.
+pub(super) fn kind_name(kind: LlmErrorKind) -> String {
     serde_json::to_value(kind)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
@@ -78,25 +120,80 @@ fn kind_name(kind: LlmErrorKind) -> String {
 
 impl Translator {
     /// A translator recording its items into `transcript` (made with the
-    /// request's budget).
-    pub(super) fn new(run_id: &str, payloads: bool, model: &str, transcript: Transcript) -> Self {
+    /// request's budget); `scopes` names the scope of each offered tool.
+    pub(super) fn new(
+        run_id: &str,
+        payloads: bool,
+        model: &str,
+        transcript: Transcript,
+        scopes: HashMap<String, ToolScope>,
+    ) -> Self {
         Translator {
             run_id: run_id.to_owned(),
             payloads,
             model: model.to_owned(),
+            scopes,
+            step_number: 0,
             segments: 0,
             text: None,
             reasoning: None,
             reasoning_streamed: false,
             calls: Vec::new(),
             reported: HashSet::new(),
+            call_ids: HashSet::new(),
+            step: Step::default(),
             transcript,
-            output: String::new(),
             usage: None,
             response_model: None,
             failure: None,
             terminal: None,
         }
+    }
+
+    /// Starts the next step (model turn).
+    pub(super) fn begin_step(&mut self) {
+        self.step_number += 1;
+        self.text = None;
+        self.reasoning = None;
+        self.reasoning_streamed = false;
+        self.calls.clear();
+        self.reported.clear();
+        self.step = Step::default();
+    }
+
+    /// What the step that just finished produced.
+    pub(super) fn take_step(&mut self) -> Step {
+        std::mem::take(&mut self.step)
+    }
+
+    /// The sink, when payloads are on (for the loop's own payloads).
+    pub(super) fn payloads(&self) -> bool {
+        self.payloads
+    }
+
+    /// Record a transcript item of the loop's own (a tool result).
+    pub(super) async fn push_item(
+        &mut self,
+        sink: &dyn EventSink,
+        item: TranscriptItem,
+    ) -> Result<(), DriverError> {
+        self.item(sink, item).await
+    }
+
+    fn scope(&self, name: &str) -> ToolScope {
+        self.scopes.get(name).cloned().unwrap_or_default()
+    }
+
+    /// `id`, or a variant of it no earlier call of the run used.
+    fn unique_call_id(&mut self, id: &str) -> String {
+        let mut candidate = id.to_owned();
+        let mut n = 1;
+        while candidate.is_empty() || self.call_ids.contains(&candidate) {
+            n += 1;
+            candidate = format!("{id}-{n}");
+        }
+        self.call_ids.insert(candidate.clone());
+        candidate
     }
 
     async fn emit(&self, sink: &dyn EventSink, payload: StreamPayload) -> Result<(), DriverError> {
@@ -125,10 +222,18 @@ impl Translator {
         self.emit(sink, StreamPayload::run_started()).await
     }
 
+    /// `run.finished` with the usage summed over the steps.
+    pub(super) async fn finish(&mut self, sink: &dyn EventSink) -> Result<(), DriverError> {
+        self.emit(sink, StreamPayload::run_finished(self.usage.clone()))
+            .await
+    }
+
     async fn close_text(&mut self, sink: &dyn EventSink) -> Result<(), DriverError> {
         if let Some((id, text)) = self.text.take() {
             self.emit(sink, StreamPayload::text_end(id)).await?;
-            self.item(sink, TranscriptItem::assistant(text)).await?;
+            let item = self.transcript.share(TranscriptItem::assistant(text));
+            self.step.texts.push(item.clone());
+            sink.emit(RunEvent::Item(item)).await?;
         }
         Ok(())
     }
@@ -151,7 +256,6 @@ impl Translator {
                 .await?;
             self.text = Some((id, String::new()));
         }
-        self.output.push_str(&delta);
         if let Some((id, text)) = &mut self.text {
             text.push_str(&delta);
             let id = id.clone();
@@ -208,6 +312,7 @@ impl Translator {
         }
         self.close_reasoning(sink).await?;
         self.reasoning_streamed = false;
+        self.step.reasoning.push(item.clone());
         let mut entry = TranscriptItem::new(
             TranscriptKind::Thinking,
             text.filter(|t| !t.is_empty())
@@ -237,8 +342,12 @@ impl Translator {
             Some(position) => position,
             None => {
                 let live_id = match &delta.id {
-                    Some(id) => id.clone(),
-                    None => format!("{}-call-{}", self.run_id, delta.index),
+                    Some(id) => self.unique_call_id(id),
+                    None => {
+                        let id =
+                            format!("{}-call-{}-{}", self.run_id, self.step_number, delta.index);
+                        self.unique_call_id(&id)
+                    }
                 };
                 self.calls.push(LiveCall {
                     index: delta.index,
@@ -252,6 +361,12 @@ impl Translator {
                 self.calls.len() - 1
             }
         };
+        let scope = delta
+            .name
+            .as_deref()
+            .or(self.calls[position].name.as_deref())
+            .map(|name| self.scope(name))
+            .unwrap_or_default();
         let call = &mut self.calls[position];
         if delta.id.is_some() {
             call.provider_id.clone_from(&delta.id);
@@ -265,10 +380,11 @@ impl Translator {
             && let Some(name) = &call.name
         {
             call.started = true;
-            out.push(StreamPayload::tool_call_start(
+            out.push(StreamPayload::tool_call_start_in(
                 call.live_id.clone(),
                 name.clone(),
                 None,
+                scope,
             ));
         }
         if call.started && !call.pending.is_empty() {
@@ -305,38 +421,49 @@ impl Translator {
                             && c.name.as_deref() == Some(call.name.as_str())
                     })
                 });
+            let scope = self.scope(&call.name);
             let mut out = Vec::new();
-            match live {
+            let lifecycle_id = match live {
                 Some(position) => {
                     let live = &mut self.calls[position];
                     live.closed = true;
                     if !live.started {
                         live.started = true;
-                        out.push(StreamPayload::tool_call_start(
+                        out.push(StreamPayload::tool_call_start_in(
                             live.live_id.clone(),
                             call.name.clone(),
                             Some(call.arguments.clone()),
+                            scope,
                         ));
                     }
                     out.push(StreamPayload::tool_call_end(live.live_id.clone(), None));
+                    live.live_id.clone()
                 }
                 None => {
-                    out.push(StreamPayload::tool_call_start(
-                        call.id.clone(),
+                    let id = self.unique_call_id(&call.id);
+                    out.push(StreamPayload::tool_call_start_in(
+                        id.clone(),
                         call.name.clone(),
                         Some(call.arguments.clone()),
+                        scope,
                     ));
-                    out.push(StreamPayload::tool_call_end(call.id.clone(), None));
+                    out.push(StreamPayload::tool_call_end(id.clone(), None));
+                    id
                 }
-            }
+            };
             for payload in out {
                 self.emit(sink, payload).await?;
             }
             self.item(
                 sink,
-                TranscriptItem::tool_call(call.id, call.name, Some(call.arguments)),
+                TranscriptItem::tool_call(
+                    lifecycle_id.clone(),
+                    call.name.clone(),
+                    Some(call.arguments.clone()),
+                ),
             )
             .await?;
+            self.step.calls.push((lifecycle_id, call));
         }
         Ok(())
     }
@@ -362,7 +489,8 @@ impl Translator {
         Ok(())
     }
 
-    /// Handles one event; true when it was terminal.
+    /// Handles one event of the current step; true when it was terminal (the
+    /// step is over: [`take_step`](Self::take_step) unless it failed).
     pub(super) async fn event(
         &mut self,
         sink: &dyn EventSink,
@@ -402,16 +530,28 @@ impl Translator {
         metadata: LlmCompletionMetadata,
     ) -> Result<(), DriverError> {
         self.close_all(sink).await?;
-        self.usage = usage_of(&metadata);
-        self.response_model.clone_from(&metadata.response_model);
+        add_usage(&mut self.usage, &metadata);
+        if metadata.response_model.is_some() {
+            self.response_model.clone_from(&metadata.response_model);
+        }
         let json =
             serde_json::to_string(&metadata).map_err(|e| DriverError::Protocol(e.to_string()))?;
         self.terminal = TerminalPayload::new("done", &json).ok();
-        self.emit(sink, StreamPayload::run_finished(self.usage.clone()))
-            .await
+        Ok(())
     }
 
-    async fn fail(&mut self, sink: &dyn EventSink, failure: RunFailure) -> Result<(), DriverError> {
+    /// True once a step failed (the run ends with `run.error`).
+    pub(super) fn failed(&self) -> bool {
+        self.failure.is_some()
+    }
+
+    /// Fail the run with `failure` (a step failure, the step limit, an MCP
+    /// server that a required run could not reach …).
+    pub(super) async fn fail(
+        &mut self,
+        sink: &dyn EventSink,
+        failure: RunFailure,
+    ) -> Result<(), DriverError> {
         self.close_all(sink).await?;
         let mut item = TranscriptItem::new(TranscriptKind::Failure, failure.message.clone());
         item.metadata
@@ -488,9 +628,14 @@ impl Translator {
         self.fail(sink, failure).await
     }
 
-    pub(super) fn into_response(self, provider: &str) -> agent_adaptor_driver::Response {
+    /// The response; `output` is the final answer.
+    pub(super) fn into_response(
+        self,
+        provider: &str,
+        output: String,
+    ) -> agent_adaptor_driver::Response {
         let mut response = agent_adaptor_driver::Response {
-            output: self.output,
+            output,
             transcript: self.transcript,
             usage: self.usage,
             failure: self.failure,

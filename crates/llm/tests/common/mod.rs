@@ -7,13 +7,66 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use agent_adaptor_llm::agent::LlmDriver;
 use agent_adaptor_llm::{
-    LlmCallConfig, LlmError, LlmResponseStream, LlmRetryConfig, LlmStreamEvent, Message, Protocol,
-    Provider, ReasoningText,
+    AnthropicMessages, GeminiGenerateContent, LlmCallConfig, LlmError, LlmResponseStream,
+    LlmRetryConfig, LlmStreamEvent, Message, OpenAiChat, OpenAiResponses, Protocol, Provider,
+    ReasoningText,
 };
 use agent_adaptor_testkit::mock::{MockServer, Reply, Script};
 use futures::StreamExt;
 use serde_json::{Value, json};
+
+/// The four HTTP protocols the agent speaks.
+#[derive(Clone, Copy, Debug)]
+pub enum Vendor {
+    /// OpenAI Chat Completions.
+    Chat,
+    /// OpenAI Responses.
+    Responses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Gemini `streamGenerateContent`.
+    Gemini,
+}
+
+/// Every vendor.
+pub const VENDORS: [Vendor; 4] = [
+    Vendor::Chat,
+    Vendor::Responses,
+    Vendor::Anthropic,
+    Vendor::Gemini,
+];
+
+/// The agent for `vendor` at the mock `server`, with fast retries.
+pub fn llm(vendor: Vendor, server: &MockServer) -> LlmDriver {
+    fn provider(protocol: impl Protocol, base: String) -> Provider {
+        Provider::new("mock", protocol)
+            .base_url(base)
+            .api_key("test-key")
+    }
+    let retry = fast_retry();
+    let root = server.base_url();
+    let provider = match vendor {
+        Vendor::Chat => provider(
+            OpenAiChat::new().with_retry_config(retry),
+            format!("{root}/v1"),
+        ),
+        Vendor::Responses => provider(
+            OpenAiResponses::new().with_retry_config(retry),
+            format!("{root}/v1"),
+        ),
+        Vendor::Anthropic => provider(
+            AnthropicMessages::new().with_retry_config(retry),
+            format!("{root}/v1"),
+        ),
+        Vendor::Gemini => provider(
+            GeminiGenerateContent::new().with_retry_config(retry),
+            format!("{root}/v1beta"),
+        ),
+    };
+    LlmDriver::new(provider, "mock-model")
+}
 
 /// The keyword every golden prompt carries.
 pub const PROMPT: &str = "GOLDEN please";
