@@ -348,10 +348,7 @@ async fn a_server_found_dead_falls_back_to_one_that_resumes_the_thread() {
             .success()
     );
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| s.contains(") Z "))
-        .unwrap_or(true)
-    {
+    while !agent_adaptor_testkit::proc_tree::exited(pid) {
         assert!(Instant::now() < deadline, "pid {pid} did not die");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

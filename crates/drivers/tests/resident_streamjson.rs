@@ -561,7 +561,7 @@ async fn a_process_found_dead_falls_back_to_a_spawn_with_resume() {
         .unwrap();
     assert!(killed.success());
     let deadline = Instant::now() + Duration::from_secs(10);
-    while alive(pid) {
+    while !agent_adaptor_testkit::proc_tree::exited(pid) {
         assert!(Instant::now() < deadline, "pid {pid} did not die");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

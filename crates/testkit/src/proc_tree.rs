@@ -248,6 +248,21 @@ pub fn stat(pid: u32) -> Option<Stat> {
     })
 }
 
+/// True once `pid` has exited as its parent sees it (`waitpid` reports
+/// it): gone, or a zombie with no thread left but its leader. A killed
+/// multi-threaded process shows its leader as a zombie while its other
+/// threads are still exiting; until they have, the parent's `try_wait`
+/// still says it runs.
+pub fn exited(pid: u32) -> bool {
+    match stat(pid) {
+        None => true,
+        Some(s) if s.state == 'Z' => {
+            std::fs::read_dir(format!("/proc/{pid}/task")).map_or(true, |tasks| tasks.count() <= 1)
+        }
+        Some(_) => false,
+    }
+}
+
 /// Every PID now running.
 ///
 /// # Panics
