@@ -308,6 +308,23 @@ fn lone_sleep(mark: Option<&str>) -> (std::process::Child, Proc) {
         cmd.env(agent_adaptor_process::PROCESS_MARK_ENV, mark);
     }
     let child = cmd.spawn().unwrap();
+    if let Some(mark) = mark {
+        // The sweep finds a marked process by its environment: wait until
+        // the kernel shows the new program's (a loaded machine may still be
+        // in the exec when spawn returns).
+        let environ = format!("/proc/{}/environ", child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read(&environ)
+            .map(|e| e.windows(mark.len()).any(|w| w == mark.as_bytes()))
+            .unwrap_or(false)
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the mark never showed"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
     let p = Proc::of(child.id() as i32);
     (child, p)
 }
