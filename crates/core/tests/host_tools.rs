@@ -6,7 +6,6 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agent_adaptor_core::driver::{
@@ -222,9 +221,9 @@ async fn a_panicking_handler_is_a_tool_error_and_the_run_goes_on() {
     assert!(notices[0].text.contains("the handler blew up"));
 }
 
-/// A tool that waits until it is cancelled and counts the cancellations it
+/// A tool that waits until it is cancelled and signals the cancellation it
 /// saw.
-fn sleeper(cancelled: Arc<AtomicUsize>, started: Arc<tokio::sync::Notify>) -> Tool {
+fn sleeper(cancelled: Arc<tokio::sync::Notify>, started: Arc<tokio::sync::Notify>) -> Tool {
     Tool::from_json(
         "sleep",
         "Sleep until cancelled.",
@@ -238,7 +237,7 @@ fn sleeper(cancelled: Arc<AtomicUsize>, started: Arc<tokio::sync::Notify>) -> To
                 let token = ctx.cancel.clone();
                 let watcher = tokio::spawn(async move {
                     token.cancelled().await;
-                    cancelled.fetch_add(1, Ordering::SeqCst);
+                    cancelled.notify_one();
                 });
                 started.notify_one();
                 std::future::pending::<()>().await;
@@ -249,22 +248,24 @@ fn sleeper(cancelled: Arc<AtomicUsize>, started: Arc<tokio::sync::Notify>) -> To
     )
 }
 
-async fn wait_for(counter: &AtomicUsize, n: usize) {
-    while counter.load(Ordering::SeqCst) < n {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+/// Wait until the sleeper saw its cancellation (bounded, so a token that
+/// never fires fails the test instead of hanging it).
+async fn wait_for(cancelled: &tokio::sync::Notify) {
+    tokio::time::timeout(Duration::from_secs(10), cancelled.notified())
+        .await
+        .expect("the handler's token was never cancelled");
 }
 
 #[tokio::test]
 async fn a_handler_past_its_deadline_is_cancelled_and_reported() {
-    let cancelled = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(tokio::sync::Notify::new());
     let tool = sleeper(cancelled.clone(), Arc::default()).deadline(Duration::from_millis(50));
     let (events, outcome) = run_trusted(&[HostToolCall::new("c1", "sleep", json!({}))], tool).await;
     let result = outcome.unwrap();
     let r = tool_result(&result, 0);
     assert_eq!(r.status, HostToolStatus::TimedOut);
     assert!(r.content.contains("timed out"), "{}", r.content);
-    wait_for(&cancelled, 1).await;
+    wait_for(&cancelled).await;
     let notices = host_failures(&events);
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].metadata["status"], "timed_out");
@@ -272,7 +273,7 @@ async fn a_handler_past_its_deadline_is_cancelled_and_reported() {
 
 #[tokio::test]
 async fn cancelling_the_run_cancels_an_in_flight_handler() {
-    let cancelled = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(tokio::sync::Notify::new());
     let started = Arc::new(tokio::sync::Notify::new());
     let tool = sleeper(cancelled.clone(), started.clone());
     let agent = Agent::builder(calling(&[HostToolCall::new("c1", "sleep", json!({}))]))
@@ -292,7 +293,7 @@ async fn cancelling_the_run_cancels_an_in_flight_handler() {
             .is_some_and(|e| e.reason == agent_adaptor_core::FailureReason::Cancelled),
         "{error:?}"
     );
-    wait_for(&cancelled, 1).await;
+    wait_for(&cancelled).await;
 }
 
 #[tokio::test]
