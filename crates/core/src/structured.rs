@@ -57,7 +57,7 @@ use agent_adaptor_driver::{
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::agent::Runner;
@@ -223,7 +223,7 @@ fn compile(bytes: &[u8]) -> Result<Compiled, InvalidOutputSchemaError> {
             ));
         }
     }
-    let value = canonical(value);
+    let value = agent_adaptor_driver::canonical_json(value);
     let validator = jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .build(&value)
@@ -245,24 +245,6 @@ fn kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-/// The value with every object's keys in sorted order (whatever map type
-/// `serde_json` was built with), so equal schemas hash equally.
-fn canonical(v: Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            let mut out = Map::new();
-            for (k, v) in entries {
-                out.insert(k, canonical(v));
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(canonical).collect()),
-        other => other,
     }
 }
 

@@ -116,7 +116,7 @@ pub use response::{
 };
 pub use session::{
     Checkpoint, FingerprintError, SessionCodec, SessionContext, SessionMode, SessionParams,
-    SessionState, StandardSessionCodec, canonical_session_config_fingerprint,
+    SessionState, StandardSessionCodec, canonical_json, canonical_session_config_fingerprint,
 };
 pub use sink::{Batch, Emit, EventSink, SinkError};
 pub use skill::{SkillHandle, SkillRef};

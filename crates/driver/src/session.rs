@@ -201,9 +201,9 @@ pub fn canonical_session_config_fingerprint<T: Serialize + ?Sized>(
         path: "$".into(),
         why: e.to_string(),
     })?;
-    // serde_json's Map is a BTreeMap (no `preserve_order`), so serialization
-    // of a Value is canonical: sorted keys, no whitespace.
-    let text = serde_json::to_string(&v).map_err(|e| FingerprintError {
+    // Keys are sorted here, not by serde_json's map type: a dependency may
+    // turn on `preserve_order`, and a fingerprint must not change with it.
+    let text = serde_json::to_string(&canonical_json(v)).map_err(|e| FingerprintError {
         path: "$".into(),
         why: e.to_string(),
     })?;
@@ -212,6 +212,27 @@ pub fn canonical_session_config_fingerprint<T: Serialize + ?Sized>(
     h.update([0u8]);
     h.update(text.as_bytes());
     Ok(hex(&h.finalize()))
+}
+
+/// `value` with every object's keys in sorted order, whatever map type
+/// `serde_json` was built with: serialized, it is canonical JSON (sorted keys,
+/// no whitespace), so equal values hash equally.
+pub fn canonical_json(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, canonical_json(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(canonical_json).collect()),
+        other => other,
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
