@@ -18,6 +18,8 @@
 // always found them.
 pub use agent_adaptor_driver_kit::{child_env, exit, json_line, one_shot, pump, terminal_guard};
 
+#[cfg(feature = "acp")]
+pub mod acp;
 #[cfg(feature = "claude")]
 pub mod claude;
 #[cfg(feature = "codebuddy")]
