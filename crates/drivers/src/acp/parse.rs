@@ -8,6 +8,7 @@
 //! | `plan` | a `acp.plan` lifecycle notice carrying the full entry list (the SPI has no todo event) |
 //! | `current_mode_update` | a `acp.mode` lifecycle notice |
 //! | `usage_update` | a `acp.context` lifecycle notice (window use and cost) |
+//! | (the session opened) | a `acp.session` lifecycle notice naming it and the method |
 //! | anything else (commands, config, session info, unknown kinds) | `<driver>.<kind>` custom payloads |
 //! | `session/prompt` result | the terminal: `end_turn` ok; `cancelled` → `cancelled`; `refusal`, `max_tokens`, `max_turn_requests` → failures with that code; usage from `usage` or Gemini's `_meta.quota.token_count` |
 //!
@@ -100,7 +101,8 @@ impl AcpParser {
 
     /// The agent answered `session/new`, `session/load` or
     /// `session/resume`: the run starts on session `id`.
-    pub fn session_opened(&mut self, id: &str) -> Vec<Out> {
+    /// An `acp.session` notice says so (with the method that opened it).
+    pub fn session_opened(&mut self, id: &str, method: &str) -> Vec<Out> {
         let mut out = Vec::new();
         self.session = Some(id.to_owned());
         self.replaying = false;
@@ -109,6 +111,11 @@ impl AcpParser {
             ..Default::default()
         };
         self.em.start(&mut out, coords);
+        out.push(notice(
+            format!("{}: session {id} opened ({method})", self.driver),
+            "acp.session",
+            Some(json!({ "sessionId": id, "method": method })),
+        ));
         if self.replayed > 0 {
             out.push(notice(
                 format!(
@@ -147,8 +154,11 @@ impl AcpParser {
                     )),
                     other => Some(self.failure(other, format!("the turn stopped: {other}"))),
                 };
-                if let Some(f) = failure {
-                    self.em.fail(&mut out, f);
+                match failure {
+                    Some(f) => self.em.fail(&mut out, f),
+                    None => self
+                        .em
+                        .stream(&mut out, StreamPayload::run_finished(self.usage.clone())),
                 }
             }
             Err(error) => {

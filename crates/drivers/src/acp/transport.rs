@@ -167,7 +167,7 @@ impl Session {
                 };
                 match id.filter(|id| !id.is_empty()).map(str::to_owned) {
                     Some(id) => {
-                        let outs = self.parser.session_opened(&id);
+                        let outs = self.parser.session_opened(&id, how.method());
                         let prompt = wire::prompt(&id, &self.plan.prompt);
                         let frame = self.request(Pending::Prompt, "session/prompt", &prompt);
                         write_frame(stdin, &frame).await;
