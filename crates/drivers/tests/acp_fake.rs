@@ -14,10 +14,10 @@ mod group_watch;
 mod jsonl_common;
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
 
 use agent_adaptor_core::{Agent, Event, FailureReason, Notice, RunOptions, RunStream};
-use agent_adaptor_driver::{DecisionKind, SessionState};
+use agent_adaptor_driver::DecisionKind;
 use agent_adaptor_drivers::acp::{self, AcpAgent};
 use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_testkit::acp_agent::{
@@ -140,30 +140,33 @@ async fn a_turn_streams_text_reasoning_plan_and_usage() {
     assert_eq!(f.log().iter().filter(|f| f["jsonrpc"] != "2.0").count(), 0);
 }
 
+/// A thread through the SQLite `ThreadStore`: turn 2 runs in a new process
+/// that `session/load`s turn 1's session; the replayed history is not
+/// emitted as turn 2's text.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_turn_loads_the_session_in_a_new_process() {
+async fn a_thread_turn_loads_the_session_in_a_new_process() {
     let f = Fake::new();
-    let first = f.run(&["text"], "first turn").await;
-    let state: SessionState = ok(&first).checkpoint().unwrap().state.clone().unwrap();
-    let driver = acp::driver(f.config(&["text"]));
-    let mut request = gemini_support::resume_request("second turn", state.clone());
-    request.streaming = true;
-    let trace =
-        agent_adaptor_conformance::record_run(&driver, request, Duration::from_secs(60)).await;
-    let response = trace.response().expect("turn 2 returned");
-    assert_eq!(response.output, TEXT_CHUNKS.concat(), "not the replay");
+    let store = agent_adaptor_store::SqliteStore::open(f.dir.path().join("threads.db"))
+        .await
+        .unwrap();
+    let agent = Agent::builder(acp::driver(f.config(&["text"])))
+        .thread_store(Arc::new(store))
+        .build()
+        .unwrap();
+    let thread = agent.thread("fake/acp");
+    let first = drain_with(&thread, "first turn", RunOptions::new(), |_, _| {}).await;
+    let session = ok(&first).checkpoint().unwrap().state.clone().unwrap();
+    let second = drain_with(&thread, "second turn", RunOptions::new(), |_, _| {}).await;
+    assert_eq!(text_deltas(&second), TEXT_CHUNKS, "not the replay");
+    let resumed = ok(&second).checkpoint().unwrap().state.clone().unwrap();
+    assert_eq!(resumed.resume_id, session.resume_id, "one ACP session");
     let load = f.sent("session/load");
     assert_eq!(load.len(), 1);
-    assert_eq!(load[0]["params"]["sessionId"], state.resume_id.as_str());
-    assert!(f.sent("session/new").len() == 1, "only the first turn");
-    let resumed = response
-        .checkpoint
-        .as_ref()
-        .unwrap()
-        .state
-        .as_ref()
-        .unwrap();
-    assert_eq!(resumed.resume_id, state.resume_id);
+    assert_eq!(load[0]["params"]["sessionId"], session.resume_id.as_str());
+    assert_eq!(load[0]["params"]["cwd"], f.work().display().to_string());
+    assert_eq!(f.sent("session/new").len(), 1, "only the first turn");
+    let replayed = notices(&second, "acp.replayed");
+    assert_eq!(replayed.len(), 1, "the replay is counted, not emitted");
 }
 
 async fn permission(approve: bool) -> (Fake, Run, usize) {
