@@ -329,7 +329,13 @@ impl AcpParser {
         self.close_thought(out);
         let meta = [
             ("kind", raw["kind"].as_str().unwrap_or("other").to_owned()),
-            ("locations", raw["locations"].to_string()),
+            (
+                "locations",
+                match &raw["locations"] {
+                    Value::Null => "[]".to_owned(),
+                    l => l.to_string(),
+                },
+            ),
             (
                 "status",
                 raw["status"].as_str().unwrap_or("pending").to_owned(),
@@ -459,9 +465,5 @@ impl LineProtocol for AcpParser {
 
     fn terminated(&self) -> bool {
         self.em.ended()
-    }
-
-    fn observe(&mut self, observed: bool) {
-        let _ = observed;
     }
 }
