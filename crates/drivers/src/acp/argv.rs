@@ -237,6 +237,15 @@ impl AcpAgent {
             .map(|(_, a)| a.clone())
     }
 
+    /// The named agent whose recipe is `recipe` (`None` for the custom
+    /// recipe).
+    pub fn of_recipe(recipe: &Recipe) -> Option<AcpAgent> {
+        Self::NAMED
+            .iter()
+            .find(|(_, a)| a.recipe() == recipe)
+            .map(|(_, a)| a.clone())
+    }
+
     /// The agent's recipe.
     pub fn recipe(&self) -> &'static Recipe {
         match self {
@@ -311,6 +320,8 @@ mod tests {
         assert_eq!(types.len(), 8);
         assert_eq!(AcpAgent::named("qwen"), Some(AcpAgent::Qwen));
         assert_eq!(AcpAgent::named("nope"), None);
+        assert_eq!(AcpAgent::of_recipe(&CURSOR), Some(AcpAgent::Cursor));
+        assert_eq!(AcpAgent::of_recipe(&CUSTOM), None);
     }
 
     #[test]
