@@ -653,3 +653,14 @@ fn wait_for_cancel_holds_the_turn_until_session_cancel() {
     assert_eq!(frames[0]["result"]["stopReason"], "cancelled");
     assert_eq!(c.until_answer(9)[0]["error"]["code"], -32601);
 }
+
+#[test]
+fn other_crates_find_the_binary_in_the_target_directory() {
+    let found = FakeAcpAgent::binary().unwrap();
+    assert_eq!(found, PathBuf::from(env!("CARGO_BIN_EXE_fake-acp-agent")));
+    assert!(
+        FakeAcpAgent::read_log(&found.with_extension("no-such-log"))
+            .unwrap()
+            .is_empty()
+    );
+}
