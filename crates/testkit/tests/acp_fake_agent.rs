@@ -609,3 +609,58 @@ fn other_methods_are_not_found_and_bad_params_invalid() {
         -32002
     );
 }
+
+#[test]
+fn prompt_keywords_pick_the_stop_reason_and_send_a_mode_update() {
+    let dir = temp_dir("keywords");
+    let mut c = Client::start(&dir, "keywords", &[]);
+    c.init();
+    let session = c.new_session();
+    for reason in ["refusal", "max_tokens", "max_turn_requests"] {
+        c.prompt(&session, &format!("go [stop:{reason}] [mode:plan]"));
+        let frames = c.until_answer(2);
+        let first = &updates(&frames)[0];
+        assert_eq!(first["sessionUpdate"], "current_mode_update");
+        assert_eq!(first["currentModeId"], "plan");
+        assert_eq!(frames.last().unwrap()["result"]["stopReason"], reason);
+    }
+    c.prompt(&session, "[stop:bored]");
+    assert_eq!(c.until_answer(2)[0]["error"]["code"], -32602);
+}
+
+#[test]
+fn wait_for_cancel_holds_the_turn_until_session_cancel() {
+    let dir = temp_dir("wait-cancel");
+    let mut c = Client::start(&dir, "wait", &[]);
+    c.init();
+    let session = c.new_session();
+    c.prompt(&session, "[wait-for-cancel]");
+    assert_eq!(
+        c.frame()["params"]["update"]["sessionUpdate"],
+        "agent_thought_chunk"
+    );
+    assert_eq!(
+        c.frame()["params"]["update"]["content"]["text"],
+        TEXT_CHUNKS[0]
+    );
+    // A cancel of another session does not end it; a request meanwhile is
+    // answered once the turn is over.
+    c.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "other"}}));
+    c.send(json!({"jsonrpc": "2.0", "id": 9, "method": "fake/ping", "params": {}}));
+    c.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
+    let frames = c.until_answer(2);
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frames[0]["result"]["stopReason"], "cancelled");
+    assert_eq!(c.until_answer(9)[0]["error"]["code"], -32601);
+}
+
+#[test]
+fn other_crates_find_the_binary_in_the_target_directory() {
+    let found = FakeAcpAgent::binary().unwrap();
+    assert_eq!(found, PathBuf::from(env!("CARGO_BIN_EXE_fake-acp-agent")));
+    assert!(
+        FakeAcpAgent::read_log(&found.with_extension("no-such-log"))
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -9,7 +9,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, ContentBlock, ContentChunk, Error, Implementation, InitializeResponse,
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, RequestId, SessionId, SessionNotification, SessionUpdate,
+    PromptResponse, RequestId, SessionId, SessionNotification, SessionUpdate, StopReason,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -167,7 +167,7 @@ impl<R: BufRead, W: Write> Agent<R, W> {
         let agent = std::mem::take(&mut turn.said);
         match end {
             End::Stop(reason, meta) => {
-                if reason == agent_client_protocol::v1::schema::StopReason::EndTurn {
+                if reason == StopReason::EndTurn {
                     self.sessions
                         .record(&session.0, sessions::Turn { user, agent })?;
                 }

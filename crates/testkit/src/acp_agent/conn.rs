@@ -133,4 +133,27 @@ impl<R: BufRead, W: Write> Conn<R, W> {
             }
         }
     }
+
+    /// Reads until a `session/cancel` for `session` arrives, queueing
+    /// every other frame for [`recv`](Self::recv). End of input first is an
+    /// `UnexpectedEof` error.
+    pub fn wait_for_cancel(&mut self, session: &SessionId) -> io::Result<()> {
+        loop {
+            match self.read_frame()? {
+                None => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the client closed stdin before session/cancel",
+                    ));
+                }
+                Some(Incoming::Notification { method, params })
+                    if method == "session/cancel"
+                        && params.get("sessionId").and_then(Value::as_str) == Some(&*session.0) =>
+                {
+                    return Ok(());
+                }
+                Some(other) => self.queued.push_back(other),
+            }
+        }
+    }
 }

@@ -16,7 +16,7 @@
 //!
 //! | scenario | `session/prompt` |
 //! |---|---|
-//! | `text` (default) | [`THOUGHT`] as `agent_thought_chunk`, the three [`TEXT_CHUNKS`], a `usage_update` ([`USAGE_USED`]/[`USAGE_SIZE`]), a `plan` ([`PLAN`]), then `end_turn` with Gemini-shaped usage in `_meta` |
+//! | `text` (default) | [`THOUGHT`] as `agent_thought_chunk`, the three [`TEXT_CHUNKS`], a `usage_update` ([`USAGE_USED`]/[`USAGE_SIZE`]), a `plan` ([`PLAN`]), then `end_turn` with Gemini-shaped usage in `_meta`; prompt keywords: `[stop:REASON]` ([`STOP`]) ends with that stop reason, `[mode:ID]` ([`MODE`]) first sends a `current_mode_update`, [`WAIT_FOR_CANCEL`] stops after the thought and first delta until `session/cancel`, then ends `cancelled` |
 //! | `permission` | `tool_call` [`PERMISSION_CALL_ID`] (kind `execute`, `pending`), then `session/request_permission` offering `allow_once`, `allow_always`, `reject_once`, `reject_always`; allowed: `tool_call_update` `completed` and text [`APPROVED`]; rejected: `failed` and [`DENIED`]; a `cancelled` outcome: stop reason `cancelled`; an option not offered: error -32602 |
 //! | `fs-read PATH` | `fs/read_text_file` for PATH (joined to the session's cwd when relative; `..` kept); the content, or `error CODE: MESSAGE`, as text |
 //! | `fs-write PATH` | `fs/write_text_file` of the prompt's text to PATH; [`WRITTEN`] or `error CODE: MESSAGE` |
@@ -24,7 +24,7 @@
 //! | `bad-version` | (`initialize` answers protocol version [`BAD_PROTOCOL_VERSION`]); otherwise `text` |
 //! | `malformed` | (after answering `session/new`: the line [`NOT_JSON_LINE`] and a `session/update` with text [`MALFORMED_TEXT`] that lacks `"jsonrpc"`); otherwise `text` |
 //! | `silent` | never answered; the agent does not exit at the end of stdin either |
-//! | `hang-on-cancel-child` | like `silent`, with a `sleep 600` started at launch in the agent's process group |
+//! | `hang-on-cancel-child` | like `silent`, with a `sleep 600` started at launch in the agent's process group (stdio on `/dev/null`; find it with [`proc_tree::children`](crate::proc_tree::children) of the agent's PID before it goes) |
 //! | `error` | error [`ERROR_CODE`] [`ERROR_MESSAGE`] |
 //! | `exit` | the first text chunk, then exit status [`EXIT_STATUS`] |
 //!
@@ -36,6 +36,7 @@
 mod agent;
 mod conn;
 mod frames;
+mod keywords;
 mod scenario;
 mod sessions;
 mod turn;
@@ -43,6 +44,7 @@ mod turn;
 use std::path::{Path, PathBuf};
 
 pub use agent::{Exit, run};
+pub use keywords::{MODE, STOP, WAIT_FOR_CANCEL};
 pub use scenario::{Options, Scenario, USAGE};
 
 /// The environment variable that overrides the path of `fake-acp-agent`.

@@ -20,7 +20,7 @@ pub struct Turn {
 /// One session.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Session {
-    /// The `cwd` of `session/new` (or of the last `session/load`).
+    /// The `cwd` of `session/new`.
     pub cwd: PathBuf,
     /// Its finished turns, oldest first.
     pub turns: Vec<Turn>,

@@ -5,16 +5,18 @@ use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, CreateTerminalRequest, CreateTerminalResponse, Error, Meta,
-    PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SessionId, SessionUpdate, StopReason,
-    TerminalOutputRequest, TerminalOutputResponse, ToolCall, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind, UsageUpdate, WaitForTerminalExitRequest, WriteTextFileRequest,
+    ContentBlock, ContentChunk, CreateTerminalRequest, CreateTerminalResponse, CurrentModeUpdate,
+    Error, Meta, PermissionOption, PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority,
+    PlanEntryStatus, ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId,
+    SessionUpdate, StopReason, TerminalOutputRequest, TerminalOutputResponse, ToolCall,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 use serde_json::{Value, json};
 
 use super::conn::Conn;
+use super::keywords::Keywords;
 use super::scenario::Scenario;
 use super::{
     APPROVED, DENIED, ERROR_CODE, ERROR_MESSAGE, EXIT_STATUS, PERMISSION_CALL_ID, PLAN,
@@ -90,9 +92,23 @@ impl<'a, R: BufRead, W: Write> Turn<'a, R, W> {
     }
 
     fn text(&mut self) -> io::Result<End> {
+        let keywords = match Keywords::parse(&self.prompt) {
+            Ok(keywords) => keywords,
+            Err(why) => return Ok(End::Fail(Error::invalid_params().data(Value::from(why)))),
+        };
+        if let Some(mode) = keywords.mode {
+            self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                mode,
+            )))?;
+        }
         self.update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
             ContentBlock::from(THOUGHT),
         )))?;
+        if keywords.wait_for_cancel {
+            self.say(TEXT_CHUNKS[0])?;
+            self.conn.wait_for_cancel(&self.session)?;
+            return Ok(End::Stop(StopReason::Cancelled, None));
+        }
         for chunk in TEXT_CHUNKS {
             self.say(chunk)?;
         }
@@ -116,7 +132,8 @@ impl<'a, R: BufRead, W: Write> Turn<'a, R, W> {
         let Value::Object(meta) = meta else {
             unreachable!("a JSON object literal")
         };
-        Ok(End::Stop(StopReason::EndTurn, Some(meta)))
+        let stop = keywords.stop.unwrap_or(StopReason::EndTurn);
+        Ok(End::Stop(stop, Some(meta)))
     }
 
     fn permission(&mut self) -> io::Result<End> {
