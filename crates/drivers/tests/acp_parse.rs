@@ -104,7 +104,8 @@ fn edited(key: &str, edit: impl Fn(&mut Value)) -> Vec<String> {
         .into_iter()
         .map(|l| {
             let mut v: Value = serde_json::from_str(&l).unwrap();
-            let hit = v["id"].to_string() == key || v["params"]["update"]["sessionUpdate"] == key;
+            let id = v["id"].as_i64().map(|i| i.to_string());
+            let hit = id.as_deref() == Some(key) || v["params"]["update"]["sessionUpdate"] == key;
             if hit {
                 edit(&mut v);
             }
