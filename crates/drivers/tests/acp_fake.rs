@@ -15,6 +15,7 @@ mod jsonl_common;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_adaptor_core::{Agent, Event, FailureReason, Notice, RunOptions, RunStream};
 use agent_adaptor_driver::DecisionKind;
@@ -416,4 +417,52 @@ async fn an_agent_that_is_not_installed_is_a_spawn_error() {
         !run.events.iter().any(|e| spawned_pid(e).is_some()),
         "nothing started"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_conformance_suite_passes() {
+    use agent_adaptor_conformance::{Expect, LiveRun, Options, RunCase, test_driver};
+    let f = Fake::new();
+    let state = agent_adaptor_driver::SessionState {
+        resume_id: "fake-session-1".into(),
+        display_id: "fake-session-1".into(),
+        data: [("cwd".to_owned(), f.work().display().to_string())].into(),
+    };
+    let timeout = Duration::from_secs(60);
+    let report = test_driver(
+        || acp::driver(f.config(&["text"])),
+        Options::new()
+            .session_state(state)
+            .session_keys(["cwd"])
+            .guard_keys(["cwd"])
+            .run(RunCase::new("streaming", "hello", true, Expect::Success))
+            .run(RunCase::new("batch", "hello", false, Expect::Success))
+            .run(RunCase::new(
+                "refused",
+                "[stop:refusal] hello",
+                true,
+                Expect::Failure,
+            ))
+            .run_timeout(timeout)
+            .live(LiveRun {
+                prompt: "hello".into(),
+                expected_output: Some(TEXT_CHUNKS.concat()),
+                streaming: true,
+                timeout,
+            }),
+    )
+    .await;
+    report.assert_passed();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mode_change_is_a_notice_and_a_stop_reason_a_typed_failure() {
+    let f = Fake::new();
+    let run = f.run(&["text"], "[mode:plan] hello").await;
+    ok(&run);
+    let mode = notices(&run, "acp.mode");
+    assert_eq!(mode.len(), 1);
+    assert_eq!(mode[0].data.as_ref().unwrap()["currentModeId"], "plan");
+    let run = f.run(&["text"], "[stop:max_tokens] hello").await;
+    assert_eq!(run.err().reason, FailureReason::Other("max_tokens".into()));
 }

@@ -36,13 +36,19 @@ fn fixture() -> Vec<String> {
 /// terminal; returns every output (control frames of other ids kept) and
 /// the finished layers.
 fn run(lines: &[String], load: bool) -> (Vec<Out>, Parsed) {
+    let lines: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+    run_bytes(&lines, load)
+}
+
+/// [`run`] on raw lines.
+fn run_bytes(lines: &[&[u8]], load: bool) -> (Vec<Out>, Parsed) {
     let mut p = AcpParser::new("acp:gemini", true);
     if load {
         p.loading();
     }
     let mut outs = Vec::new();
     for line in lines {
-        for out in p.line(line.as_bytes()) {
+        for out in p.line(line) {
             match out {
                 Out::Control(ControlFrame::Response { id, result }) if id == 2 => {
                     let id = result.as_ref().ok().and_then(|r| r["sessionId"].as_str());
@@ -259,4 +265,25 @@ fn garbage_lines_never_panic() {
         let _ = p.line(line.as_bytes());
     }
     assert!(!p.terminated());
+}
+
+/// The fuzz harness: mutations of the real capture, fed as the transport
+/// would (sessions opened, prompts answered), never panic and always keep
+/// the payload lifecycle rules.
+#[test]
+fn fuzzed_frames_keep_the_lifecycle_rules() {
+    use agent_adaptor_conformance::fuzz::{FuzzConfig, fuzz_inputs};
+    let seed = fixture().join("\n").into_bytes();
+    fuzz_inputs(
+        &[&seed],
+        FuzzConfig {
+            cases: 400,
+            ..FuzzConfig::default()
+        },
+        |input| {
+            let lines: Vec<&[u8]> = input.split(|b| *b == b'\n').collect();
+            let (outs, _) = run_bytes(&lines, false);
+            check_lifecycles(&outs);
+        },
+    );
 }
