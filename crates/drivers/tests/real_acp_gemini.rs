@@ -124,11 +124,13 @@ async fn a_denied_shell_call_does_not_run() {
         !h.workspace().join("acp-marker.txt").exists(),
         "the command did not run"
     );
-    // The turn goes on (the model hears of the denial) or is cancelled
-    // by the agent; either way it ended, and not as a success of the tool.
-    if let Ok(result) = &run.outcome {
-        assert_eq!(result.text, "Shell step over.");
-    }
+    // The turn goes on: the model hears of the denial and answers.
+    assert_eq!(ok(&run).text, "Shell step over.");
+    assert_eq!(
+        h.model_requests("ACPSHELL").len(),
+        2,
+        "the call, then the follow-up"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
