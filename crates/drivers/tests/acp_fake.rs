@@ -316,6 +316,12 @@ async fn malformed_frames_are_notices_and_the_turn_goes_on() {
         noticed.iter().any(|t| t.contains("non-JSON stdout line")),
         "{noticed:?}"
     );
+    assert!(
+        noticed
+            .iter()
+            .any(|t| t.contains("without \"jsonrpc\":\"2.0\"")),
+        "{noticed:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

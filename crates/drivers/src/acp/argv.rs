@@ -137,6 +137,7 @@ pub const COPILOT: Recipe = Recipe {
         fixed: &[
             ("COPILOT_OFFLINE", "true"),
             ("COPILOT_PROVIDER_TYPE", "openai"),
+            ("COPILOT_PROVIDER_WIRE_API", "completions"),
             ("COPILOT_AUTO_UPDATE", "false"),
         ],
     }),
@@ -155,14 +156,15 @@ pub const OPENCODE: Recipe = Recipe {
 };
 
 /// Claude Code through `claude-agent-acp` (§7; it wraps the Claude Agent
-/// SDK, which spawns `claude`).
+/// SDK, which spawns `claude`). `ANTHROPIC_MODEL` alone does not choose its
+/// model (its `settings.json` does), so a model is refused for now.
 pub const CLAUDE: Recipe = Recipe {
     driver_type: "acp:claude",
     display_name: "Claude Code (ACP adapter)",
     program: "claude-agent-acp",
     args: &[],
     env_allowlist: &["ANTHROPIC_*", "CLAUDE_*"],
-    model: ModelSetting::Env("ANTHROPIC_MODEL"),
+    model: ModelSetting::Unsupported,
     endpoint: Some(Endpoint {
         base_url: "ANTHROPIC_BASE_URL",
         base_url_suffix: "",

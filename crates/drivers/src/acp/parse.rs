@@ -13,7 +13,8 @@
 //! | `session/prompt` result | the terminal: `end_turn` ok; `cancelled` → `cancelled`; `refusal`, `max_tokens`, `max_turn_requests` → failures with that code; usage from `usage` or Gemini's `_meta.quota.token_count` |
 //!
 //! Agent requests and responses to the client's requests go to the
-//! transport as control frames. Updates are believed only for the session
+//! transport as control frames. A frame without `"jsonrpc":"2.0"` is
+//! reported (a notice) and read all the same. Updates are believed only for the session
 //! the client opened (others are protocol-violation notices); while a
 //! `session/load` replays history, updates are counted, not emitted.
 
@@ -445,6 +446,12 @@ impl LineProtocol for AcpParser {
         let Some((frame, raw)) = self.em.decode::<Frame>(out, raw) else {
             return;
         };
+        if frame.jsonrpc.as_deref() != Some("2.0") {
+            // Reported, then read all the same: dropping it could leave a
+            // request unanswered or the turn without its terminal.
+            self.em
+                .notice(out, "a frame without \"jsonrpc\":\"2.0\"", raw);
+        }
         match frame.kind() {
             FrameKind::Request { id, method, params } => {
                 out.push(Out::Control(ControlFrame::Request { id, method, params }));

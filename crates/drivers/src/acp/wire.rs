@@ -29,6 +29,9 @@ pub const RESOURCE_NOT_FOUND: i64 = -32002;
 /// One stdout line, decoded only as far as JSON-RPC goes.
 #[derive(Debug, Deserialize)]
 pub struct Frame {
+    /// The protocol marker (`"2.0"`).
+    #[serde(default)]
+    pub jsonrpc: Option<String>,
     /// The request id (requests and responses).
     #[serde(default)]
     pub id: Option<Value>,
