@@ -4,7 +4,7 @@
 //! adapters, or any command), each a launch recipe ([`argv`]).
 //!
 //! One run is one process and one JSON-RPC session on the shared pump
-//! ([`transport`]): `initialize` (protocol v1; the client serves text files
+//! (`transport.rs`): `initialize` (protocol v1; the client serves text files
 //! and terminals), `session/new` in the workspace with the run's MCP servers
 //! — or, for a thread's next turn, `session/load` of the checkpoint's
 //! session (`session/resume` when the agent offers that instead) — then
