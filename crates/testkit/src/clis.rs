@@ -546,6 +546,20 @@ pub fn codebuddy_command(base_url: &str, home: &Path, prompt: &str) -> Result<Co
     CODEBUDDY.command(base_url, home, prompt)
 }
 
+/// SIGKILL to the process group `pgid` (the recipes start every CLI in a
+/// group of its own, pgid = pid): the CLI and every helper it spawned. A
+/// no-op when `pgid` is `None` or the group is already gone.
+pub fn kill_process_group(pgid: Option<u32>) {
+    if let Some(pgid) = pgid {
+        // No unsafe/libc in this crate: use kill(1). Errors mean "gone".
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pgid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 /// Replaces `{base_url}`, `{model}` and `{home}` in one pass (a value that
 /// itself contains a placeholder is not expanded again); other text,
 /// including other braces, is kept.
