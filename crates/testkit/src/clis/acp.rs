@@ -160,14 +160,14 @@ pub const OPENCODE: CliRecipe = CliRecipe {
 ///   nonessential traffic): requests go to `POST /v1/messages?beta=true`.
 /// * The model is `model` in `CLAUDE_CONFIG_DIR/settings.json` (the adapter
 ///   picks the session's model from the settings; `ANTHROPIC_MODEL` alone did
-///   not change it). With a model set, each process sends one extra request
-///   first (a one-word probe, no tools).
+///   not change it).
 /// * The bundled CLI fetches Claude's plugin blocklist from
 ///   `raw.githubusercontent.com` even with nonessential traffic off (it went
 ///   through `HTTPS_PROXY`); the dead proxy makes that fail at once. Setting
 ///   `CLAUDE_CODE_EXECUTABLE` to the pinned native Claude Code
 ///   ([`CLAUDE`](super::CLAUDE)'s binary) runs that one instead, which made
-///   no connection but to the mock.
+///   no connection but to the mock (and, with a model set, sent a one-word
+///   probe request before the first turn).
 /// * The adapter does not exit when its stdin closes: stop it with a signal.
 /// * As root (`IS_SANDBOX` unset) it does not offer the `bypassPermissions`
 ///   mode.
