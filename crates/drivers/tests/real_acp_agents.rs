@@ -3,9 +3,11 @@
 //! against the testkit mock, each started from its testkit recipe
 //! (`agent_adaptor_testkit::clis`: program, arguments, environment, home
 //! files) as a custom ACP command. For every agent: a text turn through
-//! core (token deltas, the mock's answer, a valid checkpoint), and a shell
-//! call the agent asks permission for: one `ApprovalRequest`, approved, the
-//! command runs in the workspace.
+//! core (token deltas, the mock's answer, a valid checkpoint); a shell call
+//! the agent asks permission for (one `ApprovalRequest`, approved, the
+//! command runs in the workspace); a two-turn thread through the SQLite
+//! `ThreadStore` (turn 2 loads the session in a new process; the model sees
+//! turn 1); and a cancel mid-stream that leaves no process.
 //!
 //! Compiled only with `--features agent-adaptor-drivers/real-clis`.
 #![cfg(feature = "real-clis")]
@@ -13,16 +15,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
 mod gemini_support;
+mod group_watch;
 #[allow(dead_code)]
 mod jsonl_common;
 
-use agent_adaptor_core::{Agent, Event, RunOptions};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_adaptor_core::{Agent, Event, FailureReason, Phase, RunOptions};
 use agent_adaptor_driver::DecisionKind;
 use agent_adaptor_drivers::acp::{self, AcpAgent};
 use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_testkit::clis::{self, CliRecipe, ScratchDir};
 use agent_adaptor_testkit::mock::{MockServer, Reply, Script};
 use gemini_support::{drain_with, ok, text_deltas};
+use group_watch::{GroupWatch, spawned_pid};
 use serde_json::{Value, json};
 
 /// The command the tool turn runs, and the file it writes.
@@ -50,7 +57,7 @@ fn escalated_cmd() -> Value {
 /// The mock, a scratch home prepared by the recipe, and the driver
 /// configuration running the recipe's command.
 struct Setup {
-    _server: MockServer,
+    server: MockServer,
     home: ScratchDir,
     config: acp::Config,
 }
@@ -89,7 +96,7 @@ async fn setup(row: &Row, script: Script) -> Setup {
         ..acp::Config::for_agent(AcpAgent::Custom { program, args })
     };
     Setup {
-        _server: server,
+        server,
         home,
         config,
     }
@@ -156,6 +163,107 @@ async fn approved_shell_call(row: &Row) {
     assert!(written.exists(), "{name}: the approved command ran");
 }
 
+/// A thread of two turns through the SQLite `ThreadStore`: turn 2 is a new
+/// process that `session/load`s turn 1's session (the replay is not turn
+/// 2's output) and the model sees turn 1.
+async fn thread_turns(row: &Row) {
+    const KEYWORD: &str = "DRIVERTHREAD";
+    let s = setup(
+        row,
+        Script::new().on_prompt(
+            KEYWORD,
+            vec![
+                Reply::Text("first-answer-alpha".into()),
+                Reply::Text("second-answer-beta".into()),
+            ],
+        ),
+    )
+    .await;
+    let store = agent_adaptor_store::SqliteStore::open(s.home.path().join("threads.db"))
+        .await
+        .unwrap();
+    let agent = Agent::builder(acp::driver(s.config.clone()))
+        .thread_store(Arc::new(store))
+        .build()
+        .unwrap();
+    let thread = agent.thread("real/acp-agent");
+    let name = row.recipe.name;
+    let first = drain_with(
+        &thread,
+        &format!("{KEYWORD}: remember zebra-7731"),
+        RunOptions::new(),
+        |_, _| {},
+    )
+    .await;
+    assert!(ok(&first).text.contains("first-answer-alpha"), "{name}");
+    let session = ok(&first).checkpoint().unwrap().state.clone().unwrap();
+    let second = drain_with(&thread, "Which word?", RunOptions::new(), |_, _| {}).await;
+    let text = &ok(&second).text;
+    assert!(text.contains("second-answer-beta"), "{name}: {text:?}");
+    assert!(
+        !text.contains("first-answer-alpha"),
+        "{name}: the replay leaked: {text:?}"
+    );
+    let resumed = ok(&second).checkpoint().unwrap().state.clone().unwrap();
+    assert_eq!(resumed.resume_id, session.resume_id, "{name}: one session");
+    let last = s
+        .server
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.method == "POST" && r.path == row.recipe.request_path)
+        .expect("a model request");
+    let body = String::from_utf8_lossy(&last.body);
+    for earlier in ["zebra-7731", "first-answer-alpha", "Which word?"] {
+        assert!(body.contains(earlier), "{name}: turn 2 carries {earlier:?}");
+    }
+}
+
+/// Cancel at the first text delta of a slow answer: the run ends cancelled
+/// and nothing of the agent's process group is left.
+async fn cancel_mid_stream(row: &Row) {
+    const KEYWORD: &str = "DRIVERSLOW";
+    let text = "0123456789abcdef".repeat(50);
+    let s = setup(
+        row,
+        Script::new().on_prompt(
+            KEYWORD,
+            vec![Reply::Slow {
+                text: text.clone(),
+                chunk_delay: Duration::from_millis(200),
+            }],
+        ),
+    )
+    .await;
+    let agent = Agent::new(acp::driver(s.config.clone()));
+    let (mut pid, mut watch) = (None, None);
+    let run = drain_with(
+        &agent,
+        &format!("{KEYWORD} go"),
+        RunOptions::new(),
+        |e, stream| {
+            if let Some(p) = spawned_pid(e) {
+                pid = Some(p);
+            }
+            if let (Event::TextDelta(d), Some(p), None) = (e, pid, &watch)
+                && d.phase == Phase::Content
+            {
+                watch = Some(GroupWatch::of(p));
+                stream.cancel();
+            }
+        },
+    )
+    .await;
+    let name = row.recipe.name;
+    assert_eq!(run.err().reason, FailureReason::Cancelled, "{name}");
+    let watch = watch.expect("a text delta before the end");
+    let left = watch.wait_gone().await;
+    assert!(
+        left.is_empty(),
+        "{name}: {left:?} still run after the cancel"
+    );
+}
+
 macro_rules! agent_tests {
     ($($module:ident => $row:expr;)*) => {$(
         mod $module {
@@ -169,6 +277,16 @@ macro_rules! agent_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn approved_shell_call() {
                 super::approved_shell_call(&$row).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn thread_turns() {
+                super::thread_turns(&$row).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn cancel_mid_stream() {
+                super::cancel_mid_stream(&$row).await;
             }
         }
     )*};
