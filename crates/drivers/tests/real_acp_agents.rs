@@ -7,7 +7,9 @@
 //! the agent asks permission for (one `ApprovalRequest`, approved, the
 //! command runs in the workspace); a two-turn thread through the SQLite
 //! `ThreadStore` (turn 2 loads the session in a new process; the model sees
-//! turn 1); and a cancel mid-stream that leaves no process.
+//! turn 1); a cancel mid-stream that leaves no process; and a model HTTP
+//! error as a typed agent error (not Copilot: it answers model errors as
+//! text with `end_turn`).
 //!
 //! Compiled only with `--features agent-adaptor-drivers/real-clis`.
 #![cfg(feature = "real-clis")]
@@ -40,6 +42,12 @@ struct Row {
     recipe: CliRecipe,
     tool: &'static str,
     arguments: fn() -> Value,
+    /// A model HTTP status the agent reports as a JSON-RPC error after one
+    /// request (Qwen and opencode retry a 5xx for about a minute, so 400),
+    /// and what the error's text says of it (codex-acp names the status
+    /// class); `None`: Copilot answers every model error as text and
+    /// `end_turn`, which no ACP client can tell from an answer.
+    http_error: Option<(u16, &'static str)>,
 }
 
 fn command_and_description() -> Value {
@@ -264,8 +272,45 @@ async fn cancel_mid_stream(row: &Row) {
     );
 }
 
+/// A model HTTP error ends the run as an agent error naming the status.
+async fn model_error(row: &Row) {
+    const KEYWORD: &str = "DRIVERFAIL";
+    let name = row.recipe.name;
+    let Some((status, said)) = row.http_error else {
+        panic!("{name} has no typed model error to test");
+    };
+    let s = setup(
+        row,
+        Script::new().on_prompt(
+            KEYWORD,
+            vec![Reply::HttpError {
+                status,
+                body: Value::Null,
+                retry_after: None,
+            }],
+        ),
+    )
+    .await;
+    let agent = Agent::new(acp::driver(s.config.clone()));
+    let run = drain_with(
+        &agent,
+        &format!("{KEYWORD} now"),
+        RunOptions::new(),
+        |_, _| {},
+    )
+    .await;
+    let err = run.err();
+    assert_eq!(
+        err.reason,
+        FailureReason::AgentError,
+        "{name}: {}",
+        err.message
+    );
+    assert!(err.message.contains(said), "{name}: {}", err.message);
+}
+
 macro_rules! agent_tests {
-    ($($module:ident => $row:expr;)*) => {$(
+    ($($module:ident => $row:expr $(, model_error $error:ident)?;)*) => {$(
         mod $module {
             use super::*;
 
@@ -288,14 +333,21 @@ macro_rules! agent_tests {
             async fn cancel_mid_stream() {
                 super::cancel_mid_stream(&$row).await;
             }
+
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $error() {
+                    super::model_error(&$row).await;
+                }
+            )?
         }
     )*};
 }
 
 agent_tests! {
-    qwen => Row { recipe: clis::QWEN, tool: "run_shell_command", arguments: command_and_description };
-    copilot => Row { recipe: clis::COPILOT, tool: "bash", arguments: command_and_description };
-    opencode => Row { recipe: clis::OPENCODE, tool: "bash", arguments: command_and_description };
-    claude => Row { recipe: clis::CLAUDE_ACP, tool: "Bash", arguments: command_and_description };
-    codex => Row { recipe: clis::CODEX_ACP, tool: "exec_command", arguments: escalated_cmd };
+    qwen => Row { recipe: clis::QWEN, tool: "run_shell_command", arguments: command_and_description, http_error: Some((400, "400")) }, model_error model_error_is_typed;
+    copilot => Row { recipe: clis::COPILOT, tool: "bash", arguments: command_and_description, http_error: None };
+    opencode => Row { recipe: clis::OPENCODE, tool: "bash", arguments: command_and_description, http_error: Some((400, "400")) }, model_error model_error_is_typed;
+    claude => Row { recipe: clis::CLAUDE_ACP, tool: "Bash", arguments: command_and_description, http_error: Some((500, "500")) }, model_error model_error_is_typed;
+    codex => Row { recipe: clis::CODEX_ACP, tool: "exec_command", arguments: escalated_cmd, http_error: Some((500, "internal_server_error")) }, model_error model_error_is_typed;
 }
