@@ -44,7 +44,7 @@ fn run(lines: &[String], load: bool) -> (Vec<Out>, Parsed) {
 fn run_bytes(lines: &[&[u8]], load: bool) -> (Vec<Out>, Parsed) {
     let mut p = AcpParser::new("acp:gemini", true);
     if load {
-        p.loading();
+        p.loading(None);
     }
     let mut outs = Vec::new();
     for line in lines {

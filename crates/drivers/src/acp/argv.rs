@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::Config;
+use super::load::LoadQuirks;
 
 /// Which ACP agent a driver runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -85,13 +86,24 @@ pub struct Recipe {
     pub model: ModelSetting,
     /// How it reaches a model server of the host's choice, when known.
     pub endpoint: Option<Endpoint>,
+    /// What its `session/load` needs beyond the protocol.
+    pub load: LoadQuirks,
 }
+
+/// Gemini CLI 0.61 names a session's record after the minute a process
+/// opened it (a load in that minute loses the session) and answers
+/// `session/load` before its replay is over.
+pub const GEMINI_LOAD: LoadQuirks = LoadQuirks {
+    minute_records: true,
+    late_replay: true,
+};
 
 /// Gemini CLI (`protocols.md` §5, §7): the Gemini API through
 /// `GOOGLE_GEMINI_BASE_URL`; its home's `settings.json` must select
 /// `gemini-api-key` auth (as for the stream-json driver).
 pub const GEMINI: Recipe = Recipe {
     driver_type: "acp:gemini",
+    load: GEMINI_LOAD,
     display_name: "Gemini CLI (ACP)",
     program: "gemini",
     args: &["--acp"],
@@ -109,6 +121,7 @@ pub const GEMINI: Recipe = Recipe {
 /// `openai` auth).
 pub const QWEN: Recipe = Recipe {
     driver_type: "acp:qwen",
+    load: LoadQuirks::NONE,
     display_name: "Qwen Code (ACP)",
     program: "qwen",
     args: &["--acp"],
@@ -125,6 +138,7 @@ pub const QWEN: Recipe = Recipe {
 /// GitHub Copilot CLI (§6): its official offline mode.
 pub const COPILOT: Recipe = Recipe {
     driver_type: "acp:copilot",
+    load: LoadQuirks::NONE,
     display_name: "GitHub Copilot CLI (ACP)",
     program: "copilot",
     args: &["--acp"],
@@ -147,6 +161,7 @@ pub const COPILOT: Recipe = Recipe {
 /// variables; no endpoint recipe yet.
 pub const OPENCODE: Recipe = Recipe {
     driver_type: "acp:opencode",
+    load: LoadQuirks::NONE,
     display_name: "opencode (ACP)",
     program: "opencode",
     args: &["acp"],
@@ -160,6 +175,7 @@ pub const OPENCODE: Recipe = Recipe {
 /// model (its `settings.json` does), so a model is refused for now.
 pub const CLAUDE: Recipe = Recipe {
     driver_type: "acp:claude",
+    load: LoadQuirks::NONE,
     display_name: "Claude Code (ACP adapter)",
     program: "claude-agent-acp",
     args: &[],
@@ -176,6 +192,7 @@ pub const CLAUDE: Recipe = Recipe {
 /// Codex through `codex-acp` (§7; it links the Codex crates).
 pub const CODEX: Recipe = Recipe {
     driver_type: "acp:codex",
+    load: LoadQuirks::NONE,
     display_name: "Codex (ACP adapter)",
     program: "codex-acp",
     args: &[],
@@ -187,6 +204,7 @@ pub const CODEX: Recipe = Recipe {
 /// CodeBuddy Code (§4, §7).
 pub const CODEBUDDY: Recipe = Recipe {
     driver_type: "acp:codebuddy",
+    load: LoadQuirks::NONE,
     display_name: "CodeBuddy Code (ACP)",
     program: "codebuddy",
     args: &["--acp"],
@@ -198,6 +216,7 @@ pub const CODEBUDDY: Recipe = Recipe {
 /// Cursor Agent (§3, §7): `cursor-agent acp` (also installed as `agent`).
 pub const CURSOR: Recipe = Recipe {
     driver_type: "acp:cursor",
+    load: LoadQuirks::NONE,
     display_name: "Cursor Agent (ACP)",
     program: "cursor-agent",
     args: &["acp"],
@@ -209,6 +228,7 @@ pub const CURSOR: Recipe = Recipe {
 /// A custom command speaking ACP.
 pub const CUSTOM: Recipe = Recipe {
     driver_type: "acp",
+    load: LoadQuirks::NONE,
     display_name: "ACP agent",
     program: "",
     args: &[],

@@ -21,6 +21,7 @@
 pub mod argv;
 pub mod client_fs;
 pub mod config;
+pub mod load;
 pub mod parse;
 mod policy;
 pub mod terminal;
@@ -29,16 +30,19 @@ pub mod wire;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use agent_adaptor_driver::{
     ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, McpSupport,
-    RawStreams, Request, Response, RunContext, SessionCodec, StandardSessionCodec,
-    StreamCapability, async_trait, canonical_session_config_fingerprint,
+    OperationalEvent, RawStreams, Request, Response, RunContext, RunEvent, SessionCodec,
+    SessionState, StandardSessionCodec, StreamCapability, async_trait,
+    canonical_session_config_fingerprint,
 };
 use agent_adaptor_process::{Command, StdinMode};
 
 pub use argv::{AcpAgent, ModelSetting, Recipe};
 pub use config::Config;
+pub use load::LoadQuirks;
 use parse::AcpParser;
 use terminal::{TerminalEnv, Terminals};
 use transport::{Plan, Session};
@@ -95,12 +99,40 @@ impl AcpDriver {
 }
 
 /// The session a thread's turn continues, when the request carries one.
-fn resume_id(req: &Request) -> Option<String> {
+fn prev_state(req: &Request) -> Option<&SessionState> {
     req.session
         .as_ref()
         .and_then(|s| s.state.as_ref())
-        .map(|s| s.resume_id.clone())
-        .filter(|id| !id.is_empty())
+        .filter(|s| !s.resume_id.is_empty())
+}
+
+/// Wait, when the recipe needs it, before a process loads `prev` (an
+/// `acp.load_wait` notice says why); cancellation ends the wait.
+async fn wait_for_load(
+    recipe: &Recipe,
+    prev: &SessionState,
+    ctx: &RunContext,
+    sink: &dyn EventSink,
+) -> Result<(), DriverError> {
+    let Some(wait) = load::wait_before_load(recipe.load, prev, SystemTime::now()) else {
+        return Ok(());
+    };
+    let mut ev = OperationalEvent::text(format!(
+        "{}: waiting {} ms for the next UTC minute before loading session {}: \
+         the agent names its session records by the minute, and a load in the \
+         minute the last turn ended would lose the session",
+        recipe.driver_type,
+        wait.as_millis(),
+        prev.resume_id
+    ));
+    ev.metadata.insert("kind".into(), "acp.load_wait".into());
+    ev.data = Some(serde_json::json!({ "waitMs": wait.as_millis() as u64 }));
+    sink.emit(RunEvent::Lifecycle(ev)).await?;
+    tokio::select! {
+        biased;
+        () = ctx.cancel.cancelled() => Err(DriverError::Cancelled),
+        () = tokio::time::sleep(wait) => Ok(()),
+    }
 }
 
 #[async_trait]
@@ -172,9 +204,16 @@ impl Driver for AcpDriver {
         };
         let workspace = client_fs::Workspace::new(&root)?;
         let cmd = self.command(cfg, workspace.root(), model);
+        let prev = prev_state(&req);
+        if let Some(prev) = prev {
+            wait_for_load(recipe, prev, &ctx, sink).await?;
+        }
         let plan = Plan {
             cwd: workspace.root().to_string_lossy().into_owned(),
-            resume: resume_id(&req),
+            resume: prev.map(|s| s.resume_id.clone()),
+            replay_end: prev
+                .filter(|_| recipe.load.late_replay)
+                .and_then(load::ReplayEnd::of),
             prompt: req.prompt.clone(),
             servers: req.mcp_servers.iter().map(wire::mcp_server).collect(),
         };
@@ -211,6 +250,10 @@ impl Driver for AcpDriver {
             pump::deliver(out, sink, &mut None, &mut None).await?;
         }
         let root: PathBuf = workspace.root().to_path_buf();
+        let mut checkpoint = with_cwd(parsed.checkpoint, Some(&root));
+        if let Some(state) = checkpoint.as_mut().and_then(|c| c.state.as_mut()) {
+            load::record(state, prev, &parsed.output, SystemTime::now());
+        }
         let mut resp = Response {
             output: parsed.output,
             raw: RawStreams {
@@ -220,7 +263,7 @@ impl Driver for AcpDriver {
             },
             transcript: parsed.transcript,
             usage: parsed.usage,
-            checkpoint: with_cwd(parsed.checkpoint, Some(&root)),
+            checkpoint,
             failure: parsed.failure,
             provider: recipe.driver_type.to_owned(),
             model: model.unwrap_or_default().to_owned(),

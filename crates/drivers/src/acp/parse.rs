@@ -16,7 +16,11 @@
 //! transport as control frames. A frame without `"jsonrpc":"2.0"` is
 //! reported (a notice) and read all the same. Updates are believed only for the session
 //! the client opened (others are protocol-violation notices); while a
-//! `session/load` replays history, updates are counted, not emitted.
+//! `session/load` replays history, updates are counted, not emitted. An
+//! agent may go on replaying after its load answer (a recipe's
+//! `late_replay`): then the replay ends with the last turn's final text
+//! after every earlier user message (the checkpoint's turn count and text
+//! digest, `load.rs`).
 
 use std::collections::HashMap;
 
@@ -29,6 +33,7 @@ use agent_client_protocol::v1::schema::{
 };
 use serde_json::{Value, json};
 
+use super::load::{ReplayEnd, text_digest};
 use super::wire::{Frame, FrameKind, error_message};
 use crate::one_shot::{Emitter, Exit, Parsed};
 use crate::pump::{ControlFrame, LineProtocol, Out};
@@ -41,6 +46,18 @@ pub const UNSUPPORTED_PROTOCOL: &str = "unsupported_protocol_version";
 pub const RESUME_REJECTED: &str = "resume_rejected";
 /// The terminal's name: the answer to `session/prompt`.
 pub const TERMINAL: &str = "session/prompt";
+
+/// A replay that may go on after the `session/load` answer.
+#[derive(Debug)]
+struct LateReplay {
+    end: ReplayEnd,
+    /// User messages replayed so far.
+    users: u64,
+    /// The text of the agent message being replayed.
+    message: String,
+    /// The last turn's final text was replayed.
+    done: bool,
+}
 
 /// An open reasoning lifecycle.
 #[derive(Debug)]
@@ -57,6 +74,8 @@ pub struct AcpParser {
     session: Option<String>,
     replaying: bool,
     replayed: usize,
+    /// A load whose replay may go on after the answer: where it ends.
+    late: Option<LateReplay>,
     thought: Option<Thought>,
     thoughts: usize,
     /// Started tool calls: id → name.
@@ -75,6 +94,7 @@ impl AcpParser {
             session: None,
             replaying: false,
             replayed: 0,
+            late: None,
             thought: None,
             thoughts: 0,
             tools: HashMap::new(),
@@ -95,9 +115,57 @@ impl AcpParser {
     }
 
     /// A `session/load` is in flight: the updates until its answer are the
-    /// replayed history.
-    pub fn loading(&mut self) {
+    /// replayed history; with `end`, so are those after it until the
+    /// replay has given back `end.turns` user messages and then the agent
+    /// message whose text has digest `end.last_text`.
+    pub fn loading(&mut self, end: Option<ReplayEnd>) {
         self.replaying = true;
+        self.late = end.map(|end| LateReplay {
+            end,
+            users: 0,
+            message: String::new(),
+            done: false,
+        });
+    }
+
+    /// Count one replayed update; the late replay's end is noted.
+    fn replayed(&mut self, update: &SessionUpdate) {
+        self.replayed += 1;
+        let Some(late) = &mut self.late else {
+            return;
+        };
+        match update {
+            SessionUpdate::UserMessageChunk(_) => {
+                late.users += 1;
+                late.message.clear();
+            }
+            SessionUpdate::AgentMessageChunk(c) => {
+                if let ContentBlock::Text(t) = &c.content {
+                    late.message.push_str(&t.text);
+                }
+                if late.users >= late.end.turns && text_digest(&late.message) == late.end.last_text
+                {
+                    late.done = true;
+                }
+            }
+            _ => late.message.clear(),
+        }
+    }
+
+    /// Whether updates after the load answer are still replay.
+    fn replay_goes_on(&self) -> bool {
+        self.late.as_ref().is_some_and(|l| !l.done)
+    }
+
+    fn replayed_notice(&self) -> Out {
+        notice(
+            format!(
+                "{}: session/load replayed {} updates of the earlier turns",
+                self.driver, self.replayed
+            ),
+            "acp.replayed",
+            Some(json!({ "updates": self.replayed })),
+        )
     }
 
     /// The agent answered `session/new`, `session/load` or
@@ -106,7 +174,7 @@ impl AcpParser {
     pub fn session_opened(&mut self, id: &str, method: &str) -> Vec<Out> {
         let mut out = Vec::new();
         self.session = Some(id.to_owned());
-        self.replaying = false;
+        self.replaying = self.replay_goes_on();
         let coords = ProviderCoords {
             thread_id: Some(id.to_owned()),
             ..Default::default()
@@ -117,15 +185,8 @@ impl AcpParser {
             "acp.session",
             Some(json!({ "sessionId": id, "method": method })),
         ));
-        if self.replayed > 0 {
-            out.push(notice(
-                format!(
-                    "{}: session/load replayed {} updates of the earlier turns",
-                    self.driver, self.replayed
-                ),
-                "acp.replayed",
-                None,
-            ));
+        if self.replayed > 0 && !self.replaying {
+            out.push(self.replayed_notice());
         }
         out
     }
@@ -240,7 +301,12 @@ impl AcpParser {
             }
         };
         if self.replaying {
-            self.replayed += 1;
+            self.replayed(&note.update);
+            if self.session.is_some() && !self.replay_goes_on() {
+                // The late replay's last update: the turn starts after it.
+                self.replaying = false;
+                out.push(self.replayed_notice());
+            }
             return;
         }
         if self.session.as_deref() != Some(&*note.session_id.0) {

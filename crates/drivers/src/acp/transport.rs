@@ -20,6 +20,7 @@ use agent_client_protocol::v1::schema::{
 use serde_json::{Value, json};
 
 use super::client_fs::{self, RpcError, Workspace};
+use super::load::ReplayEnd;
 use super::parse::{AcpParser, RESUME_REJECTED, UNSUPPORTED_PROTOCOL};
 use super::terminal::Terminals;
 use super::wire::{
@@ -43,6 +44,9 @@ pub(crate) struct Plan {
     pub cwd: String,
     /// The session to continue, if any.
     pub resume: Option<String>,
+    /// Where its replay ends, when the agent may send part of it after the
+    /// `session/load` answer.
+    pub replay_end: Option<ReplayEnd>,
     /// The prompt.
     pub prompt: String,
     /// The run's MCP servers.
@@ -131,7 +135,7 @@ impl Session {
             }
         };
         if how == Open::Load {
-            self.parser.loading();
+            self.parser.loading(self.plan.replay_end.clone());
         }
         let params = wire::open_params(
             how,

@@ -35,6 +35,8 @@ pub struct Agent<R, W> {
     conn: Conn<R, W>,
     scenario: Scenario,
     sessions: Sessions,
+    /// How many replayed updates of a `session/load` follow its answer.
+    late_replay: usize,
     /// `sleep 600` of `hang-on-cancel-child`, left running on purpose.
     _child: Option<Child>,
 }
@@ -58,6 +60,7 @@ impl<R: BufRead, W: Write> Agent<R, W> {
             conn: Conn::new(input, output, options.log.as_deref())?,
             scenario: options.scenario.clone(),
             sessions: Sessions::open(options.state.clone())?,
+            late_replay: options.late_replay,
             _child: child,
         })
     }
@@ -133,18 +136,26 @@ impl<R: BufRead, W: Write> Agent<R, W> {
             let e = Error::session_not_found(ask.session_id);
             return self.conn.respond::<Value>(id, Err(e));
         };
+        let mut updates = Vec::new();
         for turn in &session.turns {
             for (text, user) in [(&turn.user, true), (&turn.agent, false)] {
                 let chunk = ContentChunk::new(ContentBlock::from(text.as_str()));
-                let update = if user {
+                updates.push(if user {
                     SessionUpdate::UserMessageChunk(chunk)
                 } else {
                     SessionUpdate::AgentMessageChunk(chunk)
-                };
-                self.conn.update(&ask.session_id, update)?;
+                });
             }
         }
-        self.conn.respond(id, Ok(LoadSessionResponse::new()))
+        let late = updates.split_off(updates.len().saturating_sub(self.late_replay));
+        for update in updates {
+            self.conn.update(&ask.session_id, update)?;
+        }
+        self.conn.respond(id, Ok(LoadSessionResponse::new()))?;
+        for update in late {
+            self.conn.update(&ask.session_id, update)?;
+        }
+        Ok(())
     }
 
     fn prompt(&mut self, id: RequestId, params: Value) -> io::Result<Option<Exit>> {

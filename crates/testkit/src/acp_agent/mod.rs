@@ -4,7 +4,7 @@
 //! it and read its log.
 //!
 //! ```text
-//! fake-acp-agent [--scenario NAME [ARG]] [--log FILE] [--state DIR]
+//! fake-acp-agent [--acp] [--scenario NAME [ARG]] [--log FILE] [--state DIR] [--late-replay N]
 //! ```
 //!
 //! Every scenario answers `initialize` (`loadSession: true`),
@@ -32,6 +32,9 @@
 //! that is not JSON as `{"unparsed": line}`); read it with
 //! [`FakeAcpAgent::read_log`]. `--state DIR` keeps sessions in
 //! `DIR/sessions.json`, so a second process can load the first one's.
+//! `--late-replay N` sends the last N replayed updates of a `session/load`
+//! after its answer, as Gemini CLI 0.61 does. `--acp` is ignored, so the
+//! fake can run under Gemini's recipe (`gemini --acp`).
 
 mod agent;
 mod conn;

@@ -59,7 +59,7 @@ impl Scenario {
 }
 
 /// The command line of `fake-acp-agent`.
-pub const USAGE: &str = "usage: fake-acp-agent [--scenario NAME [ARG]] [--log FILE] [--state DIR]";
+pub const USAGE: &str = "usage: fake-acp-agent [--acp] [--scenario NAME [ARG]] [--log FILE] [--state DIR] [--late-replay N]";
 
 /// The parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +71,9 @@ pub struct Options {
     /// Where sessions are kept (`sessions.json`), so a second process can
     /// load them; in memory only without it.
     pub state: Option<PathBuf>,
+    /// How many of a `session/load`'s replayed updates are sent after its
+    /// answer (the last ones; 0: none, as the protocol says).
+    pub late_replay: usize,
 }
 
 impl Options {
@@ -80,17 +83,27 @@ impl Options {
             scenario: Scenario::Text,
             log: None,
             state: None,
+            late_replay: 0,
         };
         let mut args = args.into_iter();
         while let Some(flag) = args.next() {
             if matches!(flag.as_str(), "-h" | "--help") {
                 return Err(String::new());
             }
+            if flag == "--acp" {
+                // Ignored: lets the fake stand in for `gemini --acp`.
+                continue;
+            }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
             match flag.as_str() {
                 "--scenario" => options.scenario = Scenario::parse(&value, || args.next())?,
                 "--log" => options.log = Some(PathBuf::from(value)),
                 "--state" => options.state = Some(PathBuf::from(value)),
+                "--late-replay" => {
+                    options.late_replay = value
+                        .parse()
+                        .map_err(|_| format!("--late-replay needs a count, not {value:?}"))?;
+                }
                 other => return Err(format!("unknown flag {other}")),
             }
         }
@@ -109,6 +122,9 @@ mod tests {
     #[test]
     fn scenarios_take_their_argument_from_the_next_word() {
         let o = parse(&["--scenario", "fs-read", "a/b.txt", "--log", "/tmp/l"]).unwrap();
+        assert_eq!(o.late_replay, 0);
+        let late = parse(&["--acp", "--late-replay", "3"]).unwrap();
+        assert_eq!((late.scenario, late.late_replay), (Scenario::Text, 3));
         assert_eq!(o.scenario, Scenario::FsRead("a/b.txt".into()));
         assert_eq!(o.log, Some(PathBuf::from("/tmp/l")));
         assert_eq!(parse(&[]).unwrap().scenario, Scenario::Text);
@@ -133,6 +149,7 @@ mod tests {
                 .contains("unknown scenario")
         );
         assert!(parse(&["--log"]).is_err());
+        assert!(parse(&["--late-replay", "x"]).is_err());
         assert!(parse(&["--frob", "x"]).is_err());
         assert_eq!(parse(&["--help"]), Err(String::new()));
     }
