@@ -247,3 +247,50 @@ async fn a_load_in_the_minute_of_the_last_turn_waits_and_the_wait_cancels() {
         "no agent was started"
     );
 }
+
+/// A checkpoint whose final text the replay never shows: nothing after the
+/// load answer is lost; the held updates are the turn's, with a notice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_whose_end_never_comes_loses_nothing() {
+    let f = Fake::new();
+    let seen = Seen::default();
+    let first = f
+        .turn(
+            &f.driver(0),
+            "first turn",
+            None,
+            &seen,
+            RunContext::new("r1"),
+        )
+        .await
+        .unwrap();
+    let mut state = ended_long_ago(state_of(&first));
+    state
+        .data
+        .insert(load::LAST_TEXT.into(), load::text_digest("never said"));
+    let seen = Seen::default();
+    let second = f
+        .turn(
+            &f.driver(2),
+            "second turn",
+            Some(state),
+            &seen,
+            RunContext::new("r2"),
+        )
+        .await
+        .unwrap();
+    assert!(second.failure.is_none(), "{:?}", second.failure);
+    let deltas = seen.deltas.lock().unwrap().clone();
+    assert!(
+        deltas.ends_with(&TEXT_CHUNKS.map(String::from)),
+        "{deltas:?}"
+    );
+    assert!(
+        second.output.ends_with(&TEXT_CHUNKS.concat()),
+        "{}",
+        second.output
+    );
+    let unmatched = seen.notices("acp.replay_unmatched");
+    assert_eq!(unmatched.len(), 1);
+    assert!(unmatched[0]["updates"].as_u64().unwrap() >= 2);
+}

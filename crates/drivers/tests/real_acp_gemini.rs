@@ -5,8 +5,8 @@
 //! mock's URL and a dummy key, one attempt per model request). Scenarios:
 //! token-level text, a shell tool call that asks permission (approved: it
 //! runs; denied: it does not), a cancelled run whose process group is gone,
-//! a two-turn thread through the SQLite `ThreadStore` (Gemini 0.61 cannot
-//! load its own ACP sessions: a typed `resume_rejected`, see the test),
+//! a two-turn thread through the SQLite `ThreadStore` (turn 2 loads turn 1's
+//! session in a new process, after waiting for the next UTC minute),
 //! a model HTTP 500 as a typed failure, and the time to the first text
 //! delta against the stream-json driver (printed).
 //!
@@ -177,18 +177,15 @@ async fn cancel_mid_stream_leaves_no_process() {
 }
 
 /// A thread through the SQLite `ThreadStore`: turn 1 checkpoints the ACP
-/// session; turn 2 asks a new `gemini --acp` to `session/load` it. Gemini
-/// CLI 0.61 cannot: loading re-initialises the session's chat record under
-/// the same id (a fresh header and an empty message list appended to the
-/// file) before it reads it back, so it finds nothing resumable and answers
-/// "No previous sessions found for this project." (the same file is then
-/// unusable for `--list-sessions` too). The driver reports that as a typed
-/// `resume_rejected` failure and never prompts a fresh session in its
-/// place; the load path itself is proven on the fake agent (`acp_fake.rs`).
-/// When a later Gemini loads its sessions, this test fails and is turned
-/// into the full two-turn proof.
+/// session; turn 2 has a new `gemini --acp` `session/load` it. Gemini
+/// names a session's record after the UTC minute a process opened it and
+/// loses the session when it is loaded within that minute, so turn 2 first
+/// waits for the next minute (an `acp.load_wait` notice): this test takes
+/// up to a minute. Gemini answers the load before its replay is over; the
+/// replayed turn 1 is never turn 2's text. Turn 2's model request carries
+/// turn 1's exchange.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_thread_turn_is_refused_when_gemini_cannot_load_its_session() {
+async fn a_thread_turn_loads_the_session_in_a_new_process() {
     const KEYWORD: &str = "ACPTHREAD";
     let script = Script::new().on_prompt(
         KEYWORD,
@@ -223,20 +220,40 @@ async fn a_thread_turn_is_refused_when_gemini_cannot_load_its_session() {
         .expect("turn 1 is stored");
     assert_eq!(stored.resume_id, session.resume_id);
     let second = drain_with(&thread, "Which word?", RunOptions::new(), |_, _| {}).await;
-    let err = second.err();
+    assert_eq!(ok(&second).text, "second-answer-beta");
+    assert_eq!(text_deltas(&second).concat(), "second-answer-beta");
+    let resumed = ok(&second).checkpoint().unwrap().state.clone().unwrap();
+    assert_eq!(resumed.resume_id, session.resume_id, "one ACP session");
+    let opened = notices(&second, "acp.session");
+    assert_eq!(opened.len(), 1);
+    assert_eq!(opened[0].data.as_ref().unwrap()["method"], "session/load");
     assert_eq!(
-        err.reason,
-        FailureReason::Other("resume_rejected".into()),
-        "{}",
-        err.message
+        notices(&second, "acp.replayed").len(),
+        1,
+        "the replay, counted"
     );
-    assert!(err.message.contains("session/load"), "{}", err.message);
+    let requests = h.model_requests(KEYWORD);
+    assert_eq!(requests.len(), 2, "one model request a turn");
+    let history = requests[1].json().unwrap().to_string();
+    assert!(history.contains("zebra-7731"), "turn 1's prompt: {history}");
     assert!(
-        err.message.contains("No previous sessions found"),
-        "Gemini's own reason: {}",
-        err.message
+        history.contains("first-answer-alpha"),
+        "turn 1's answer: {history}"
     );
-    assert_eq!(h.model_requests(KEYWORD).len(), 1, "turn 2 never prompted");
+    assert!(history.contains("Which word?"), "{history}");
+}
+
+/// The lifecycle notices of `kind` (their `kind` metadata).
+fn notices(run: &Run, kind: &str) -> Vec<agent_adaptor_core::Notice> {
+    run.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Notice(n) if n.metadata.get("kind").map(String::as_str) == Some(kind) => {
+                Some(n.clone())
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -57,6 +57,9 @@ struct LateReplay {
     message: String,
     /// The last turn's final text was replayed.
     done: bool,
+    /// The updates after the load answer while the end is still to come:
+    /// the turn's own, should the end never come.
+    held: Vec<(Value, Vec<u8>)>,
 }
 
 /// An open reasoning lifecycle.
@@ -125,6 +128,7 @@ impl AcpParser {
             users: 0,
             message: String::new(),
             done: false,
+            held: Vec::new(),
         });
     }
 
@@ -149,6 +153,35 @@ impl AcpParser {
                 }
             }
             _ => late.message.clear(),
+        }
+    }
+
+    /// The turn ended while the late replay's end never came: the updates
+    /// held since the load answer were the turn's after all (a notice says
+    /// so).
+    fn release_held(&mut self, out: &mut Vec<Out>) {
+        if !self.replaying || self.session.is_none() {
+            return;
+        }
+        let held = self
+            .late
+            .as_mut()
+            .map(|l| std::mem::take(&mut l.held))
+            .unwrap_or_default();
+        self.replaying = false;
+        self.replayed -= held.len();
+        out.push(notice(
+            format!(
+                "{}: the replay's end (the last turn's final text) never came; the {} updates after the session/load answer are this turn's",
+                self.driver,
+                held.len()
+            ),
+            "acp.replay_unmatched",
+            Some(json!({ "updates": held.len() })),
+        ));
+        out.push(self.replayed_notice());
+        for (params, raw) in held {
+            self.update(params, &raw, out);
         }
     }
 
@@ -194,6 +227,7 @@ impl AcpParser {
     /// The answer to `session/prompt`: the terminal.
     pub fn prompt_answered(&mut self, result: Result<Value, Value>) -> Vec<Out> {
         let mut out = Vec::new();
+        self.release_held(&mut out);
         self.close_thought(&mut out);
         self.em.close_all(&mut out);
         match result {
@@ -302,10 +336,15 @@ impl AcpParser {
         };
         if self.replaying {
             self.replayed(&note.update);
-            if self.session.is_some() && !self.replay_goes_on() {
-                // The late replay's last update: the turn starts after it.
-                self.replaying = false;
-                out.push(self.replayed_notice());
+            if let (Some(_), Some(late)) = (&self.session, &mut self.late) {
+                if late.done {
+                    // The late replay's last update: the turn starts after it.
+                    late.held.clear();
+                    self.replaying = false;
+                    out.push(self.replayed_notice());
+                } else {
+                    late.held.push((params, raw.to_vec()));
+                }
             }
             return;
         }
