@@ -8,7 +8,9 @@
 //! and terminals), `session/new` in the workspace with the run's MCP servers
 //! — or, for a thread's next turn, `session/load` of the checkpoint's
 //! session (`session/resume` when the agent offers that instead) — then
-//! `session/prompt`, whose answer is the terminal. [`parse`] has the event
+//! `session/prompt`, whose answer is the terminal; a recipe's load quirks
+//! ([`load`]) may first wait for the next minute, or keep counting replay
+//! after the load answer. [`parse`] has the event
 //! mapping. The agent's requests are served: permissions become one host
 //! decision each, files ([`client_fs`]) and terminals ([`terminal`]) are
 //! confined to the workspace, and anything else is refused at once.
