@@ -15,6 +15,7 @@
 #![cfg(feature = "acp")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod acp_support;
 mod gemini_support;
 mod group_watch;
 #[allow(dead_code)]
@@ -26,7 +27,6 @@ use std::time::Duration;
 use agent_adaptor_core::{Agent, Event, FailureReason, Phase, RunOptions};
 use agent_adaptor_driver::DecisionKind;
 use agent_adaptor_drivers::acp::{self, AcpAgent};
-use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_testkit::clis::GEMINI;
 use agent_adaptor_testkit::mock::{Reply, Script};
 use gemini_support::{Harness, answers, calls_then_answers, drain_with, ok, text_deltas};
@@ -37,12 +37,14 @@ use serde_json::{Value, json};
 /// The ACP driver on the harness's real `gemini`, mock and home.
 fn config(h: &Harness) -> acp::Config {
     acp::Config {
-        command: Some(h.binary().to_path_buf()),
         model: Some(GEMINI.model.into()),
-        env: h.env().iter().cloned().collect(),
-        env_policy: EnvPolicy::only(["PATH", "USER"]),
-        cwd: Some(h.workspace()),
-        ..acp::Config::for_agent(AcpAgent::Gemini)
+        ..acp_support::config(
+            AcpAgent::Gemini,
+            h.binary(),
+            h.env(),
+            h.workspace(),
+            Vec::new(),
+        )
     }
 }
 
