@@ -311,7 +311,7 @@ async fn thread_resumes(case: &Case) {
         .thread_store(Arc::new(store))
         .build()
         .expect("an agent");
-    let thread = agent.thread(&format!("real/acp-{}", case.recipe.name));
+    let thread = agent.thread(format!("real/acp-{}", case.recipe.name));
     let first = drain_with(
         &thread,
         &format!("{KEYWORD}: remember the word zebra-7731"),

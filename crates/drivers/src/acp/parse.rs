@@ -256,10 +256,8 @@ impl AcpParser {
                 self.close_thought(out);
                 // Qwen Code reports each model call's usage in the `_meta`
                 // of an (empty) chunk: the turn's usage is their sum.
-                if let Some(u) = c.meta.as_ref().and_then(|m| m.get("usage")) {
-                    if let Some(call) = acp_usage(u) {
-                        self.usage = Some(sum(self.usage.take(), call));
-                    }
+                if let Some(call) = c.meta.as_ref().and_then(|m| acp_usage(m.get("usage")?)) {
+                    self.usage = Some(sum(self.usage.take(), call));
                 }
                 match c.content {
                     ContentBlock::Text(t) => self.em.text(out, t.text),
