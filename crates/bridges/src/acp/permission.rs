@@ -150,12 +150,12 @@ pub(crate) fn verdict(req: &ApprovalRequest, answer: Result<Value, String>) -> V
 }
 
 /// Ask the client about `req` and resolve it with the answer; the turn
-/// ending first (`turn_ended`) denies it.
+/// ending or being cancelled first (`turn_over`) denies it.
 pub(crate) async fn ask(
     peer: &Peer,
     session: &Session,
     req: ApprovalRequest,
-    turn_ended: CancellationToken,
+    turn_over: CancellationToken,
 ) {
     let key = always_key(&req);
     if req.kind != ApprovalKind::Question
@@ -172,8 +172,8 @@ pub(crate) async fn ask(
     };
     let answer = tokio::select! {
         a = peer.request("session/request_permission", params) => a,
-        () = turn_ended.cancelled() => {
-            let _ = req.deny("the prompt turn ended before the ACP client answered");
+        () = turn_over.cancelled() => {
+            let _ = req.deny("the prompt turn was cancelled or ended before the ACP client answered");
             return;
         }
     };

@@ -4,7 +4,7 @@
 //!
 //! | outcome | answer |
 //! |---|---|
-//! | `Ok` | `{stopReason: "end_turn"}` (`_meta.agentAdaptor`: run id, usage) |
+//! | `Ok` | `{stopReason: "end_turn"}` (`_meta.agentAdaptor`: run id, usage, the run's metadata such as `decision.0`) |
 //! | cancelled (`session/cancel`, or the run's reason `cancelled`) | `{stopReason: "cancelled"}` |
 //! | refused before it started (an option the driver cannot carry …) | error -32602, `data {reason, message}` |
 //! | failed | error -32603 "the run failed (<reason>): <message>", `data {reason, message, runId}` |
@@ -27,6 +27,7 @@ use tokio::task::JoinSet;
 use super::permission;
 use super::rpc::invalid_params;
 use super::server::Shared;
+use super::session::{Session, TurnGuard};
 use super::update::UpdateMapper;
 use crate::public_error::public_error;
 
@@ -65,15 +66,38 @@ pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> Result<String, RpcError> {
     Ok(prompt)
 }
 
-/// Run one turn and give the answer to `session/prompt`.
-pub(crate) async fn prompt(shared: &Arc<Shared>, params: Value) -> Result<Value, RpcError> {
+/// A turn ready to run: its session, its prompt text, and the turn it
+/// holds (begun in the order the client's frames came, so a
+/// `session/cancel` read after the prompt always finds it).
+pub(crate) struct Prepared {
+    session: Arc<Session>,
+    text: String,
+    turn: TurnGuard,
+}
+
+/// Check a `session/prompt` and begin its turn.
+pub(crate) fn prepare(shared: &Shared, params: Value) -> Result<Prepared, RpcError> {
     let req: PromptRequest = super::rpc::params(params)?;
-    let session_id = req.session_id.0.to_string();
-    let Some(session) = shared.sessions.get(&session_id) else {
+    let Some(session) = shared.sessions.get(&req.session_id.0) else {
         return Err(RpcError::session_not_found(req.session_id));
     };
     let text = prompt_text(&req.prompt)?;
     let turn = session.begin()?;
+    Ok(Prepared {
+        session,
+        text,
+        turn,
+    })
+}
+
+/// Run a prepared turn and give the answer to its `session/prompt`.
+pub(crate) async fn prompt(shared: &Arc<Shared>, prepared: Prepared) -> Result<Value, RpcError> {
+    let Prepared {
+        session,
+        text,
+        turn,
+    } = prepared;
+    let session_id = session.id.clone();
     let options = shared.run_options(&session);
     let mut stream = if shared.threads {
         let mut thread = shared.agent.thread(session.id.clone());
@@ -90,7 +114,7 @@ pub(crate) async fn prompt(shared: &Arc<Shared>, params: Value) -> Result<Value,
     use futures::StreamExt as _;
     while let Some(event) = stream.next().await {
         if let Event::ApprovalRequest(req) = event {
-            let (peer, session, ended) = (shared.peer.clone(), session.clone(), turn.ended());
+            let (peer, session, ended) = (shared.peer.clone(), session.clone(), turn.over());
             approvals.spawn(async move { permission::ask(&peer, &session, *req, ended).await });
             continue;
         }
@@ -101,12 +125,17 @@ pub(crate) async fn prompt(shared: &Arc<Shared>, params: Value) -> Result<Value,
         }
     }
     let outcome = stream.result().await;
+    let run_id = stream.run_id().to_owned();
     drop(turn);
     while approvals.join_next().await.is_some() {}
-    answer(outcome, session.cancel_requested())
+    answer(outcome, &run_id, session.cancel_requested())
 }
 
-fn answer(outcome: Result<RunResult, Error>, cancel_requested: bool) -> Result<Value, RpcError> {
+fn answer(
+    outcome: Result<RunResult, Error>,
+    run_id: &str,
+    cancel_requested: bool,
+) -> Result<Value, RpcError> {
     match outcome {
         Ok(result) => {
             let mut meta = Map::new();
@@ -117,6 +146,14 @@ fn answer(outcome: Result<RunResult, Error>, cancel_requested: bool) -> Result<V
                 .and_then(|u| serde_json::to_value(u).ok())
             {
                 meta.insert("usage".into(), usage);
+            }
+            if !result.metadata.is_empty() {
+                let m = result
+                    .metadata
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect();
+                meta.insert("metadata".into(), Value::Object(m));
             }
             let mut wrapped = Map::new();
             wrapped.insert("agentAdaptor".into(), Value::Object(meta));
@@ -129,11 +166,7 @@ fn answer(outcome: Result<RunResult, Error>, cancel_requested: bool) -> Result<V
                 let response = PromptResponse::new(StopReason::Cancelled);
                 return serde_json::to_value(response).map_err(RpcError::into_internal_error);
             }
-            let run_id = run
-                .and_then(|r| r.result.as_deref())
-                .map(|r| r.run_id.clone())
-                .unwrap_or_default();
-            let (reason, message) = public_error(&e, &run_id);
+            let (reason, message) = public_error(&e, run_id);
             match run {
                 Some(r) => {
                     let message = if reason == "thread_store_unavailable" {
@@ -142,9 +175,7 @@ fn answer(outcome: Result<RunResult, Error>, cancel_requested: bool) -> Result<V
                         r.message.clone()
                     };
                     let mut data = json!({"reason": reason, "message": message});
-                    if !run_id.is_empty() {
-                        data["runId"] = json!(run_id);
-                    }
+                    data["runId"] = json!(run_id);
                     Err(
                         RpcError::new(-32603, format!("the run failed ({reason}): {message}"))
                             .data(data),

@@ -203,13 +203,11 @@ impl Peer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.lock().insert(id, tx);
-        let sent = self
-            .send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        if sent.is_err() {
-            self.lock().remove(&id);
-            return Err(Closed);
-        }
+        // Forgotten when this future ends, answered or not (a caller that
+        // stops waiting leaves nothing behind).
+        let _forget = Forget { peer: self, id };
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await?;
         rx.await.map_err(|_| Closed)
     }
 
@@ -234,6 +232,18 @@ impl Peer {
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Removes a request's pending entry when dropped.
+struct Forget<'a> {
+    peer: &'a Peer,
+    id: u64,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.peer.lock().remove(&self.id);
     }
 }
 

@@ -21,7 +21,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::history::{HistoryReader, replay};
-use super::prompt::{prompt, refused_request};
+use super::prompt::{prepare, prompt, refused_request};
 use super::rpc::{self, Incoming, Peer, invalid_params};
 use super::session::{Session, Sessions};
 use crate::public_error::public_error;
@@ -168,6 +168,18 @@ impl AcpServer {
                 Incoming::Notification { method, params } => {
                     notification(&shared, &method, params);
                 }
+                Incoming::Request { id, method, params } if method == "session/prompt" => {
+                    match prepare(&shared, params) {
+                        Ok(prepared) => {
+                            let shared = shared.clone();
+                            tasks.spawn(async move {
+                                let outcome = prompt(&shared, prepared).await;
+                                shared.peer.respond(id, outcome).await;
+                            });
+                        }
+                        Err(e) => shared.peer.respond(id, Err(e)).await,
+                    }
+                }
                 Incoming::Request { id, method, params } => {
                     let shared = shared.clone();
                     tasks.spawn(async move {
@@ -261,7 +273,6 @@ async fn request(shared: &Arc<Shared>, method: &str, params: Value) -> Result<Va
         "authenticate" => Ok(json!({})),
         "session/new" => new_session(shared, params),
         "session/load" if shared.threads => load_session(shared, params).await,
-        "session/prompt" => prompt(shared, params).await,
         _ => Err(RpcError::method_not_found().data(json!(method))),
     }
 }

@@ -34,7 +34,8 @@ pub(crate) struct Session {
 
 #[derive(Debug, Default)]
 struct Turn {
-    /// The turn in progress: its run (once started) and its end.
+    /// The turn in progress: its run (once started), and a token cancelled
+    /// when it ends or is cancelled.
     running: Option<(Option<RunHandle>, CancellationToken)>,
     /// `session/cancel` arrived for the turn in progress.
     cancelled: bool,
@@ -62,8 +63,8 @@ impl Session {
         self.turn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Begin a turn; refused while another one runs. The token is
-    /// cancelled when the turn ends (the guard drops).
+    /// Begin a turn; refused while another one runs. Its token is
+    /// cancelled when the turn is cancelled or ends (the guard drops).
     pub(crate) fn begin(self: &Arc<Self>) -> Result<TurnGuard, RpcError> {
         let mut turn = self.lock();
         if turn.running.is_some() {
@@ -87,8 +88,13 @@ impl Session {
             return;
         }
         turn.cancelled = true;
-        if let Some((Some(handle), _)) = &turn.running {
-            handle.cancel();
+        if let Some((handle, over)) = &turn.running {
+            // Permission requests still open are denied at once: the client
+            // should answer them `cancelled`, but the run must not wait on it.
+            over.cancel();
+            if let Some(handle) = handle {
+                handle.cancel();
+            }
         }
     }
 
@@ -133,8 +139,8 @@ impl TurnGuard {
         }
     }
 
-    /// Cancelled when the turn ends.
-    pub(crate) fn ended(&self) -> CancellationToken {
+    /// Cancelled when the turn ends or is cancelled.
+    pub(crate) fn over(&self) -> CancellationToken {
         self.ended.clone()
     }
 }
