@@ -597,3 +597,100 @@ async fn a_failed_run_is_a_json_rpc_error_with_its_typed_reason() {
     assert!(data["runId"].as_str().unwrap().starts_with("run_"));
     c.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_s_mcp_servers_and_cwd_reach_every_run() {
+    let mut descriptor = agent_adaptor_core::driver::Descriptor::new("scripted", "Scripted");
+    descriptor.mcp.stdio = true;
+    descriptor.mcp.http = true;
+    descriptor.mcp.headers = true;
+    let driver = ScriptedDriver::text_reply("ok").with_descriptor(descriptor);
+    let mut c = AcpClient::start(AcpServer::new(Agent::new(driver.clone())));
+    let id = c.send("initialize", json!({"protocolVersion": 1})).await;
+    let (_, init) = c.response(id).await;
+    let mcp = &init["result"]["agentCapabilities"]["mcpCapabilities"];
+    assert_eq!((&mcp["http"], &mcp["sse"]), (&json!(true), &json!(false)));
+    let servers = json!([
+        {"type": "http", "name": "docs", "url": "http://127.0.0.1:9/mcp",
+         "headers": [{"name": "X-Team", "value": "core"}]},
+        {"name": "files", "command": "/bin/true", "args": ["-x"], "env": [{"name": "K", "value": "v"}]},
+    ]);
+    let id = c
+        .send("session/new", json!({"cwd": cwd(), "mcpServers": servers}))
+        .await;
+    let (_, new) = c.response(id).await;
+    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    let id = c
+        .send(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "x"}]}),
+        )
+        .await;
+    assert_eq!(c.response(id).await.1["result"]["stopReason"], "end_turn");
+    let requests = driver.recorded_requests();
+    assert_eq!(requests.len(), 1);
+    let request = &requests[0];
+    assert_eq!(
+        request.workspace.as_deref(),
+        Some(std::fs::canonicalize(cwd()).unwrap().as_path())
+    );
+    let got = serde_json::to_value(&request.mcp_servers).unwrap();
+    assert_eq!(
+        got,
+        json!([
+            {"name": "docs", "transport": {"type": "http", "url": "http://127.0.0.1:9/mcp",
+             "headers": {"X-Team": "core"}}},
+            {"name": "files", "transport": {"type": "stdio", "command": "/bin/true", "args": ["-x"],
+             "env": {"K": "v"}}},
+        ])
+    );
+    // An SSE server is not carried by this driver.
+    let id = c
+        .send(
+            "session/new",
+            json!({"cwd": cwd(), "mcpServers": [{"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}]}),
+        )
+        .await;
+    let (_, refused) = c.response(id).await;
+    assert!(
+        refused["error"]["data"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("mcp.sse"),
+        "{refused}"
+    );
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_answered_with_an_error_or_garbage_is_a_denial() {
+    let agent = Agent::new(asks(DecisionKind::Permission, Vec::new()));
+    let mut c = AcpClient::start(AcpServer::new(agent));
+    let session = c.new_session(&cwd()).await;
+    let prompt = json!({"sessionId": session, "prompt": [{"type": "text", "text": "ls"}]});
+
+    let id = c.send("session/prompt", prompt.clone()).await;
+    let (_, ask) = c
+        .until(|f| f["method"] == "session/request_permission")
+        .await;
+    // An answer to a request the server never sent is ignored.
+    c.answer(
+        &json!(987_654),
+        json!({"outcome": {"outcome": "cancelled"}}),
+    )
+    .await;
+    let error = json!({"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -32603, "message": "UI crashed"}});
+    c.send_line(&error.to_string()).await;
+    let (_, answer) = c.response(id).await;
+    assert_eq!(decision(&answer), "rejected", "{answer}");
+
+    let id = c.send("session/prompt", prompt).await;
+    let (_, ask) = c
+        .until(|f| f["method"] == "session/request_permission")
+        .await;
+    c.answer(&ask["id"], json!({"outcome": "not an outcome"}))
+        .await;
+    let (_, answer) = c.response(id).await;
+    assert_eq!(decision(&answer), "rejected", "{answer}");
+    c.close().await.unwrap();
+}
