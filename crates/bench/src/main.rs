@@ -21,6 +21,7 @@
 //! agent-adaptor-bench host-death [--server PATH] [--fake PATH] [--reps N]
 //!     [--work-dir DIR]
 //! agent-adaptor-bench host-tools [--calls N] [--warmup N]
+//! agent-adaptor-bench acp-server [--updates N] [--reps N]
 //! ```
 //!
 //! `run` is the orchestrator ([`bench`](mod@bench)); `child` and `concurrent` are the
@@ -30,7 +31,10 @@
 //! long after `agent-adaptor run` is killed (or hung up) the last process
 //! of its run is gone ([`host_death`]). `host-tools` times one no-op host
 //! tool call over each channel against a direct call ([`host_tools`]).
+//! `acp-server` times what the ACP server adds per update over the run's
+//! own event stream ([`acp_server`]).
 
+mod acp_server;
 mod args;
 mod bench;
 mod child;
@@ -52,7 +56,7 @@ use args::Args;
 use child::{Contender, Setup};
 use workload::{Kind, Spec, Until};
 
-const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death|host-tools [flags] (see the crate docs; scripts/bench runs everything)";
+const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death|host-tools|acp-server [flags] (see the crate docs; scripts/bench runs everything)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         "serve-load" => cmd_serve_load(&args),
         "host-death" => cmd_host_death(&args),
         "host-tools" => cmd_host_tools(&args),
+        "acp-server" => cmd_acp_server(&args),
         other => Err(format!("unknown command {other:?}\n{USAGE}")),
     });
     match outcome {
@@ -254,6 +259,20 @@ fn cmd_host_death(args: &Args) -> Result<(), String> {
     };
     let reps = host_death::run(&plan)?;
     println!("{}", host_death::markdown(&reps));
+    Ok(())
+}
+
+fn cmd_acp_server(args: &Args) -> Result<(), String> {
+    let plan = acp_server::Plan {
+        updates: args.number("--updates", 2000)?,
+        reps: args.number("--reps", 5)?,
+    };
+    let figures = acp_server::run(&plan)?;
+    eprintln!(
+        "{}",
+        serde_json::to_string(&figures).map_err(|e| e.to_string())?
+    );
+    println!("{}", acp_server::markdown(&figures));
     Ok(())
 }
 
