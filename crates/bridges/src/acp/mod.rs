@@ -25,7 +25,7 @@
 //! let mut lines = BufReader::new(from_agent).lines();
 //! let answer: serde_json::Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
 //! assert_eq!(answer["result"]["protocolVersion"], 1);
-//! drop(to_agent); // end of input ends the server
+//! to_agent.shutdown().await.unwrap(); // end of input ends the server
 //! serving.await.unwrap().unwrap();
 //! # }
 //! ```
