@@ -7,7 +7,7 @@
 //! | `Ok` | `{stopReason: "end_turn"}` (`_meta.agentAdaptor`: run id, usage, the run's metadata such as `decision.0`) |
 //! | cancelled (`session/cancel`, or the run's reason `cancelled`) | `{stopReason: "cancelled"}` |
 //! | refused before it started (an option the driver cannot carry …) | error -32602, `data {reason, message}` |
-//! | failed | error -32603 "the run failed (<reason>): <message>", `data {reason, message, runId}` |
+//! | failed | error -32603 `"the run failed (<reason>): <message>"`, `data {reason, message, runId}` |
 //!
 //! ACP's other stop reasons (`max_tokens`, `max_turn_requests`,
 //! `refusal`) name outcomes our runs report as typed failures; the spec
