@@ -8,6 +8,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agent_adaptor_drivers::acp::argv::CUSTOM;
+use agent_adaptor_drivers::acp::{AcpAgent, Recipe};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::equip::EquipArgs;
@@ -130,6 +132,9 @@ pub enum DriverName {
     Gemini,
     /// An LLM HTTP API (`--provider`).
     Llm,
+    /// An ACP agent (`acp:<agent>`, or `acp` with `--acp-command`), by its
+    /// launch recipe.
+    Acp(&'static Recipe),
 }
 
 impl DriverName {
@@ -152,17 +157,32 @@ impl DriverName {
             DriverName::Codebuddy => "codebuddy",
             DriverName::Gemini => "gemini",
             DriverName::Llm => "llm",
+            DriverName::Acp(recipe) => recipe.driver_type,
         }
     }
 
     /// Parse a `--driver` value.
     pub fn parse(name: &str) -> Result<DriverName, CliError> {
+        if name == CUSTOM.driver_type {
+            return Ok(DriverName::Acp(&CUSTOM));
+        }
+        if let Some(agent) = name.strip_prefix("acp:") {
+            return AcpAgent::named(agent)
+                .map(|a| DriverName::Acp(a.recipe()))
+                .ok_or_else(|| {
+                    let names: Vec<&str> = AcpAgent::NAMED.iter().map(|(n, _)| *n).collect();
+                    CliError::usage(format!(
+                        "unknown ACP agent {agent:?} (expected acp:NAME with NAME one of: {}; or --driver acp --acp-command \"CMD ARGS…\")",
+                        names.join(", ")
+                    ))
+                });
+        }
         DriverName::ALL
             .into_iter()
             .find(|d| d.as_str() == name)
             .ok_or_else(|| {
                 CliError::usage(format!(
-                    "unknown driver {name:?} (expected one of: claude, codex, cursor, codebuddy, gemini, llm)"
+                    "unknown driver {name:?} (expected one of: claude, codex, cursor, codebuddy, gemini, llm, acp:NAME, acp)"
                 ))
             })
     }
@@ -171,9 +191,11 @@ impl DriverName {
 /// Which driver a run or server uses.
 #[derive(Debug, Clone, Args)]
 pub struct DriverArgs {
-    /// The driver: claude, codex, cursor, codebuddy, gemini or llm. Without
-    /// it the first usable CLI (on PATH, with credentials) is used, else an
-    /// LLM API whose key is set, else the offline playground.
+    /// The driver: claude, codex, cursor, codebuddy, gemini, llm, an ACP
+    /// agent (acp:gemini, acp:qwen, acp:copilot, acp:opencode, acp:claude,
+    /// acp:codex, acp:codebuddy, acp:cursor), or acp with --acp-command.
+    /// Without it the first usable CLI (on PATH, with credentials) is used,
+    /// else an LLM API whose key is set, else the offline playground.
     #[arg(long, value_name = "NAME")]
     pub driver: Option<String>,
     /// The model (default: the CLI's own; for llm, a per-provider default).
@@ -189,6 +211,10 @@ pub struct DriverArgs {
     /// even when a real driver is usable.
     #[arg(long, conflicts_with_all = ["driver", "provider", "base_url"])]
     pub playground: bool,
+    /// For `--driver acp`: the ACP agent's command line, "CMD ARGS…" (split
+    /// like a shell does; it must speak ACP on stdio).
+    #[arg(long, value_name = "CMD ARGS…")]
+    pub acp_command: Option<String>,
     /// Pass this variable of this environment on to the agent CLI
     /// (repeatable; `PREFIX_*` passes every variable starting with
     /// PREFIX_). Without it the CLI gets only PATH, HOME, locale, terminal,

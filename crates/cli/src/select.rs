@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_adaptor_driver::{Driver, redact_url};
+use agent_adaptor_drivers::acp::argv::CUSTOM;
+use agent_adaptor_drivers::acp::{self, AcpAgent, Recipe};
 use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_llm::agent::LlmDriver;
 use agent_adaptor_llm::{
@@ -97,6 +99,7 @@ pub fn env_allowlist(name: DriverName) -> &'static [&'static str] {
         DriverName::Gemini => gemini::ENV_ALLOWLIST,
         DriverName::Cursor => cursor::ENV_ALLOWLIST,
         DriverName::Llm => &[],
+        DriverName::Acp(recipe) => recipe.env_allowlist,
     }
 }
 
@@ -303,6 +306,19 @@ fn cli_driver(
             };
             Arc::new(gemini::driver(config))
         }
+        DriverName::Acp(recipe) => {
+            let agent = AcpAgent::of_recipe(recipe).unwrap_or(AcpAgent::Custom {
+                program: binary.clone(),
+                args: Vec::new(),
+            });
+            let config = acp::Config {
+                command: Some(binary),
+                model,
+                env_policy: env,
+                ..acp::Config::for_agent(agent)
+            };
+            Arc::new(acp::driver(config))
+        }
         DriverName::Cursor | DriverName::Llm => {
             let config = cursor::Config {
                 command: binary,
@@ -333,6 +349,9 @@ pub async fn select_with_env(
         return playground(schema).await;
     }
     let Some(requested) = args.driver.as_deref() else {
+        if args.acp_command.is_some() {
+            return Err(CliError::usage("--acp-command needs --driver acp"));
+        }
         if args.provider.is_some() || args.base_url.is_some() {
             return explicit(DriverName::Llm, args, env);
         }
@@ -342,6 +361,15 @@ pub async fn select_with_env(
 }
 
 fn explicit(name: DriverName, args: &DriverArgs, env: EnvPolicy) -> Result<Selected, CliError> {
+    if let DriverName::Acp(recipe) = name {
+        return acp(recipe, args, env);
+    }
+    if args.acp_command.is_some() {
+        return Err(CliError::usage(format!(
+            "--acp-command applies to --driver acp, not --driver {}",
+            name.as_str()
+        )));
+    }
     if name == DriverName::Llm {
         let provider = match args.provider {
             Some(p) => p,
@@ -390,6 +418,67 @@ fn explicit(name: DriverName, args: &DriverArgs, env: EnvPolicy) -> Result<Selec
         driver: cli_driver(name, args.model.as_deref(), binary, env),
         name,
         label,
+        playground: None,
+    })
+}
+
+/// An ACP agent: a named recipe's program from `PATH`, or the
+/// `--acp-command` of `--driver acp` (split like a shell).
+fn acp(recipe: &'static Recipe, args: &DriverArgs, env: EnvPolicy) -> Result<Selected, CliError> {
+    let name = DriverName::Acp(recipe);
+    if args.provider.is_some() || args.base_url.is_some() {
+        return Err(CliError::usage(format!(
+            "--provider and --base-url apply to --driver llm, not --driver {}",
+            name.as_str()
+        )));
+    }
+    let (agent, command, shown) = if *recipe == CUSTOM {
+        let line = args.acp_command.as_deref().ok_or_else(|| {
+            CliError::usage(
+                "--driver acp needs --acp-command \"CMD ARGS…\" (or use --driver acp:NAME)",
+            )
+        })?;
+        let words =
+            shell_words::split(line).map_err(|e| CliError::usage(format!("--acp-command: {e}")))?;
+        let Some((program, rest)) = words.split_first() else {
+            return Err(CliError::usage("--acp-command is empty"));
+        };
+        let agent = AcpAgent::Custom {
+            program: PathBuf::from(program),
+            args: rest.to_vec(),
+        };
+        (agent, None, program.clone())
+    } else {
+        if args.acp_command.is_some() {
+            return Err(CliError::usage(format!(
+                "--acp-command applies to --driver acp, not --driver {}",
+                name.as_str()
+            )));
+        }
+        let agent = AcpAgent::of_recipe(recipe)
+            .ok_or_else(|| CliError::failure(format!("no recipe {}", recipe.driver_type)))?;
+        let binary = which(recipe.program)
+            .or_else(|| file_on_path(recipe.program))
+            .ok_or_else(|| {
+                CliError::failure(format!(
+                    "driver {}: `{}` was not found on PATH (install the agent, or use --driver acp --acp-command)",
+                    name.as_str(),
+                    recipe.program
+                ))
+            })?;
+        let shown = binary.display().to_string();
+        (agent, Some(binary), shown)
+    };
+    let config = acp::Config {
+        command,
+        model: args.model.clone(),
+        env_policy: env,
+        ..acp::Config::for_agent(agent)
+    };
+    Ok(Selected {
+        driver: Arc::new(acp::driver(config)),
+        name,
+        label: format!("{} driver: {shown}", name.as_str()),
         playground: None,
     })
 }

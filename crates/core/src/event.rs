@@ -432,8 +432,10 @@ mod tests {
     #[test]
     fn events_stay_small_enough_to_move_cheaply() {
         // Every event is moved through the broker's queue; keep the largest
-        // variant bounded so a delta does not pay for a rare kind.
+        // variant bounded so a delta does not pay for a rare kind. The bound
+        // is a tool call's two `Value`s at 72 bytes each (serde_json's
+        // `preserve_order` map, turned on by the ACP crate).
         let size = std::mem::size_of::<super::Event>();
-        assert!(size <= 256, "Event is {size} bytes");
+        assert!(size <= 336, "Event is {size} bytes");
     }
 }

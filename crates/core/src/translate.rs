@@ -19,6 +19,10 @@ use crate::event::{
 
 /// What a driver payload turns into.
 #[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "`Publish` is the common case; boxing it would allocate once per event"
+)]
 pub(crate) enum Routed {
     /// A public event to publish.
     Publish(Event),

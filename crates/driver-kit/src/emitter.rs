@@ -203,16 +203,38 @@ impl Emitter {
         args: Value,
         scope: ToolScope,
     ) -> bool {
+        self.tool_call_described(out, id, name, args, scope, None, &[])
+    }
+
+    /// As [`tool_call_in`](Self::tool_call_in), describing the call
+    /// further: `raw` (the provider's own form of the call) on the start
+    /// payload, `metadata` on the transcript item.
+    #[allow(clippy::too_many_arguments)] // one call, described whole
+    pub fn tool_call_described(
+        &mut self,
+        out: &mut Vec<Out>,
+        id: &str,
+        name: &str,
+        args: Value,
+        scope: ToolScope,
+        raw: Option<Value>,
+        metadata: &[(&str, String)],
+    ) -> bool {
         if !self.tools.insert(id.to_owned()) {
             return false;
         }
         self.close_text(out);
         self.open_tools.push(id.to_owned());
-        self.stream(
-            out,
-            StreamPayload::tool_call_start_in(id, name, Some(args.clone()), scope),
-        );
-        self.item(out, TranscriptItem::tool_call(id, name, Some(args)));
+        let mut start = StreamPayload::tool_call_start_in(id, name, Some(args.clone()), scope);
+        if let Some(raw) = raw {
+            start = start.with_raw(raw);
+        }
+        self.stream(out, start);
+        let mut item = TranscriptItem::tool_call(id, name, Some(args));
+        for (k, v) in metadata {
+            item.metadata.insert((*k).to_owned(), v.clone());
+        }
+        self.item(out, item);
         true
     }
 

@@ -554,6 +554,10 @@ pub async fn run_turn(
 }
 
 /// Hand a payload or an event to the sink; a control frame comes back.
+#[allow(
+    clippy::result_large_err,
+    reason = "a private step the caller matches at once; boxing would allocate per control frame"
+)]
 fn to_sink(out: Out, sink: &dyn EventSink) -> Result<Emit<'_>, ControlFrame> {
     match out {
         Out::Stream(p) => Ok(sink.emit_stream(p)),

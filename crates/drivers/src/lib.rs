@@ -9,6 +9,10 @@
 //! transcript items and notices it means, and at the end form every layer of
 //! the response. The transports (process, stdin protocol) feed them.
 //!
+//! [`acp`] drives every agent that speaks the Agent Client Protocol (Gemini
+//! CLI, Qwen Code, Copilot CLI, opencode, the Zed adapters of Claude Code
+//! and Codex, any command), each a launch recipe.
+//!
 //! Claude Code, CodeBuddy Code and the Codex app-server keep one live
 //! process per provider session between the turns of a thread
 //! ([`resident`]): turn N+1 is written to the process that served turn N.
@@ -18,6 +22,8 @@
 // always found them.
 pub use agent_adaptor_driver_kit::{child_env, exit, json_line, one_shot, pump, terminal_guard};
 
+#[cfg(feature = "acp")]
+pub mod acp;
 #[cfg(feature = "claude")]
 pub mod claude;
 #[cfg(feature = "codebuddy")]

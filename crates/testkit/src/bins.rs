@@ -1,5 +1,6 @@
-//! Finding this crate's binaries (`fake-cli`, `mock-mcp-server`) from tests
-//! in other crates, where `CARGO_BIN_EXE_<name>` is not set.
+//! Finding this crate's binaries (`fake-cli`, `mock-mcp-server`,
+//! `fake-acp-agent`) from tests in other crates, where
+//! `CARGO_BIN_EXE_<name>` is not set.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

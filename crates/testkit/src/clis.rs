@@ -5,15 +5,20 @@
 //! `scripts/install-clis` installs the pinned CLIs (`tests/clis/package.json`)
 //! with `npm ci` and writes `tests/clis/bin-paths.env`, which
 //! [`CliRecipe::binary`] reads; an environment variable of the same name
-//! (`CLAUDE_BIN`, `CODEX_BIN`, `GEMINI_BIN`, `CODEBUDDY_BIN`) overrides it.
+//! (`CLAUDE_BIN`, `CODEX_BIN`, `GEMINI_BIN`, `CODEBUDDY_BIN`, and for the ACP
+//! agents `QWEN_BIN`, `COPILOT_BIN`, `OPENCODE_BIN`, `CLAUDE_ACP_BIN`,
+//! `CODEX_ACP_BIN`) overrides it.
 //!
 //! Every per-CLI fact lives in one [`CliRecipe`] constant ([`CLAUDE`],
-//! [`CODEX`], [`GEMINI`], [`CODEBUDDY`]); each field's doc says where the fact
-//! comes from (`shared/reference/protocols.md` section, or what was observed
-//! running the pinned version). [`CliRecipe::command`] turns a recipe into a
-//! ready [`tokio::process::Command`] ([`CliRecipe::prepare`] does the same
-//! preparation of the home and returns the environment, for starting the CLI
-//! some other way, such as through a driver under test):
+//! [`CODEX`], [`GEMINI`], [`CODEBUDDY`]; the ACP agents [`QWEN`],
+//! [`COPILOT`], [`OPENCODE`], [`CLAUDE_ACP`], [`CODEX_ACP`]); each field's doc
+//! says where the fact comes from (`shared/reference/protocols.md` section, or
+//! what was observed running the pinned version). [`CliRecipe::command`]
+//! turns a one-shot recipe into a ready [`tokio::process::Command`], and
+//! [`CliRecipe::acp_command`] an ACP agent (the same, with stdin piped for the
+//! protocol) ([`CliRecipe::prepare`] does the same preparation of the home and
+//! returns the environment, for starting the CLI some other way, such as
+//! through a driver under test):
 //!
 //! * the environment is **cleared**; only `PATH` is passed through, and
 //!   `HOME`, the XDG directories and `TMPDIR` point into the given scratch
@@ -25,7 +30,8 @@
 //!   loopback: the only connections left are to the mock, and CodeBuddy's to a
 //!   loopback listener of its own);
 //! * stdin is null (`codex exec` hangs and `gemini -p` exits 55 on an open
-//!   stdin, protocols.md §0.1); stdout and stderr are piped;
+//!   stdin, protocols.md §0.1), piped for an ACP agent; stdout and stderr are
+//!   piped;
 //! * the working directory is `<home>/work`, and the child dies with the
 //!   handle (`kill_on_drop`) in a process group of its own (so a test can
 //!   kill the whole tree).
@@ -51,6 +57,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::process::Command;
 
+mod acp;
+
+pub use acp::{ACP_AGENTS, CLAUDE_ACP, CODEX_ACP, COPILOT, OPENCODE, QWEN};
+
 /// The API key every recipe hands its CLI; the mock accepts any key.
 pub const DUMMY_API_KEY: &str = "mock-key";
 
@@ -70,7 +80,8 @@ pub const BIN_PATHS_FILE: &str = concat!(
 /// is exactly `{prompt}` becomes the prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CliRecipe {
-    /// Short name (`claude`, `codex`, `gemini`, `codebuddy`).
+    /// Short name (`claude`, `codex`, `gemini`, `codebuddy`, `qwen`,
+    /// `copilot`, `opencode`, `claude-acp`, `codex-acp`).
     pub name: &'static str,
     /// The environment variable (and `bin-paths.env` key) holding the path of
     /// the binary or entry script.
@@ -85,7 +96,8 @@ pub struct CliRecipe {
     /// The path of the model request the CLI sends to the mock (path only,
     /// no query); a run that talked to the mock recorded at least one.
     pub request_path: &'static str,
-    /// Arguments (templates), prompt included.
+    /// Arguments (templates), the prompt included for a one-shot recipe (an
+    /// ACP agent gets its prompts on stdin).
     pub args: &'static [&'static str],
     /// Environment variables (templates), on top of [`COMMON_ENV`].
     pub env: &'static [(&'static str, &'static str)],
@@ -317,7 +329,8 @@ pub const CODEBUDDY: CliRecipe = CliRecipe {
     files: &[],
 };
 
-/// All four recipes.
+/// The four one-shot recipes (a prompt in argv); the ACP agents are
+/// [`ACP_AGENTS`].
 pub const ALL: [CliRecipe; 4] = [CLAUDE, CODEX, GEMINI, CODEBUDDY];
 
 /// Why a CLI could not be prepared.
@@ -443,6 +456,40 @@ impl CliRecipe {
         home: &Path,
         prompt: &str,
     ) -> Result<Command, CliError> {
+        self.build(binary, base_url, home, prompt, Stdio::null())
+    }
+
+    /// A command that starts this ACP agent offline against the mock at
+    /// `base_url`, with `home` as its whole world, as
+    /// [`command`](Self::command) does, but with stdin piped: the caller
+    /// speaks ACP (NDJSON JSON-RPC) on stdin and stdout. An argument that is
+    /// exactly `{prompt}` (none of the ACP recipes has one) becomes empty.
+    pub fn acp_command(&self, base_url: &str, home: &Path) -> Result<Command, CliError> {
+        self.acp_command_with_binary(&self.binary()?, base_url, home)
+    }
+
+    /// [`acp_command`](Self::acp_command) with the binary given explicitly
+    /// (run with `node` when it is a JavaScript entry, as in
+    /// [`command_with_binary`](Self::command_with_binary)).
+    pub fn acp_command_with_binary(
+        &self,
+        binary: &Path,
+        base_url: &str,
+        home: &Path,
+    ) -> Result<Command, CliError> {
+        self.build(binary, base_url, home, "", Stdio::piped())
+    }
+
+    /// The command of [`command_with_binary`](Self::command_with_binary) and
+    /// [`acp_command_with_binary`](Self::acp_command_with_binary).
+    fn build(
+        &self,
+        binary: &Path,
+        base_url: &str,
+        home: &Path,
+        prompt: &str,
+        stdin: Stdio,
+    ) -> Result<Command, CliError> {
         let env = self.prepare(base_url, home)?;
         let home_str = home.to_string_lossy();
         let base_url = base_url.trim_end_matches('/');
@@ -468,7 +515,7 @@ impl CliRecipe {
         }
         cmd.envs(env);
         cmd.current_dir(home.join("work"))
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -497,6 +544,20 @@ pub fn gemini_command(base_url: &str, home: &Path, prompt: &str) -> Result<Comma
 /// CodeBuddy Code, offline against the mock: [`CODEBUDDY`]`.command(...)`.
 pub fn codebuddy_command(base_url: &str, home: &Path, prompt: &str) -> Result<Command, CliError> {
     CODEBUDDY.command(base_url, home, prompt)
+}
+
+/// SIGKILL to the process group `pgid` (the recipes start every CLI in a
+/// group of its own, pgid = pid): the CLI and every helper it spawned. A
+/// no-op when `pgid` is `None` or the group is already gone.
+pub fn kill_process_group(pgid: Option<u32>) {
+    if let Some(pgid) = pgid {
+        // No unsafe/libc in this crate: use kill(1). Errors mean "gone".
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pgid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
 }
 
 /// Replaces `{base_url}`, `{model}` and `{home}` in one pass (a value that

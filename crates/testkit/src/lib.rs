@@ -9,6 +9,8 @@
 //! * [`mcp`] — a small, real MCP server (`mock-mcp-server`, stdio or
 //!   Streamable HTTP, built on `rmcp`) with the tools `lookup`, `add` and
 //!   `fail`, and the helpers that start it and read its call log;
+//! * [`acp_agent`] — a scripted ACP agent (`fake-acp-agent`) for the
+//!   faults no real ACP agent shows on demand;
 //! * [`fixtures`] — loading of recorded CLI captures;
 //! * [`replay`] — the fake CLI binary's engine (`fake-cli`), which replays a
 //!   capture with chosen delays, exit code, stderr noise and stdin rules;
@@ -18,6 +20,7 @@
 //! Only tests and benches depend on this crate.
 #![forbid(unsafe_code)]
 
+pub mod acp_agent;
 mod bins;
 pub mod clis;
 pub mod fixtures;

@@ -4,7 +4,10 @@
 
 use std::fs;
 
-use agent_adaptor_testkit::clis::{ALL, CLAUDE, COMMON_ENV, CliRecipe, GEMINI, ScratchDir};
+use agent_adaptor_testkit::clis::{
+    ACP_AGENTS, ALL, CLAUDE, COMMON_ENV, CliRecipe, DUMMY_API_KEY, GEMINI, OPENCODE, QWEN,
+    ScratchDir,
+};
 
 #[test]
 fn recipes_are_consistent() {
@@ -109,5 +112,69 @@ fn prepare_creates_the_home_and_expands_the_environment() -> Result<(), Box<dyn 
     assert_eq!(env.len(), COMMON_ENV.len() + CLAUDE.env.len());
     assert!(home.path().join("work").is_dir());
     assert!(home.path().join(".claude").is_dir());
+    Ok(())
+}
+
+#[test]
+fn acp_recipes_take_no_prompt_in_argv() {
+    for recipe in ACP_AGENTS {
+        assert!(
+            !recipe.args.contains(&"{prompt}"),
+            "{}: an ACP agent gets its prompts on stdin",
+            recipe.name
+        );
+        assert!(recipe.request_path.starts_with('/'), "{}", recipe.name);
+        assert!(recipe.bin_var.ends_with("_BIN"), "{}", recipe.name);
+    }
+    let mut vars: Vec<_> = ALL.iter().chain(&ACP_AGENTS).map(|r| r.bin_var).collect();
+    vars.sort_unstable();
+    vars.dedup();
+    assert_eq!(vars.len(), ALL.len() + ACP_AGENTS.len(), "{vars:?}");
+}
+
+#[test]
+fn acp_command_fills_the_recipe() -> Result<(), Box<dyn std::error::Error>> {
+    let home = ScratchDir::new("clis-acp")?;
+    let fake = home.path().join("fake-agent.js");
+    fs::write(&fake, "")?;
+    let cmd = QWEN.acp_command_with_binary(&fake, "http://127.0.0.1:9/", home.path())?;
+    let cmd = cmd.as_std();
+    assert_eq!(cmd.get_program(), "node");
+    let args: Vec<_> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(args, [fake.to_string_lossy().into_owned(), "--acp".into()]);
+    let get = |k: &str| {
+        cmd.get_envs()
+            .find(|(key, _)| *key == k)
+            .and_then(|(_, v)| v.map(|v| v.to_string_lossy().into_owned()))
+    };
+    assert_eq!(
+        get("OPENAI_BASE_URL").as_deref(),
+        Some("http://127.0.0.1:9/v1")
+    );
+    assert_eq!(get("OPENAI_MODEL").as_deref(), Some(QWEN.model));
+    assert_eq!(cmd.get_current_dir(), Some(&*home.path().join("work")));
+    let settings: serde_json::Value = serde_json::from_str(&fs::read_to_string(
+        home.path().join(".qwen/settings.json"),
+    )?)?;
+    assert_eq!(settings["tools"]["approvalMode"], "default");
+    Ok(())
+}
+
+#[test]
+fn opencode_config_names_the_mock_provider() -> Result<(), Box<dyn std::error::Error>> {
+    let home = ScratchDir::new("clis-opencode")?;
+    OPENCODE.prepare("http://127.0.0.1:9", home.path())?;
+    let config: serde_json::Value = serde_json::from_str(&fs::read_to_string(
+        home.path().join(".config/opencode/opencode.json"),
+    )?)?;
+    let provider = &config["provider"]["mock"];
+    assert_eq!(provider["options"]["baseURL"], "http://127.0.0.1:9/v1");
+    assert_eq!(provider["options"]["apiKey"], DUMMY_API_KEY);
+    assert!(provider["models"][OPENCODE.model].is_object(), "{config}");
+    assert_eq!(config["model"], format!("mock/{}", OPENCODE.model));
+    assert_eq!(config["permission"]["bash"], "ask");
     Ok(())
 }

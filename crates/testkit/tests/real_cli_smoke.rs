@@ -98,7 +98,7 @@ async fn run_once(recipe: &CliRecipe, answer: &str) -> Run {
     let waited = tokio::time::timeout(TIMEOUT, child.wait_with_output()).await;
     // Whatever happened, leave no process of this run behind (Gemini
     // relaunches itself as a child node; CLIs spawn helpers).
-    kill_group(pgid);
+    clis::kill_process_group(pgid);
     let output = match waited {
         Ok(Ok(output)) => output,
         Ok(Err(e)) => panic!("{}: waiting for the CLI: {e}", recipe.name),
@@ -117,18 +117,6 @@ async fn run_once(recipe: &CliRecipe, answer: &str) -> Run {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         requests: server.requests(),
-    }
-}
-
-/// SIGKILL to the process group `pgid` (a no-op when it is already gone).
-fn kill_group(pgid: Option<u32>) {
-    if let Some(pgid) = pgid {
-        // No unsafe/libc in this crate: use kill(1). Errors mean "gone".
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pgid}")])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
     }
 }
 

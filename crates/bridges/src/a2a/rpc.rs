@@ -198,6 +198,10 @@ pub(crate) struct Envelope {
 
 /// Check a decoded body against JSON-RPC 2.0 (spec §9.3). On failure,
 /// returns the id (when one could be read) and an invalid-request error.
+#[allow(
+    clippy::result_large_err,
+    reason = "once per HTTP request, answered at once by the caller"
+)]
 pub(crate) fn envelope(body: Value) -> Result<Envelope, (Value, RpcError)> {
     let invalid = |id: Value, msg: &str| (id, RpcError::new(ErrorCode::InvalidRequest, msg));
     let mut obj = match body {

@@ -45,7 +45,7 @@ pub(crate) enum Next {
     /// Keep reading events.
     Continue,
     /// An approval ended the AG-UI run with an interrupt.
-    Interrupt(Box<ApprovalRequest>, Interrupt),
+    Interrupt(Box<ApprovalRequest>, Box<Interrupt>),
     /// The core run finished: await its outcome and call [`Mapper::finish`].
     Finished,
 }
@@ -382,7 +382,7 @@ impl Mapper {
                     }),
                     ts,
                 ));
-                return Next::Interrupt(req.clone(), interrupt);
+                return Next::Interrupt(req.clone(), Box::new(interrupt));
             }
             // Process output, other notices and subagent progress have no
             // AG-UI counterpart here; the raw mode carries them.

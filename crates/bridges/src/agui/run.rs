@@ -233,7 +233,7 @@ impl AguiRun {
                             Next::Continue => {}
                             Next::Finished => self.state = State::Draining,
                             Next::Interrupt(req, interrupt) => {
-                                self.state = State::Interrupted(req, Box::new(interrupt));
+                                self.state = State::Interrupted(req, interrupt);
                             }
                         }
                         self.stamp(Some(seq), out);

@@ -281,7 +281,9 @@ pub(crate) fn mcp_table(server: &McpServer) -> Value {
 
 /// `v` as a TOML value on one line (strings as TOML basic strings: JSON's
 /// string escapes are TOML's; keys quoted; `null` as an empty string,
-/// which the tables above never hold).
+/// which the tables above never hold). Keys are sorted, whatever map type
+/// serde_json was built with, so argv (and the resident signature over it)
+/// is canonical.
 pub(crate) fn toml_inline(v: &Value) -> String {
     match v {
         Value::Null => "\"\"".into(),
@@ -291,8 +293,10 @@ pub(crate) fn toml_inline(v: &Value) -> String {
             format!("[{}]", items.join(", "))
         }
         Value::Object(map) => {
-            let pairs: Vec<String> = map
-                .iter()
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let pairs: Vec<String> = entries
+                .into_iter()
                 .map(|(k, v)| format!("{} = {}", Value::String(k.clone()), toml_inline(v)))
                 .collect();
             format!("{{{}}}", pairs.join(", "))

@@ -368,7 +368,8 @@ mod tests {
             &fs::read_to_string(home2.path().join(".gemini/settings.json")).unwrap(),
         )
         .unwrap();
-        let names: Vec<&String> = s["mcpServers"].as_object().unwrap().keys().collect();
+        let mut names: Vec<&String> = s["mcpServers"].as_object().unwrap().keys().collect();
+        names.sort();
         assert_eq!(names, ["run", "same"]);
         let gone = home.path();
         drop(home);

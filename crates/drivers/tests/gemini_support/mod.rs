@@ -62,6 +62,16 @@ impl Harness {
         }
     }
 
+    /// The real binary the runs start.
+    pub fn binary(&self) -> &Path {
+        &self.binary
+    }
+
+    /// The recipe's environment (the mock's URL, the dummy key, the home).
+    pub fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
     /// The working directory of the runs.
     pub fn workspace(&self) -> PathBuf {
         self.home.path().join("work")
@@ -147,7 +157,7 @@ pub async fn drain(agent: &Agent, prompt: &str, on_event: impl FnMut(&Event, &Ru
 /// Run `prompt` with `options` under [`RUN_TIMEOUT`] and drain it, calling
 /// `on_event` on every event (it may cancel).
 pub async fn drain_with(
-    agent: &Agent,
+    agent: &impl Runner,
     prompt: &str,
     options: RunOptions,
     mut on_event: impl FnMut(&Event, &RunStream),

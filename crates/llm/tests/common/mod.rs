@@ -118,7 +118,10 @@ pub async fn run(
 /// A stable JSON rendering of a stream for snapshots.
 pub fn golden(items: &[Result<LlmStreamEvent, LlmError>]) -> Value {
     let mut ids = Ids::default();
-    Value::Array(items.iter().map(|item| render(item, &mut ids)).collect())
+    // Sorted keys: the snapshots must not follow serde_json's map type.
+    agent_adaptor_driver::canonical_json(Value::Array(
+        items.iter().map(|item| render(item, &mut ids)).collect(),
+    ))
 }
 
 #[derive(Default)]

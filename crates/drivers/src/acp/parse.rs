@@ -1,0 +1,476 @@
+//! The sans-IO half of an ACP session: what each stdout line means.
+//!
+//! | ACP | here |
+//! |---|---|
+//! | `agent_message_chunk` (text) | text deltas of one text lifecycle per message |
+//! | `agent_thought_chunk` (text) | reasoning deltas; a thinking transcript item |
+//! | `tool_call` / `tool_call_update` | one tool lifecycle per `toolCallId` (name: the call's `name`, else its `title`; `kind`, `locations` and `status` in the item's metadata and the raw start payload); `completed` → result, `failed` → error result |
+//! | `plan` | a `acp.plan` lifecycle notice carrying the full entry list (the SPI has no todo event) |
+//! | `current_mode_update` | a `acp.mode` lifecycle notice |
+//! | `usage_update` | a `acp.context` lifecycle notice (window use and cost) |
+//! | (the session opened) | a `acp.session` lifecycle notice naming it and the method |
+//! | anything else (commands, config, session info, unknown kinds) | `<driver>.<kind>` custom payloads |
+//! | `session/prompt` result | the terminal: `end_turn` ok; `cancelled` → `cancelled`; `refusal`, `max_tokens`, `max_turn_requests` → failures with that code; usage from `usage` or Gemini's `_meta.quota.token_count` |
+//!
+//! Agent requests and responses to the client's requests go to the
+//! transport as control frames. A frame without `"jsonrpc":"2.0"` is
+//! reported (a notice) and read all the same. Updates are believed only for the session
+//! the client opened (others are protocol-violation notices); while a
+//! `session/load` replays history, updates are counted, not emitted.
+
+use std::collections::HashMap;
+
+use agent_adaptor_driver::{
+    FailureCode, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure,
+    StreamPayload, ToolScope, TranscriptItem, Usage,
+};
+use agent_client_protocol::v1::schema::{
+    ContentBlock, SessionNotification, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,
+};
+use serde_json::{Value, json};
+
+use super::wire::{Frame, FrameKind, error_message};
+use crate::one_shot::{Emitter, Exit, Parsed};
+use crate::pump::{ControlFrame, LineProtocol, Out};
+use crate::terminal_guard::IgnoredTerminals;
+
+/// The failure code of an `initialize` answer with another protocol version.
+pub const UNSUPPORTED_PROTOCOL: &str = "unsupported_protocol_version";
+/// The failure code of a thread turn the agent cannot continue (no
+/// `loadSession`, no `session/resume`), or whose session it rejected.
+pub const RESUME_REJECTED: &str = "resume_rejected";
+/// The terminal's name: the answer to `session/prompt`.
+pub const TERMINAL: &str = "session/prompt";
+
+/// An open reasoning lifecycle.
+#[derive(Debug)]
+struct Thought {
+    id: LifecycleId,
+    text: String,
+}
+
+/// The ACP parser of one run.
+#[derive(Debug)]
+pub struct AcpParser {
+    em: Emitter,
+    driver: &'static str,
+    session: Option<String>,
+    replaying: bool,
+    replayed: usize,
+    thought: Option<Thought>,
+    thoughts: usize,
+    /// Started tool calls: id → name.
+    tools: HashMap<String, String>,
+    usage: Option<Usage>,
+    ignored: IgnoredTerminals,
+}
+
+impl AcpParser {
+    /// A parser for `driver` (its type, the prefix of notices); `payloads`
+    /// turns live payloads on.
+    pub fn new(driver: &'static str, payloads: bool) -> Self {
+        AcpParser {
+            em: Emitter::new(driver, payloads),
+            driver,
+            session: None,
+            replaying: false,
+            replayed: 0,
+            thought: None,
+            thoughts: 0,
+            tools: HashMap::new(),
+            usage: None,
+            ignored: IgnoredTerminals::new(),
+        }
+    }
+
+    /// Record the transcript into `transcript` (the request's budget).
+    pub fn with_transcript(mut self, transcript: agent_adaptor_driver::Transcript) -> Self {
+        self.em.set_transcript(transcript);
+        self
+    }
+
+    /// The session the client opened.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// A `session/load` is in flight: the updates until its answer are the
+    /// replayed history.
+    pub fn loading(&mut self) {
+        self.replaying = true;
+    }
+
+    /// The agent answered `session/new`, `session/load` or
+    /// `session/resume`: the run starts on session `id`.
+    /// An `acp.session` notice says so (with the method that opened it).
+    pub fn session_opened(&mut self, id: &str, method: &str) -> Vec<Out> {
+        let mut out = Vec::new();
+        self.session = Some(id.to_owned());
+        self.replaying = false;
+        let coords = ProviderCoords {
+            thread_id: Some(id.to_owned()),
+            ..Default::default()
+        };
+        self.em.start(&mut out, coords);
+        out.push(notice(
+            format!("{}: session {id} opened ({method})", self.driver),
+            "acp.session",
+            Some(json!({ "sessionId": id, "method": method })),
+        ));
+        if self.replayed > 0 {
+            out.push(notice(
+                format!(
+                    "{}: session/load replayed {} updates of the earlier turns",
+                    self.driver, self.replayed
+                ),
+                "acp.replayed",
+                None,
+            ));
+        }
+        out
+    }
+
+    /// The answer to `session/prompt`: the terminal.
+    pub fn prompt_answered(&mut self, result: Result<Value, Value>) -> Vec<Out> {
+        let mut out = Vec::new();
+        self.close_thought(&mut out);
+        self.em.close_all(&mut out);
+        match result {
+            Ok(result) => {
+                self.usage = usage_of(&result).or(self.usage.take());
+                self.em.terminal(TERMINAL, result.to_string().as_bytes());
+                let reason = result
+                    .get("stopReason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let failure = match reason {
+                    "end_turn" => None,
+                    "cancelled" => Some(RunFailure::new(
+                        FailureCode::Cancelled,
+                        format!("{}: the agent cancelled the turn", self.driver),
+                    )),
+                    "" => Some(self.failure(
+                        "missing_stop_reason",
+                        "the session/prompt result has no stopReason".into(),
+                    )),
+                    other => Some(self.failure(other, format!("the turn stopped: {other}"))),
+                };
+                match failure {
+                    Some(f) => self.em.fail(&mut out, f),
+                    None => self
+                        .em
+                        .stream(&mut out, StreamPayload::run_finished(self.usage.clone())),
+                }
+            }
+            Err(error) => {
+                let mut f = RunFailure::new(
+                    FailureCode::AgentError,
+                    format!("{}: {}", self.driver, error_message(&error)),
+                );
+                f.metadata.insert("reason".into(), "prompt_failed".into());
+                self.em.fail(&mut out, f);
+            }
+        }
+        out
+    }
+
+    fn failure(&self, code: &str, message: String) -> RunFailure {
+        let mut f = RunFailure::new(
+            FailureCode::Other(code.to_owned()),
+            format!("{}: {message}", self.driver),
+        );
+        f.metadata.insert("reason".into(), code.to_owned());
+        f
+    }
+
+    /// End the run with a typed failure `code` before the prompt ran (a
+    /// rejected request, an unsupported protocol version, a resume the agent
+    /// cannot do).
+    pub fn fail(&mut self, code: &str, message: String) -> Vec<Out> {
+        let mut out = Vec::new();
+        let f = if code == "request_failed" {
+            let mut f = RunFailure::new(
+                FailureCode::AgentError,
+                format!("{}: {message}", self.driver),
+            );
+            f.metadata.insert("reason".into(), code.into());
+            f
+        } else {
+            self.failure(code, message)
+        };
+        self.close_thought(&mut out);
+        self.em.close_all(&mut out);
+        self.em.fail(&mut out, f);
+        out
+    }
+
+    /// End of stdout: end the run if the agent never did, form every layer.
+    pub fn finish(&mut self, exit: &Exit) -> (Vec<Out>, Parsed) {
+        let mut out = Vec::new();
+        self.close_thought(&mut out);
+        if !self.em.ended() {
+            let f = self
+                .em
+                .missing_terminal(&mut out, TERMINAL, exit, &self.ignored);
+            self.em.fail(&mut out, f);
+        }
+        let output = self.em.messages().last().cloned().unwrap_or_default();
+        let parsed = self.em.finish(
+            exit,
+            self.session.as_deref(),
+            output,
+            self.usage.clone(),
+            None,
+        );
+        (out, parsed)
+    }
+
+    fn update(&mut self, params: Value, raw: &[u8], out: &mut Vec<Out>) {
+        let note: SessionNotification = match serde_json::from_value(params.clone()) {
+            Ok(n) => n,
+            Err(_) => {
+                let kind = params["update"]["sessionUpdate"]
+                    .as_str()
+                    .unwrap_or("session_update")
+                    .to_owned();
+                if !self.replaying {
+                    self.em.unknown(out, &kind, params);
+                }
+                return;
+            }
+        };
+        if self.replaying {
+            self.replayed += 1;
+            return;
+        }
+        if self.session.as_deref() != Some(&*note.session_id.0) {
+            let why = format!(
+                "session/update for session {} before or beside ours",
+                note.session_id.0
+            );
+            out.push(Out::Event(self.ignored.ignore(self.driver, &why, raw)));
+            return;
+        }
+        match note.update {
+            SessionUpdate::AgentMessageChunk(c) => {
+                self.close_thought(out);
+                match c.content {
+                    ContentBlock::Text(t) => self.em.text(out, t.text),
+                    other => self.em.unknown(out, "agent_message_content", json!(other)),
+                }
+            }
+            SessionUpdate::AgentThoughtChunk(c) => match c.content {
+                ContentBlock::Text(t) => self.thought(out, t.text),
+                other => self.em.unknown(out, "agent_thought_content", json!(other)),
+            },
+            SessionUpdate::UserMessageChunk(_) => {}
+            SessionUpdate::ToolCall(call) => self.tool_call(out, call),
+            SessionUpdate::ToolCallUpdate(update) => self.tool_update(out, update),
+            SessionUpdate::Plan(plan) => {
+                let entries = json!(plan.entries);
+                let n = plan.entries.len();
+                out.push(notice(
+                    format!("{}: plan ({n} entries)", self.driver),
+                    "acp.plan",
+                    Some(json!({ "entries": entries })),
+                ));
+            }
+            SessionUpdate::CurrentModeUpdate(m) => out.push(notice(
+                format!("{}: mode is now {}", self.driver, m.current_mode_id.0),
+                "acp.mode",
+                Some(json!({ "currentModeId": m.current_mode_id.0 })),
+            )),
+            SessionUpdate::UsageUpdate(u) => out.push(notice(
+                format!("{}: context {} of {} tokens", self.driver, u.used, u.size),
+                "acp.context",
+                Some(json!(u)),
+            )),
+            other => {
+                let v = json!(other);
+                let kind = v["sessionUpdate"].as_str().unwrap_or("update").to_owned();
+                self.em.unknown(out, &kind, v);
+            }
+        }
+    }
+
+    fn thought(&mut self, out: &mut Vec<Out>, chunk: String) {
+        if chunk.is_empty() {
+            return;
+        }
+        self.em.close_text(out);
+        let id = match &mut self.thought {
+            Some(t) => {
+                t.text.push_str(&chunk);
+                t.id.clone()
+            }
+            None => {
+                self.thoughts += 1;
+                let id = LifecycleId::from(format!("reasoning-{}", self.thoughts));
+                self.em
+                    .stream(out, StreamPayload::reasoning_start(id.clone()));
+                self.thought = Some(Thought {
+                    id: id.clone(),
+                    text: chunk.clone(),
+                });
+                id
+            }
+        };
+        self.em
+            .stream(out, StreamPayload::reasoning_content(id, chunk));
+    }
+
+    fn close_thought(&mut self, out: &mut Vec<Out>) {
+        if let Some(t) = self.thought.take() {
+            self.em.stream(out, StreamPayload::reasoning_end(t.id));
+            self.em.item(out, TranscriptItem::thinking(t.text));
+        }
+    }
+
+    fn start_tool(&mut self, out: &mut Vec<Out>, id: &str, name: String, args: Value, raw: Value) {
+        self.close_thought(out);
+        let meta = [
+            ("kind", raw["kind"].as_str().unwrap_or("other").to_owned()),
+            (
+                "locations",
+                match &raw["locations"] {
+                    Value::Null => "[]".to_owned(),
+                    l => l.to_string(),
+                },
+            ),
+            (
+                "status",
+                raw["status"].as_str().unwrap_or("pending").to_owned(),
+            ),
+        ];
+        let started =
+            self.em
+                .tool_call_described(out, id, &name, args, ToolScope::Builtin, Some(raw), &meta);
+        if started {
+            self.tools.insert(id.to_owned(), name);
+        }
+    }
+
+    fn tool_call(&mut self, out: &mut Vec<Out>, call: ToolCall) {
+        let raw = json!(call);
+        let id = call.tool_call_id.0.to_string();
+        let name = call.name.clone().unwrap_or_else(|| call.title.clone());
+        let args = call.raw_input.clone().unwrap_or_else(|| json!({}));
+        self.start_tool(out, &id, name, args, raw.clone());
+        self.tool_status(out, &id, Some(call.status), &raw);
+    }
+
+    fn tool_update(&mut self, out: &mut Vec<Out>, update: ToolCallUpdate) {
+        let raw = json!(update);
+        let id = update.tool_call_id.0.to_string();
+        if !self.tools.contains_key(&id) {
+            let f = &update.fields;
+            let name = f
+                .name
+                .clone()
+                .or_else(|| f.title.clone())
+                .unwrap_or_else(|| "tool".into());
+            let args = f.raw_input.clone().unwrap_or_else(|| json!({}));
+            self.start_tool(out, &id, name, args, raw.clone());
+        }
+        self.tool_status(out, &id, update.fields.status, &raw);
+    }
+
+    fn tool_status(
+        &mut self,
+        out: &mut Vec<Out>,
+        id: &str,
+        status: Option<ToolCallStatus>,
+        raw: &Value,
+    ) {
+        let is_error = match status {
+            Some(ToolCallStatus::Completed) => false,
+            Some(ToolCallStatus::Failed) => true,
+            _ => return,
+        };
+        let text = tool_text(raw);
+        let result = json!({
+            "status": raw["status"],
+            "content": raw["content"],
+            "rawOutput": raw["rawOutput"],
+        });
+        self.em.tool_result(out, id, text, is_error, result);
+    }
+}
+
+/// The text of a tool call's content blocks.
+fn tool_text(raw: &Value) -> String {
+    raw["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["content"]["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Usage from a `session/prompt` result: ACP's `usage`, else Gemini's
+/// `_meta.quota.token_count`.
+fn usage_of(result: &Value) -> Option<Usage> {
+    let n = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64);
+    if let Some(u) = result.get("usage").filter(|u| u.is_object()) {
+        return Some(Usage {
+            input_tokens: n(u, "inputTokens"),
+            output_tokens: n(u, "outputTokens"),
+            total_tokens: n(u, "totalTokens"),
+            reasoning_tokens: n(u, "thoughtTokens"),
+            cached_input_tokens: n(u, "cachedReadTokens"),
+            cache_creation_input_tokens: n(u, "cachedWriteTokens"),
+            ..Default::default()
+        });
+    }
+    let t = result.get("_meta")?.get("quota")?.get("token_count")?;
+    let (input, output) = (n(t, "input_tokens"), n(t, "output_tokens"));
+    Some(Usage {
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: input.zip(output).map(|(i, o)| i + o),
+        ..Default::default()
+    })
+}
+
+/// A lifecycle notice of `kind` with `data`.
+fn notice(text: String, kind: &str, data: Option<Value>) -> Out {
+    let mut ev = OperationalEvent::text(text);
+    ev.metadata.insert("kind".into(), kind.to_owned());
+    ev.data = data;
+    Out::Event(RunEvent::Lifecycle(ev))
+}
+
+impl LineProtocol for AcpParser {
+    fn line_into(&mut self, raw: &[u8], out: &mut Vec<Out>) {
+        let Some((frame, raw)) = self.em.decode::<Frame>(out, raw) else {
+            return;
+        };
+        if frame.jsonrpc.as_deref() != Some("2.0") {
+            // Reported, then read all the same: dropping it could leave a
+            // request unanswered or the turn without its terminal.
+            self.em
+                .notice(out, "a frame without \"jsonrpc\":\"2.0\"", raw);
+        }
+        match frame.kind() {
+            FrameKind::Request { id, method, params } => {
+                out.push(Out::Control(ControlFrame::Request { id, method, params }));
+            }
+            FrameKind::Response { id, result } => {
+                out.push(Out::Control(ControlFrame::Response { id, result }));
+            }
+            FrameKind::Notification { method, params } if method == "session/update" => {
+                self.update(params, raw, out);
+            }
+            FrameKind::Notification { method, params } => {
+                let kind = method.replace('/', ".");
+                self.em.unknown(out, &kind, params);
+            }
+            FrameKind::Invalid => self.em.notice(out, "a frame with no method and no id", raw),
+        }
+    }
+
+    fn terminated(&self) -> bool {
+        self.em.ended()
+    }
+}

@@ -1,0 +1,300 @@
+//! The ACP driver running the real, pinned Gemini CLI (`gemini --acp`,
+//! installed by `scripts/install-clis`) offline against the testkit mock
+//! model server, set up as for the stream-json Gemini driver
+//! (`gemini_support`'s harness: the scratch home's `settings.json`, the
+//! mock's URL and a dummy key, one attempt per model request). Scenarios:
+//! token-level text, a shell tool call that asks permission (approved: it
+//! runs; denied: it does not), a cancelled run whose process group is gone,
+//! a two-turn thread through the SQLite `ThreadStore` (Gemini 0.61 cannot
+//! load its own ACP sessions: a typed `resume_rejected`, see the test),
+//! a model HTTP 500 as a typed failure, and the time to the first text
+//! delta against the stream-json driver (printed).
+//!
+//! Compiled only with `--features agent-adaptor-drivers/real-clis`.
+#![cfg(feature = "real-clis")]
+#![cfg(feature = "acp")]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+mod gemini_support;
+mod group_watch;
+#[allow(dead_code)]
+mod jsonl_common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_adaptor_core::{Agent, Event, FailureReason, Phase, RunOptions};
+use agent_adaptor_driver::DecisionKind;
+use agent_adaptor_drivers::acp::{self, AcpAgent};
+use agent_adaptor_drivers::child_env::EnvPolicy;
+use agent_adaptor_testkit::clis::GEMINI;
+use agent_adaptor_testkit::mock::{Reply, Script};
+use gemini_support::{Harness, answers, calls_then_answers, drain_with, ok, text_deltas};
+use group_watch::{GroupWatch, spawned_pid};
+use jsonl_common::Run;
+use serde_json::{Value, json};
+
+/// The ACP driver on the harness's real `gemini`, mock and home.
+fn config(h: &Harness) -> acp::Config {
+    acp::Config {
+        command: Some(h.binary().to_path_buf()),
+        model: Some(GEMINI.model.into()),
+        env: h.env().iter().cloned().collect(),
+        env_policy: EnvPolicy::only(["PATH", "USER"]),
+        cwd: Some(h.workspace()),
+        ..acp::Config::for_agent(AcpAgent::Gemini)
+    }
+}
+
+fn agent(h: &Harness) -> Agent {
+    Agent::new(acp::driver(config(h)))
+}
+
+async fn run(h: &Harness, prompt: &str) -> Run {
+    drain_with(&agent(h), prompt, RunOptions::new(), |_, _| {}).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_token_level_text() {
+    const KEYWORD: &str = "ACPTEXT";
+    const TEXT: &str = "Token-level streaming over ACP, eight characters a delta.";
+    let h = Harness::start(answers(KEYWORD, TEXT)).await;
+    let run = run(&h, &format!("{KEYWORD}: say something")).await;
+    let result = ok(&run);
+    let deltas = text_deltas(&run);
+    assert!(deltas.len() > 1, "token-level: {deltas:?}");
+    assert_eq!(deltas.concat(), TEXT);
+    assert_eq!(result.text, TEXT);
+    let usage = result.usage.as_ref().expect("usage from _meta");
+    assert!(usage.input_tokens.is_some_and(|n| n > 0), "{usage:?}");
+    assert!(result.checkpoint().is_some_and(|c| c.valid));
+    assert_eq!(h.model_requests(KEYWORD).len(), 1);
+}
+
+/// A shell call in the default approval mode: one host decision.
+async fn shell_with_permission(approve: bool) -> (Harness, Run, usize) {
+    const KEYWORD: &str = "ACPSHELL";
+    let h = Harness::start(calls_then_answers(
+        KEYWORD,
+        "run_shell_command",
+        json!({"command": "touch acp-marker.txt", "description": "make a marker"}),
+        "Shell step over.",
+    ))
+    .await;
+    let mut asked = 0;
+    let run = drain_with(
+        &agent(&h),
+        &format!("{KEYWORD} please"),
+        RunOptions::new(),
+        |e, _| {
+            if let Event::ApprovalRequest(req) = e {
+                asked += 1;
+                assert_eq!(req.kind, DecisionKind::Permission);
+                let options = req.details.as_ref().unwrap()["options"].clone();
+                assert!(!options.as_array().unwrap().is_empty(), "{options}");
+                if approve {
+                    req.approve().unwrap();
+                } else {
+                    req.deny("not now").unwrap();
+                }
+            }
+        },
+    )
+    .await;
+    (h, run, asked)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_shell_call_runs() {
+    let (h, run, asked) = shell_with_permission(true).await;
+    assert_eq!(asked, 1, "one ApprovalRequest");
+    assert_eq!(ok(&run).text, "Shell step over.");
+    assert!(
+        h.workspace().join("acp-marker.txt").exists(),
+        "the command ran"
+    );
+    assert!(run.events.iter().any(|e| matches!(e,
+        Event::ToolCall(c) if c.phase == Phase::Start)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_shell_call_does_not_run() {
+    let (h, run, asked) = shell_with_permission(false).await;
+    assert_eq!(asked, 1, "one ApprovalRequest");
+    assert!(
+        !h.workspace().join("acp-marker.txt").exists(),
+        "the command did not run"
+    );
+    // The turn goes on: the model hears of the denial and answers.
+    assert_eq!(ok(&run).text, "Shell step over.");
+    assert_eq!(
+        h.model_requests("ACPSHELL").len(),
+        2,
+        "the call, then the follow-up"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_mid_stream_leaves_no_process() {
+    const KEYWORD: &str = "ACPSLOW";
+    let text = "0123456789abcdef".repeat(50);
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        vec![Reply::Slow {
+            text: text.clone(),
+            chunk_delay: Duration::from_millis(200),
+        }],
+    );
+    let h = Harness::start(script).await;
+    let (mut pid, mut watch) = (None, None);
+    let run = drain_with(
+        &agent(&h),
+        &format!("{KEYWORD} go"),
+        RunOptions::new(),
+        |e, stream| {
+            if let Some(p) = spawned_pid(e) {
+                pid = Some(p);
+            }
+            if let (Event::TextDelta(d), Some(p), None) = (e, pid, &watch)
+                && d.phase == Phase::Content
+            {
+                watch = Some(GroupWatch::of(p));
+                stream.cancel();
+            }
+        },
+    )
+    .await;
+    assert_eq!(run.err().reason, FailureReason::Cancelled);
+    let watch = watch.expect("a text delta before the end");
+    assert!(
+        watch.members.len() > 1,
+        "gemini relaunches itself: {:?}",
+        watch.members
+    );
+    let left = watch.wait_gone().await;
+    assert!(left.is_empty(), "{left:?} still run after the cancel");
+    assert!(text_deltas(&run).concat().len() < text.len(), "cut short");
+}
+
+/// A thread through the SQLite `ThreadStore`: turn 1 checkpoints the ACP
+/// session; turn 2 asks a new `gemini --acp` to `session/load` it. Gemini
+/// CLI 0.61 cannot: loading re-initialises the session's chat record under
+/// the same id (a fresh header and an empty message list appended to the
+/// file) before it reads it back, so it finds nothing resumable and answers
+/// "No previous sessions found for this project." (the same file is then
+/// unusable for `--list-sessions` too). The driver reports that as a typed
+/// `resume_rejected` failure and never prompts a fresh session in its
+/// place; the load path itself is proven on the fake agent (`acp_fake.rs`).
+/// When a later Gemini loads its sessions, this test fails and is turned
+/// into the full two-turn proof.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_turn_is_refused_when_gemini_cannot_load_its_session() {
+    const KEYWORD: &str = "ACPTHREAD";
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        vec![
+            Reply::Text("first-answer-alpha".into()),
+            Reply::Text("second-answer-beta".into()),
+        ],
+    );
+    let h = Harness::start(script).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = agent_adaptor_store::SqliteStore::open(dir.path().join("threads.db"))
+        .await
+        .expect("open the SQLite store");
+    let agent = Agent::builder(acp::driver(config(&h)))
+        .thread_store(Arc::new(store))
+        .build()
+        .expect("an agent");
+    let thread = agent.thread("real/acp-gemini");
+    let first = drain_with(
+        &thread,
+        &format!("{KEYWORD}: remember the word zebra-7731"),
+        RunOptions::new(),
+        |_, _| {},
+    )
+    .await;
+    assert_eq!(ok(&first).text, "first-answer-alpha");
+    let session = ok(&first).checkpoint().unwrap().state.clone().unwrap();
+    let stored = thread
+        .checkpoint()
+        .await
+        .unwrap()
+        .expect("turn 1 is stored");
+    assert_eq!(stored.resume_id, session.resume_id);
+    let second = drain_with(&thread, "Which word?", RunOptions::new(), |_, _| {}).await;
+    let err = second.err();
+    assert_eq!(
+        err.reason,
+        FailureReason::Other("resume_rejected".into()),
+        "{}",
+        err.message
+    );
+    assert!(err.message.contains("session/load"), "{}", err.message);
+    assert!(
+        err.message.contains("No previous sessions found"),
+        "Gemini's own reason: {}",
+        err.message
+    );
+    assert_eq!(h.model_requests(KEYWORD).len(), 1, "turn 2 never prompted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_http_500_is_a_typed_failure() {
+    const KEYWORD: &str = "ACPFAIL";
+    let script = Script::new().on_prompt(
+        KEYWORD,
+        vec![Reply::HttpError {
+            status: 500,
+            body: Value::Null,
+            retry_after: None,
+        }],
+    );
+    let h = Harness::start(script).await;
+    let run = run(&h, &format!("{KEYWORD} now")).await;
+    let err = run.err();
+    assert_eq!(err.reason, FailureReason::AgentError, "{}", err.message);
+    assert!(err.message.contains("500"), "{}", err.message);
+    assert!(
+        err.result
+            .as_ref()
+            .is_some_and(|r| r.checkpoint().is_none_or(|c| !c.valid))
+    );
+}
+
+/// The figure of the benchmark, printed (no timing assertion): the
+/// time from the run's start to its first text delta, Gemini over ACP vs
+/// the same CLI's stream-json transport, three runs each, alternating.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_text_delta_acp_vs_stream_json() {
+    const KEYWORD: &str = "ACPBENCH";
+    let h = Harness::start(answers(KEYWORD, "A benchmark answer, a few deltas long.")).await;
+    let first_delta = |agent: Agent| async move {
+        let started = std::time::Instant::now();
+        let mut at = None;
+        let run = drain_with(
+            &agent,
+            &format!("{KEYWORD} go"),
+            RunOptions::new(),
+            |e, _| {
+                if at.is_none() && matches!(e, Event::TextDelta(d) if d.phase == Phase::Content) {
+                    at = Some(started.elapsed());
+                }
+            },
+        )
+        .await;
+        ok(&run);
+        at.expect("a text delta")
+    };
+    let (mut acp_times, mut json_times) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        acp_times.push(first_delta(agent(&h)).await);
+        json_times.push(first_delta(h.agent(h.config())).await);
+    }
+    acp_times.sort();
+    json_times.sort();
+    eprintln!(
+        "gemini first text delta (median of 3): acp {:?}, stream-json {:?}; acp {acp_times:?}, stream-json {json_times:?}",
+        acp_times[1], json_times[1]
+    );
+}
