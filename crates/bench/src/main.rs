@@ -21,6 +21,8 @@
 //! agent-adaptor-bench host-death [--server PATH] [--fake PATH] [--reps N]
 //!     [--work-dir DIR]
 //! agent-adaptor-bench host-tools [--calls N] [--warmup N]
+//! agent-adaptor-bench acp-first-delta [--reps N]
+//! agent-adaptor-bench acp-server [--updates N] [--reps N]
 //! ```
 //!
 //! `run` is the orchestrator ([`bench`](mod@bench)); `child` and `concurrent` are the
@@ -30,7 +32,13 @@
 //! long after `agent-adaptor run` is killed (or hung up) the last process
 //! of its run is gone ([`host_death`]). `host-tools` times one no-op host
 //! tool call over each channel against a direct call ([`host_tools`]).
+//! `acp-first-delta` times the real Gemini CLI from `run()` to its first
+//! text delta over ACP and over stream-json ([`acp_first_delta`]).
+//! `acp-server` times what the ACP server adds per update over the run's
+//! own event stream ([`acp_server`]).
 
+mod acp_first_delta;
+mod acp_server;
 mod args;
 mod bench;
 mod child;
@@ -52,7 +60,7 @@ use args::Args;
 use child::{Contender, Setup};
 use workload::{Kind, Spec, Until};
 
-const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death|host-tools [flags] (see the crate docs; scripts/bench runs everything)";
+const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death|host-tools|acp-first-delta|acp-server [flags] (see the crate docs; scripts/bench runs everything)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -68,6 +76,8 @@ fn main() -> ExitCode {
         "serve-load" => cmd_serve_load(&args),
         "host-death" => cmd_host_death(&args),
         "host-tools" => cmd_host_tools(&args),
+        "acp-first-delta" => cmd_acp_first_delta(&args),
+        "acp-server" => cmd_acp_server(&args),
         other => Err(format!("unknown command {other:?}\n{USAGE}")),
     });
     match outcome {
@@ -257,6 +267,20 @@ fn cmd_host_death(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
+fn cmd_acp_server(args: &Args) -> Result<(), String> {
+    let plan = acp_server::Plan {
+        updates: args.number("--updates", 2000)?,
+        reps: args.number("--reps", 5)?,
+    };
+    let figures = acp_server::run(&plan)?;
+    eprintln!(
+        "{}",
+        serde_json::to_string(&figures).map_err(|e| e.to_string())?
+    );
+    println!("{}", acp_server::markdown(&figures));
+    Ok(())
+}
+
 fn cmd_host_tools(args: &Args) -> Result<(), String> {
     let plan = host_tools::Plan {
         calls: args.number("--calls", 5000)?,
@@ -268,5 +292,18 @@ fn cmd_host_tools(args: &Args) -> Result<(), String> {
         serde_json::to_string(&figures).map_err(|e| e.to_string())?
     );
     println!("{}", host_tools::markdown(&figures));
+    Ok(())
+}
+
+fn cmd_acp_first_delta(args: &Args) -> Result<(), String> {
+    let plan = acp_first_delta::Plan {
+        reps: args.number("--reps", 7)?,
+    };
+    let figures = acp_first_delta::run(&plan)?;
+    eprintln!(
+        "{}",
+        serde_json::to_string(&figures).map_err(|e| e.to_string())?
+    );
+    println!("{}", acp_first_delta::markdown(&figures));
     Ok(())
 }
