@@ -7,8 +7,9 @@
 //! runs; denied: it does not), a cancelled run whose process group is gone,
 //! a two-turn thread through the SQLite `ThreadStore` (Gemini 0.61 cannot
 //! load its own ACP sessions: a typed `resume_rejected`, see the test),
-//! a model HTTP 500 as a typed failure, and the time to the first text
-//! delta against the stream-json driver (printed).
+//! and a model HTTP 500 as a typed failure. (The time to the first text
+//! delta against the stream-json driver is `agent-adaptor-bench
+//! acp-first-delta`.)
 //!
 //! Compiled only with `--features agent-adaptor-drivers/real-clis`.
 #![cfg(feature = "real-clis")]
@@ -261,42 +262,5 @@ async fn a_model_http_500_is_a_typed_failure() {
         err.result
             .as_ref()
             .is_some_and(|r| r.checkpoint().is_none_or(|c| !c.valid))
-    );
-}
-
-/// The figure of the benchmark, printed (no timing assertion): the
-/// time from the run's start to its first text delta, Gemini over ACP vs
-/// the same CLI's stream-json transport, three runs each, alternating.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn first_text_delta_acp_vs_stream_json() {
-    const KEYWORD: &str = "ACPBENCH";
-    let h = Harness::start(answers(KEYWORD, "A benchmark answer, a few deltas long.")).await;
-    let first_delta = |agent: Agent| async move {
-        let started = std::time::Instant::now();
-        let mut at = None;
-        let run = drain_with(
-            &agent,
-            &format!("{KEYWORD} go"),
-            RunOptions::new(),
-            |e, _| {
-                if at.is_none() && matches!(e, Event::TextDelta(d) if d.phase == Phase::Content) {
-                    at = Some(started.elapsed());
-                }
-            },
-        )
-        .await;
-        ok(&run);
-        at.expect("a text delta")
-    };
-    let (mut acp_times, mut json_times) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        acp_times.push(first_delta(agent(&h)).await);
-        json_times.push(first_delta(h.agent(h.config())).await);
-    }
-    acp_times.sort();
-    json_times.sort();
-    eprintln!(
-        "gemini first text delta (median of 3): acp {:?}, stream-json {:?}; acp {acp_times:?}, stream-json {json_times:?}",
-        acp_times[1], json_times[1]
     );
 }
