@@ -109,10 +109,12 @@
 
 pub use agent_adaptor_core::*;
 
-/// The built-in CLI drivers (`agent-adaptor-drivers`): `drivers::claude`,
-/// `drivers::codebuddy`, `drivers::codex`, `drivers::cursor`,
-/// `drivers::gemini`, each behind the feature of that name.
+/// The built-in CLI drivers (`agent-adaptor-drivers`): `drivers::acp`,
+/// `drivers::claude`, `drivers::codebuddy`, `drivers::codex`,
+/// `drivers::cursor`, `drivers::gemini`, each behind the feature of that
+/// name.
 #[cfg(any(
+    feature = "acp",
     feature = "claude",
     feature = "codebuddy",
     feature = "codex",

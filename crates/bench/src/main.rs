@@ -22,6 +22,7 @@
 //!     [--work-dir DIR]
 //! agent-adaptor-bench host-tools [--calls N] [--warmup N]
 //! agent-adaptor-bench acp-first-delta [--reps N]
+//! agent-adaptor-bench acp-server [--updates N] [--reps N]
 //! ```
 //!
 //! `run` is the orchestrator ([`bench`](mod@bench)); `child` and `concurrent` are the
@@ -33,8 +34,11 @@
 //! tool call over each channel against a direct call ([`host_tools`]).
 //! `acp-first-delta` times the real Gemini CLI from `run()` to its first
 //! text delta over ACP and over stream-json ([`acp_first_delta`]).
+//! `acp-server` times what the ACP server adds per update over the run's
+//! own event stream ([`acp_server`]).
 
 mod acp_first_delta;
+mod acp_server;
 mod args;
 mod bench;
 mod child;
@@ -56,7 +60,7 @@ use args::Args;
 use child::{Contender, Setup};
 use workload::{Kind, Spec, Until};
 
-const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death|host-tools|acp-first-delta [flags] (see the crate docs; scripts/bench runs everything)";
+const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death|host-tools|acp-first-delta|acp-server [flags] (see the crate docs; scripts/bench runs everything)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
         "host-death" => cmd_host_death(&args),
         "host-tools" => cmd_host_tools(&args),
         "acp-first-delta" => cmd_acp_first_delta(&args),
+        "acp-server" => cmd_acp_server(&args),
         other => Err(format!("unknown command {other:?}\n{USAGE}")),
     });
     match outcome {
@@ -259,6 +264,20 @@ fn cmd_host_death(args: &Args) -> Result<(), String> {
     };
     let reps = host_death::run(&plan)?;
     println!("{}", host_death::markdown(&reps));
+    Ok(())
+}
+
+fn cmd_acp_server(args: &Args) -> Result<(), String> {
+    let plan = acp_server::Plan {
+        updates: args.number("--updates", 2000)?,
+        reps: args.number("--reps", 5)?,
+    };
+    let figures = acp_server::run(&plan)?;
+    eprintln!(
+        "{}",
+        serde_json::to_string(&figures).map_err(|e| e.to_string())?
+    );
+    println!("{}", acp_server::markdown(&figures));
     Ok(())
 }
 

@@ -3,11 +3,14 @@
 //!
 //! * [`agui`]: AG-UI 1.0 events over SSE (and a raw SSE mode).
 //! * [`a2a`]: an A2A 1.0 JSON-RPC server and client.
+//! * [`acp`]: an Agent Client Protocol (v1) server on any byte stream
+//!   (`agent-adaptor acp` serves it on stdio).
 //! * [`guard`]: authentication, Host/Origin checks and per-client run
 //!   limits in front of them; [`Principal`]: who a request comes from.
 //! * [`http`]: the hardened HTTP/1.1 serve loop the servers run on.
 
 pub mod a2a;
+pub mod acp;
 pub mod agui;
 pub mod guard;
 pub mod http;

@@ -35,6 +35,12 @@ pub enum Command {
     Run(RunArgs),
     /// Serve a web chat, AG-UI and raw SSE endpoints, and an A2A server.
     Serve(ServeArgs),
+    /// Serve ACP (Agent Client Protocol v1) on stdin/stdout: an editor
+    /// runs this command and uses the driver through ACP.
+    ///
+    /// Sessions are threads in the store; stdout carries only ACP frames
+    /// (logs go to stderr); end of stdin ends the server and every run.
+    Acp(AcpArgs),
     /// List, show, fork or delete stored threads.
     Threads(ThreadsArgs),
     /// Report which drivers are usable here: binary, version, auth, models.
@@ -326,6 +332,35 @@ pub struct ServeArgs {
     pub log_format: LogFormat,
     /// Instructions, MCP servers, skills and the profile: the defaults of
     /// every run of the server.
+    #[command(flatten)]
+    pub equip: EquipArgs,
+}
+
+/// `agent-adaptor acp`.
+#[derive(Debug, Clone, Args)]
+pub struct AcpArgs {
+    /// The driver.
+    #[command(flatten)]
+    pub driver: DriverArgs,
+    /// The thread store: `sqlite:PATH` (default: a file in the user's data
+    /// directory) or `postgres://…`. Sessions are its threads.
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<String>,
+    /// The directory the llm agent's host tools work in (default: the
+    /// current directory). Each session's runs work in the session's own
+    /// `cwd`.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Give the agent CLI this whole environment (every variable, secrets
+    /// included); `--env NAME` passes one variable.
+    #[arg(long, conflicts_with = "env")]
+    pub inherit_env: bool,
+    /// The log on stderr: `text` or `json`. Its level comes from
+    /// `AGENT_ADAPTOR_LOG` (default info).
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    pub log_format: LogFormat,
+    /// Instructions, MCP servers, skills and the profile: the defaults of
+    /// every session (a session's own MCP servers come on top).
     #[command(flatten)]
     pub equip: EquipArgs,
 }

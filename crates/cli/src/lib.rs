@@ -8,6 +8,7 @@
 //! agent-adaptor run --driver claude --thread t1 "…" # a real CLI, a durable thread
 //! agent-adaptor run --json "…"                      # one JSON object per event, then a result line
 //! agent-adaptor serve                               # web chat at http://127.0.0.1:8787/ (AG-UI, raw SSE, A2A)
+//! agent-adaptor acp [--driver X]                   # ACP (v1) on stdio, for editors
 //! agent-adaptor threads list | show KEY | fork KEY NEW | delete KEY
 //! agent-adaptor inspect [--driver X]                # binary, version, auth, models
 //! agent-adaptor mock-model [--addr 127.0.0.1:8788]  # the scripted mock model server
@@ -30,6 +31,7 @@
 //! * [`run`], [`render`], [`approve`], [`json_out`] — `run`: live
 //!   rendering, terminal approvals, Ctrl-C, JSON lines.
 //! * [`serve`] — the web chat page, AG-UI and raw SSE, A2A, thread API.
+//! * [`acp`] — ACP on stdio: every driver for editors.
 //! * [`threads`], [`inspect`], [`mock_model`], [`store`] — the other
 //!   commands and `--store`.
 //!
@@ -38,6 +40,7 @@
 //! therefore not published.
 #![forbid(unsafe_code)]
 
+pub mod acp;
 pub mod approve;
 pub mod args;
 pub mod equip;
@@ -131,6 +134,7 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
     match command {
         Command::Run(args) => run::run(args).await,
         Command::Serve(args) => serve::serve(args).await,
+        Command::Acp(args) => acp::acp(args).await,
         Command::Threads(args) => threads::threads(args).await,
         Command::Inspect(args) => inspect::inspect(args).await,
         Command::MockModel(args) => mock_model::mock_model(args).await,

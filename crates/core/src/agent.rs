@@ -120,6 +120,32 @@ impl Agent {
         self.inner.driver.close_processes().await;
     }
 
+    /// Whether runs of this agent's threads have a store (so
+    /// [`Agent::thread`] can continue a conversation).
+    pub fn has_thread_store(&self) -> bool {
+        self.inner.thread_store.is_some()
+    }
+
+    /// Check `options` (over the agent's defaults) the way a run is checked
+    /// before admission: the driver's configuration, the run policy, and
+    /// every instruction, MCP server, skill and profile against what the
+    /// driver carries. Nothing starts; a bridge uses it to refuse a session
+    /// whose equipment a later run would refuse.
+    pub fn preflight(&self, options: &RunOptions) -> Result<(), Error> {
+        self.validate()?;
+        let opts = options.over(&self.inner.defaults);
+        let descriptor = self.inner.driver.descriptor();
+        opts.policy.validate(&descriptor)?;
+        let mut request = Request::new(new_id("run_"), "");
+        crate::equip::equip(
+            &opts.equip,
+            opts.instructions.as_deref(),
+            &descriptor,
+            &mut request,
+        )
+        .map(|_| ())
+    }
+
     fn validate(&self) -> Result<(), Error> {
         let driver = &self.inner.driver;
         match catch_unwind(AssertUnwindSafe(|| driver.validate_config())) {

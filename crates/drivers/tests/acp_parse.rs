@@ -287,3 +287,31 @@ fn fuzzed_frames_keep_the_lifecycle_rules() {
         },
     );
 }
+
+/// Qwen Code's usage: no usage in the `session/prompt` result, but each
+/// model call's in the `_meta` of an empty `agent_message_chunk`; the
+/// turn's usage is their sum (and the empty chunks are no text).
+#[test]
+fn per_call_usage_on_message_chunks_is_summed() {
+    let chunk = |input: u64| {
+        json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": SESSION,
+            "update": {"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": ""},
+                "_meta": {"usage": {"inputTokens": input, "outputTokens": 10,
+                    "totalTokens": input + 10, "cachedReadTokens": 20}}}}})
+        .to_string()
+    };
+    let mut lines = edited("3", |v| v["result"] = json!({"stopReason": "end_turn"}));
+    let last = lines.pop().unwrap();
+    lines.extend([chunk(100), chunk(150), last]);
+    let (outs, parsed) = run(&lines, false);
+    check_lifecycles(&outs);
+    assert_eq!(parsed.output, "Tool said hi.");
+    let usage = parsed.usage.unwrap();
+    assert_eq!(usage.input_tokens, Some(250));
+    assert_eq!(usage.output_tokens, Some(20));
+    assert_eq!(usage.total_tokens, Some(270));
+    assert_eq!(usage.cached_input_tokens, Some(40));
+    assert_eq!(usage.reasoning_tokens, None);
+}

@@ -7,14 +7,16 @@
 //! runs; denied: it does not), a cancelled run whose process group is gone,
 //! a two-turn thread through the SQLite `ThreadStore` (turn 2 loads turn 1's
 //! session in a new process, after waiting for the next UTC minute),
-//! a model HTTP 500 as a typed failure, and the time to the first text
-//! delta against the stream-json driver (printed).
+//! and a model HTTP 500 as a typed failure. (The time to the first text
+//! delta against the stream-json driver is `agent-adaptor-bench
+//! acp-first-delta`.)
 //!
 //! Compiled only with `--features agent-adaptor-drivers/real-clis`.
 #![cfg(feature = "real-clis")]
 #![cfg(feature = "acp")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
 
+mod acp_support;
 mod gemini_support;
 mod group_watch;
 #[allow(dead_code)]
@@ -26,7 +28,6 @@ use std::time::Duration;
 use agent_adaptor_core::{Agent, Event, FailureReason, Phase, RunOptions};
 use agent_adaptor_driver::DecisionKind;
 use agent_adaptor_drivers::acp::{self, AcpAgent};
-use agent_adaptor_drivers::child_env::EnvPolicy;
 use agent_adaptor_testkit::clis::GEMINI;
 use agent_adaptor_testkit::mock::{Reply, Script};
 use gemini_support::{Harness, answers, calls_then_answers, drain_with, ok, text_deltas};
@@ -37,12 +38,14 @@ use serde_json::{Value, json};
 /// The ACP driver on the harness's real `gemini`, mock and home.
 fn config(h: &Harness) -> acp::Config {
     acp::Config {
-        command: Some(h.binary().to_path_buf()),
         model: Some(GEMINI.model.into()),
-        env: h.env().iter().cloned().collect(),
-        env_policy: EnvPolicy::only(["PATH", "USER"]),
-        cwd: Some(h.workspace()),
-        ..acp::Config::for_agent(AcpAgent::Gemini)
+        ..acp_support::config(
+            AcpAgent::Gemini,
+            h.binary(),
+            h.env(),
+            h.workspace(),
+            Vec::new(),
+        )
     }
 }
 
@@ -224,13 +227,12 @@ async fn a_thread_turn_loads_the_session_in_a_new_process() {
     assert_eq!(text_deltas(&second).concat(), "second-answer-beta");
     let resumed = ok(&second).checkpoint().unwrap().state.clone().unwrap();
     assert_eq!(resumed.resume_id, session.resume_id, "one ACP session");
-    let opened = notices(&second, "acp.session");
-    assert_eq!(opened.len(), 1);
-    assert_eq!(opened[0].data.as_ref().unwrap()["method"], "session/load");
-    assert_eq!(
-        notices(&second, "acp.replayed").len(),
-        1,
-        "the replay, counted"
+    let notices = second.notices();
+    let opened = format!("session {} opened (session/load)", session.resume_id);
+    assert!(notices.iter().any(|n| n.contains(&opened)), "{notices:?}");
+    assert!(
+        notices.iter().any(|n| n.contains("session/load replayed")),
+        "the replay, counted: {notices:?}"
     );
     let requests = h.model_requests(KEYWORD);
     assert_eq!(requests.len(), 2, "one model request a turn");
@@ -241,19 +243,6 @@ async fn a_thread_turn_loads_the_session_in_a_new_process() {
         "turn 1's answer: {history}"
     );
     assert!(history.contains("Which word?"), "{history}");
-}
-
-/// The lifecycle notices of `kind` (their `kind` metadata).
-fn notices(run: &Run, kind: &str) -> Vec<agent_adaptor_core::Notice> {
-    run.events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Notice(n) if n.metadata.get("kind").map(String::as_str) == Some(kind) => {
-                Some(n.clone())
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -276,42 +265,5 @@ async fn a_model_http_500_is_a_typed_failure() {
         err.result
             .as_ref()
             .is_some_and(|r| r.checkpoint().is_none_or(|c| !c.valid))
-    );
-}
-
-/// The figure of the benchmark, printed (no timing assertion): the
-/// time from the run's start to its first text delta, Gemini over ACP vs
-/// the same CLI's stream-json transport, three runs each, alternating.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn first_text_delta_acp_vs_stream_json() {
-    const KEYWORD: &str = "ACPBENCH";
-    let h = Harness::start(answers(KEYWORD, "A benchmark answer, a few deltas long.")).await;
-    let first_delta = |agent: Agent| async move {
-        let started = std::time::Instant::now();
-        let mut at = None;
-        let run = drain_with(
-            &agent,
-            &format!("{KEYWORD} go"),
-            RunOptions::new(),
-            |e, _| {
-                if at.is_none() && matches!(e, Event::TextDelta(d) if d.phase == Phase::Content) {
-                    at = Some(started.elapsed());
-                }
-            },
-        )
-        .await;
-        ok(&run);
-        at.expect("a text delta")
-    };
-    let (mut acp_times, mut json_times) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        acp_times.push(first_delta(agent(&h)).await);
-        json_times.push(first_delta(h.agent(h.config())).await);
-    }
-    acp_times.sort();
-    json_times.sort();
-    eprintln!(
-        "gemini first text delta (median of 3): acp {:?}, stream-json {:?}; acp {acp_times:?}, stream-json {json_times:?}",
-        acp_times[1], json_times[1]
     );
 }

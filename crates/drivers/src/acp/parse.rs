@@ -10,7 +10,7 @@
 //! | `usage_update` | a `acp.context` lifecycle notice (window use and cost) |
 //! | (the session opened) | a `acp.session` lifecycle notice naming it and the method |
 //! | anything else (commands, config, session info, unknown kinds) | `<driver>.<kind>` custom payloads |
-//! | `session/prompt` result | the terminal: `end_turn` ok; `cancelled` → `cancelled`; `refusal`, `max_tokens`, `max_turn_requests` → failures with that code; usage from `usage` or Gemini's `_meta.quota.token_count` |
+//! | `session/prompt` result | the terminal: `end_turn` ok; `cancelled` → `cancelled`; `refusal`, `max_tokens`, `max_turn_requests` → failures with that code; usage from `usage`, else Gemini's `_meta.quota.token_count`, else the sum of the per-model-call `_meta.usage` Qwen Code puts on `agent_message_chunk`s |
 //!
 //! Agent requests and responses to the client's requests go to the
 //! transport as control frames. A frame without `"jsonrpc":"2.0"` is
@@ -359,6 +359,11 @@ impl AcpParser {
         match note.update {
             SessionUpdate::AgentMessageChunk(c) => {
                 self.close_thought(out);
+                // Qwen Code reports each model call's usage in the `_meta`
+                // of an (empty) chunk: the turn's usage is their sum.
+                if let Some(call) = c.meta.as_ref().and_then(|m| acp_usage(m.get("usage")?)) {
+                    self.usage = Some(sum(self.usage.take(), call));
+                }
                 match c.content {
                     ContentBlock::Text(t) => self.em.text(out, t.text),
                     other => self.em.unknown(out, "agent_message_content", json!(other)),
@@ -517,16 +522,8 @@ fn tool_text(raw: &Value) -> String {
 /// `_meta.quota.token_count`.
 fn usage_of(result: &Value) -> Option<Usage> {
     let n = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64);
-    if let Some(u) = result.get("usage").filter(|u| u.is_object()) {
-        return Some(Usage {
-            input_tokens: n(u, "inputTokens"),
-            output_tokens: n(u, "outputTokens"),
-            total_tokens: n(u, "totalTokens"),
-            reasoning_tokens: n(u, "thoughtTokens"),
-            cached_input_tokens: n(u, "cachedReadTokens"),
-            cache_creation_input_tokens: n(u, "cachedWriteTokens"),
-            ..Default::default()
-        });
+    if let Some(u) = result.get("usage").and_then(acp_usage) {
+        return Some(u);
     }
     let t = result.get("_meta")?.get("quota")?.get("token_count")?;
     let (input, output) = (n(t, "input_tokens"), n(t, "output_tokens"));
@@ -536,6 +533,46 @@ fn usage_of(result: &Value) -> Option<Usage> {
         total_tokens: input.zip(output).map(|(i, o)| i + o),
         ..Default::default()
     })
+}
+
+/// ACP's usage object (`inputTokens`, `outputTokens` …), when `u` is one.
+fn acp_usage(u: &Value) -> Option<Usage> {
+    let n = |k: &str| u.get(k).and_then(Value::as_u64);
+    u.is_object().then(|| Usage {
+        input_tokens: n("inputTokens"),
+        output_tokens: n("outputTokens"),
+        total_tokens: n("totalTokens"),
+        reasoning_tokens: n("thoughtTokens"),
+        cached_input_tokens: n("cachedReadTokens"),
+        cache_creation_input_tokens: n("cachedWriteTokens"),
+        ..Default::default()
+    })
+}
+
+/// `so_far` plus `more`, field by field (a field either reported counts).
+fn sum(so_far: Option<Usage>, more: Usage) -> Usage {
+    let Some(a) = so_far else {
+        return more;
+    };
+    let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    };
+    Usage {
+        input_tokens: add(a.input_tokens, more.input_tokens),
+        output_tokens: add(a.output_tokens, more.output_tokens),
+        cached_input_tokens: add(a.cached_input_tokens, more.cached_input_tokens),
+        cache_creation_input_tokens: add(
+            a.cache_creation_input_tokens,
+            more.cache_creation_input_tokens,
+        ),
+        reasoning_tokens: add(a.reasoning_tokens, more.reasoning_tokens),
+        total_tokens: add(a.total_tokens, more.total_tokens),
+        cost_usd: match (a.cost_usd, more.cost_usd) {
+            (None, None) => None,
+            (x, y) => Some(x.unwrap_or(0.0) + y.unwrap_or(0.0)),
+        },
+    }
 }
 
 /// A lifecycle notice of `kind` with `data`.
