@@ -4,8 +4,8 @@
 //!
 //! The facts come from running the pinned versions under a network namespace
 //! with only loopback (and `strace -e connect`): with these recipes every
-//! connection goes to the mock (opencode also talks to a loopback server of
-//! its own). None needs an `authenticate` call: the environment and files
+//! connection goes to the mock (opencode and CodeBuddy also talk to a
+//! loopback server of their own). None needs an `authenticate` call: the environment and files
 //! below are the whole login. `docs/carriers.md` ("ACP agents") has the
 //! protocol facts (capabilities, permission options, load/resume, errors).
 
