@@ -1,5 +1,5 @@
 //! The ACP driver running each real, pinned ACP agent (Qwen Code, GitHub
-//! Copilot CLI, opencode, Zed's adapters for Claude Code and Codex;
+//! Copilot CLI, opencode, Zed's adapters for Claude Code and Codex, CodeBuddy Code;
 //! installed by `scripts/install-clis`) offline against the testkit mock,
 //! each set up by its testkit recipe (`acp_support`). Every scenario is one
 //! function run for every agent of [`CASES`] (a module per agent, so each
@@ -43,6 +43,9 @@ enum ModelError {
     /// Copilot CLI: the error's text as an `agent_message_chunk`, then
     /// `stopReason: end_turn` — nothing in ACP tells it from an answer.
     TextThenEndTurn,
+    /// CodeBuddy: `stopReason: refusal` (the error only in the result's
+    /// `_meta`), a typed `refusal` failure.
+    Refusal,
 }
 
 /// How an agent ends a turn whose permission the host denied.
@@ -50,7 +53,8 @@ enum ModelError {
 enum Denied {
     /// `end_turn`: the run succeeds.
     EndTurn,
-    /// Codex's `abort` option: `stopReason: cancelled`, a cancelled run.
+    /// `stopReason: cancelled` (Codex's `abort` option; CodeBuddy's
+    /// `reject`), a cancelled run.
     Cancelled,
 }
 
@@ -70,6 +74,9 @@ struct Case {
     error_says: &'static str,
     model_error: ModelError,
     denied: Denied,
+    /// Whether a session's first prompt also sends a title request (with the
+    /// prompt in it) to the model.
+    title_request: bool,
 }
 
 fn command_and_description(command: &str) -> Value {
@@ -98,6 +105,7 @@ static QWEN: Case = Case {
     error_says: "400",
     model_error: ModelError::Typed,
     denied: Denied::EndTurn,
+    title_request: false,
 };
 
 static COPILOT: Case = Case {
@@ -110,6 +118,7 @@ static COPILOT: Case = Case {
     error_says: "500",
     model_error: ModelError::TextThenEndTurn,
     denied: Denied::EndTurn,
+    title_request: false,
 };
 
 static OPENCODE: Case = Case {
@@ -122,6 +131,7 @@ static OPENCODE: Case = Case {
     error_says: "400",
     model_error: ModelError::Typed,
     denied: Denied::EndTurn,
+    title_request: false,
 };
 
 static CLAUDE: Case = Case {
@@ -134,6 +144,7 @@ static CLAUDE: Case = Case {
     error_says: "500",
     model_error: ModelError::Typed,
     denied: Denied::EndTurn,
+    title_request: false,
 };
 
 static CODEX: Case = Case {
@@ -146,10 +157,26 @@ static CODEX: Case = Case {
     error_says: "internal_server_error",
     model_error: ModelError::Typed,
     denied: Denied::Cancelled,
+    title_request: false,
+};
+
+/// CodeBuddy's token usage is only in its `usage_update`'s `_meta.usage`
+/// (an `acp.context` notice here).
+static CODEBUDDY: Case = Case {
+    recipe: &clis::CODEBUDDY_ACP,
+    agent: AcpAgent::CodeBuddy,
+    tool: "Bash",
+    arguments: command_and_description,
+    usage: false,
+    error_status: 500,
+    error_says: "refusal",
+    model_error: ModelError::Refusal,
+    denied: Denied::Cancelled,
+    title_request: true,
 };
 
 /// Every agent of this file, for the table's own check.
-static CASES: [&Case; 5] = [&QWEN, &COPILOT, &OPENCODE, &CLAUDE, &CODEX];
+static CASES: [&Case; 6] = [&QWEN, &COPILOT, &OPENCODE, &CLAUDE, &CODEX, &CODEBUDDY];
 
 async fn start(case: &Case, script: Script) -> AcpHarness {
     AcpHarness::start(case.recipe, case.agent.clone(), script).await
@@ -381,6 +408,16 @@ async fn model_error(case: &Case) {
                     .is_some_and(|r| r.checkpoint().is_none_or(|c| !c.valid))
             );
         }
+        ModelError::Refusal => {
+            let err = run.err();
+            assert_eq!(
+                err.reason,
+                FailureReason::Other("refusal".into()),
+                "{}",
+                err.message
+            );
+            assert!(err.message.contains(case.error_says), "{}", err.message);
+        }
         ModelError::TextThenEndTurn => {
             // The honest current behaviour (docs/carriers.md, "ACP agents"):
             // the run succeeds and its text is the agent's error message.
@@ -389,8 +426,10 @@ async fn model_error(case: &Case) {
             assert!(text.contains(case.error_says), "{text}");
         }
     }
-    // One model request: none of these statuses is retried.
-    assert_eq!(h.model_requests(KEYWORD).len(), 1);
+    // One model request (and CodeBuddy's title request): none of these
+    // statuses is retried.
+    let expected = 1 + usize::from(case.title_request);
+    assert_eq!(h.model_requests(KEYWORD).len(), expected);
 }
 
 /// One test per scenario and agent: `<agent>::<scenario>`.
@@ -438,6 +477,7 @@ agents! {
     opencode => OPENCODE;
     claude => CLAUDE;
     codex => CODEX;
+    codebuddy => CODEBUDDY;
 }
 
 /// The table covers every testkit ACP recipe, each once.

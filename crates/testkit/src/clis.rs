@@ -11,7 +11,7 @@
 //!
 //! Every per-CLI fact lives in one [`CliRecipe`] constant ([`CLAUDE`],
 //! [`CODEX`], [`GEMINI`], [`CODEBUDDY`]; the ACP agents [`QWEN`],
-//! [`COPILOT`], [`OPENCODE`], [`CLAUDE_ACP`], [`CODEX_ACP`]); each field's doc
+//! [`COPILOT`], [`OPENCODE`], [`CLAUDE_ACP`], [`CODEX_ACP`], [`CODEBUDDY_ACP`]); each field's doc
 //! says where the fact comes from (`shared/reference/protocols.md` section, or
 //! what was observed running the pinned version). [`CliRecipe::command`]
 //! turns a one-shot recipe into a ready [`tokio::process::Command`], and
@@ -59,7 +59,7 @@ use tokio::process::Command;
 
 mod acp;
 
-pub use acp::{ACP_AGENTS, CLAUDE_ACP, CODEX_ACP, COPILOT, OPENCODE, QWEN};
+pub use acp::{ACP_AGENTS, CLAUDE_ACP, CODEBUDDY_ACP, CODEX_ACP, COPILOT, OPENCODE, QWEN};
 
 /// The API key every recipe hands its CLI; the mock accepts any key.
 pub const DUMMY_API_KEY: &str = "mock-key";

@@ -126,10 +126,20 @@ fn acp_recipes_take_no_prompt_in_argv() {
         assert!(recipe.request_path.starts_with('/'), "{}", recipe.name);
         assert!(recipe.bin_var.ends_with("_BIN"), "{}", recipe.name);
     }
-    let mut vars: Vec<_> = ALL.iter().chain(&ACP_AGENTS).map(|r| r.bin_var).collect();
+    // One binary variable per package (CodeBuddy's one binary serves its
+    // stream-json and its ACP recipe).
+    let recipes = || ALL.iter().chain(&ACP_AGENTS);
+    let mut pairs: Vec<_> = recipes().map(|r| (r.bin_var, r.npm_package)).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut vars: Vec<_> = recipes().map(|r| r.bin_var).collect();
     vars.sort_unstable();
     vars.dedup();
-    assert_eq!(vars.len(), ALL.len() + ACP_AGENTS.len(), "{vars:?}");
+    let mut packages: Vec<_> = recipes().map(|r| r.npm_package).collect();
+    packages.sort_unstable();
+    packages.dedup();
+    assert_eq!(vars.len(), pairs.len(), "{pairs:?}");
+    assert_eq!(packages.len(), pairs.len(), "{pairs:?}");
 }
 
 #[test]

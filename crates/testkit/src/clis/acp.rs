@@ -4,8 +4,8 @@
 //!
 //! The facts come from running the pinned versions under a network namespace
 //! with only loopback (and `strace -e connect`): with these recipes every
-//! connection goes to the mock (opencode also talks to a loopback server of
-//! its own). None needs an `authenticate` call: the environment and files
+//! connection goes to the mock (opencode and CodeBuddy also talk to a
+//! loopback server of their own). None needs an `authenticate` call: the environment and files
 //! below are the whole login. `docs/carriers.md` ("ACP agents") has the
 //! protocol facts (capabilities, permission options, load/resume, errors).
 
@@ -236,8 +236,33 @@ pub const CODEX_ACP: CliRecipe = CliRecipe {
     files: &[],
 };
 
+/// CodeBuddy Code `2.117.0` (bundled in `@tencent-ai/agent-sdk` `0.3.201`,
+/// like [`CODEBUDDY`](super::CODEBUDDY)), `codebuddy --acp` (Chat
+/// Completions).
+///
+/// * [`CODEBUDDY`](super::CODEBUDDY)'s offline environment and home:
+///   requests go to `POST /chat/completions` (`model:"default-model"`). No
+///   `authenticate` call is needed, though `initialize` offers four login
+///   methods (`iOA`, `external`, `internal`, `selfhosted`).
+/// * Besides the turn's model request, the first prompt of a session sends
+///   one title request (`model:"default-model-lite"`, a system prompt asking
+///   for a session title).
+/// * Run with `node` (the entry is a node script).
+pub const CODEBUDDY_ACP: CliRecipe = CliRecipe {
+    name: "codebuddy-acp",
+    args: &["--acp"],
+    ..super::CODEBUDDY
+};
+
 /// The ACP agents installed by `scripts/install-clis`. Gemini CLI speaks ACP
 /// too: [`GEMINI`](super::GEMINI)'s environment and files with the arguments
 /// `--acp -m {model}` (observed offline: no `authenticate` needed, permission
 /// options `proceed_always`, `proceed_once`, `cancel`).
-pub const ACP_AGENTS: [CliRecipe; 5] = [QWEN, COPILOT, OPENCODE, CLAUDE_ACP, CODEX_ACP];
+pub const ACP_AGENTS: [CliRecipe; 6] = [
+    QWEN,
+    COPILOT,
+    OPENCODE,
+    CLAUDE_ACP,
+    CODEX_ACP,
+    CODEBUDDY_ACP,
+];
