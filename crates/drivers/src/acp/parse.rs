@@ -85,7 +85,15 @@ pub struct AcpParser {
     tools: HashMap<String, String>,
     usage: Option<Usage>,
     ignored: IgnoredTerminals,
+    /// Updates sent before the session was opened (CodeBuddy announces the
+    /// new session's options before its `session/new` answer): judged once
+    /// the session id is known. At most [`EARLY_UPDATES`].
+    early: Vec<(Value, Vec<u8>)>,
 }
+
+/// The most updates held before the session is opened; later ones are
+/// judged at once (without a session: a protocol violation).
+const EARLY_UPDATES: usize = 64;
 
 impl AcpParser {
     /// A parser for `driver` (its type, the prefix of notices); `payloads`
@@ -101,6 +109,7 @@ impl AcpParser {
             thought: None,
             thoughts: 0,
             tools: HashMap::new(),
+            early: Vec::new(),
             usage: None,
             ignored: IgnoredTerminals::new(),
         }
@@ -221,6 +230,9 @@ impl AcpParser {
         if self.replayed > 0 && !self.replaying {
             out.push(self.replayed_notice());
         }
+        for (params, raw) in std::mem::take(&mut self.early) {
+            self.update(params, &raw, &mut out);
+        }
         out
     }
 
@@ -302,6 +314,11 @@ impl AcpParser {
     /// End of stdout: end the run if the agent never did, form every layer.
     pub fn finish(&mut self, exit: &Exit) -> (Vec<Out>, Parsed) {
         let mut out = Vec::new();
+        // Updates still waiting for a session that never opened.
+        for (_, raw) in std::mem::take(&mut self.early) {
+            let why = "session/update before any session was opened";
+            out.push(Out::Event(self.ignored.ignore(self.driver, why, &raw)));
+        }
         self.close_thought(&mut out);
         if !self.em.ended() {
             let f = self
@@ -346,6 +363,10 @@ impl AcpParser {
                     late.held.push((params, raw.to_vec()));
                 }
             }
+            return;
+        }
+        if self.session.is_none() && self.early.len() < EARLY_UPDATES {
+            self.early.push((params, raw.to_vec()));
             return;
         }
         if self.session.as_deref() != Some(&*note.session_id.0) {
