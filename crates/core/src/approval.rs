@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use agent_adaptor_driver::{DecisionChoice, DecisionKind, DecisionResult};
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -20,7 +20,7 @@ pub type ApprovalKind = DecisionKind;
 /// Exactly one of [`approve`](Self::approve), [`deny`](Self::deny) or
 /// [`answer`](Self::answer) takes effect; every later call, on this value or
 /// any clone of it, returns a stable [`ApprovalError`]. None of them blocks.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ApprovalRequest {
     /// The envelope.
     pub meta: EventMeta,
@@ -33,21 +33,23 @@ pub struct ApprovalRequest {
     /// Which provider operation asks.
     pub source: String,
     /// The tool call it concerns, if any.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tool_call_id: String,
     /// Offered choices (questions).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<DecisionChoice>,
     /// Structured details (tool name, input …).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
     /// When it was asked.
     pub created_at: DateTime<Utc>,
     /// When it expires, if it does.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<DateTime<Utc>>,
     /// 0 for the first attempt.
     pub attempt: u32,
+    /// Deserialized requests (a durable log's replay) are detached: see
+    /// [`detached`](Self::detached).
     #[serde(skip)]
     pub(crate) responder: Responder,
 }

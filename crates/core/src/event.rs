@@ -4,22 +4,25 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_adaptor_driver::{Delegation, LifecycleId, Role, ToolScope, TranscriptItem, Usage};
+use agent_adaptor_driver::{
+    CapabilityInvocation, Delegation, ImagePayload, LifecycleId, ObservationSource, Role,
+    TodoSnapshot, ToolScope, TranscriptItem, Usage,
+};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::ApprovalRequest;
 use crate::result::FailureReason;
 
 /// The SDK envelope every event carries.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventMeta {
     /// The run this event belongs to.
     pub run_id: Arc<str>,
     /// The host's thread key; `None` for plain agent runs.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_key: Option<Arc<str>>,
     /// Assigned by the SDK in receive order; strictly increasing within a run,
     /// starting at 1. Restarts for every run.
@@ -27,7 +30,7 @@ pub struct EventMeta {
     /// When the SDK received the event.
     pub time: DateTime<Utc>,
     /// Provider coordinates; never authoritative.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Box<EventSource>>,
 }
 
@@ -45,21 +48,21 @@ impl EventMeta {
 }
 
 /// Raw provider coordinates of an event.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventSource {
     /// The provider's run id.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The provider's thread / session id.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
     /// The provider's turn id.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,
 }
 
 /// Where in a lifecycle a delta event sits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Opens the lifecycle.
@@ -82,7 +85,7 @@ impl Phase {
 }
 
 /// The run began. Always the first event, exactly once.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStarted {
     /// The envelope.
     pub meta: EventMeta,
@@ -90,25 +93,25 @@ pub struct RunStarted {
 
 /// The run ended. Always the last event, exactly once. The authoritative
 /// outcome is still [`RunStream::result`](crate::RunStream::result).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunFinished {
     /// The envelope.
     pub meta: EventMeta,
     /// Final usage, when the provider reported it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     /// True when the run did not succeed.
     pub failed: bool,
     /// Why, when it failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<FailureReason>,
     /// A short message, when it failed.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
 }
 
 /// Assistant (or host-synthesized user) text.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TextDelta {
     /// The envelope.
     pub meta: EventMeta,
@@ -123,7 +126,7 @@ pub struct TextDelta {
 }
 
 /// Reasoning text.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Thinking {
     /// The envelope.
     pub meta: EventMeta,
@@ -136,52 +139,52 @@ pub struct Thinking {
 }
 
 /// A tool call's boundaries and argument deltas.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The envelope.
     pub meta: EventMeta,
     /// The tool call id (shared by every event of the call).
     pub id: LifecycleId,
     /// The tool's name (set at start).
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
     /// Complete arguments, when known at start.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Value>,
     /// An argument delta (phase content).
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub args_delta: String,
     /// The result, when attached to the end.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
     /// Where in the lifecycle.
     pub phase: Phase,
     /// Where the tool lives (set at start): built in, an MCP server's
     /// tool (server and tool named), or a host tool.
-    #[serde(skip_serializing_if = "ToolScope::is_builtin")]
+    #[serde(default, skip_serializing_if = "ToolScope::is_builtin")]
     pub scope: ToolScope,
     /// Delegation coordinates, when the call belongs to a delegated scope.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delegation: Option<Box<Delegation>>,
 }
 
 /// A standalone tool result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
     /// The envelope.
     pub meta: EventMeta,
     /// The tool call id (shared by every event of the call).
     pub id: LifecycleId,
     /// The result.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
     /// Delegation coordinates, when the call belongs to a delegated scope.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delegation: Option<Box<Delegation>>,
 }
 
 /// What a [`ProcessInfo`] reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProcessKind {
     /// A provider process was spawned.
@@ -193,23 +196,23 @@ pub enum ProcessKind {
 }
 
 /// Subprocess spawn and raw output.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcessInfo {
     /// The envelope.
     pub meta: EventMeta,
     /// What it reports.
     pub kind: ProcessKind,
     /// Text (spawn summary).
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub text: String,
     /// The raw bytes (stdout/stderr), exactly as read.
-    #[serde(skip_serializing_if = "Bytes::is_empty")]
+    #[serde(default, skip_serializing_if = "Bytes::is_empty")]
     pub bytes: Bytes,
     /// String metadata.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
     /// Structured data.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 
@@ -238,29 +241,29 @@ pub mod notice_kind {
 }
 
 /// Invocation, runtime, step, transcript-item and audit information.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Notice {
     /// The envelope.
     pub meta: EventMeta,
     /// The kind (see [`notice_kind`]).
     pub kind: Cow<'static, str>,
     /// Text.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub text: String,
     /// The transcript item, for `transcript.item`: the very item the run's
     /// transcript holds, shared (no copy is made per event).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item: Option<Arc<TranscriptItem>>,
     /// String metadata.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
     /// Structured data.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 
 /// An aggregated report of events that were not delivered.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dropped {
     /// The envelope.
     pub meta: EventMeta,
@@ -277,12 +280,12 @@ pub struct Dropped {
     /// Who dropped them: `"sdk.event_broker"` or `"provider"`.
     pub source: String,
     /// Extra details (buffer size, strategy).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
 }
 
 /// What a [`SubagentUpdate`] reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SubagentKind {
     /// The delegation started.
@@ -294,27 +297,74 @@ pub enum SubagentKind {
 }
 
 /// Live delegation progress.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SubagentUpdate {
     /// The envelope.
     pub meta: EventMeta,
+    /// The child's scope id: every event of the child's work carries it in
+    /// its `delegation.scope_id`.
+    #[serde(default)]
+    pub scope_id: String,
     /// The delegate's name.
     pub agent: String,
     /// What happened.
     pub kind: SubagentKind,
+    /// The parent's tool call that started the delegation, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<LifecycleId>,
+    /// `true` on a `finished` that ended in an error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
     /// Progress text.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub delta: String,
     /// Structured data.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+    /// Where it was read from (written as `provider_protocol`); empty for
+    /// updates a host published.
+    #[serde(flatten)]
+    pub origin: ObservationSource,
+}
+
+/// The whole todo list of a scope changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TodoUpdated {
+    /// The envelope.
+    pub meta: EventMeta,
+    /// The list (its scope, revision, items and source), flattened into
+    /// the event.
+    #[serde(flatten)]
+    pub snapshot: TodoSnapshot,
+}
+
+/// One phase of an MCP tool, skill or subagent invocation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapabilityInvoked {
+    /// The envelope.
+    pub meta: EventMeta,
+    /// The invocation, flattened into the event.
+    #[serde(flatten)]
+    pub invocation: CapabilityInvocation,
+}
+
+/// An image shown in the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageContent {
+    /// The envelope.
+    pub meta: EventMeta,
+    /// Who shows it: the assistant, or (host-published) the user.
+    pub role: Role,
+    /// The image, flattened into the event.
+    #[serde(flatten)]
+    pub image: ImagePayload,
 }
 
 /// One typed occurrence of a run.
 ///
 /// Match on what you render and ignore the rest (`_ => {}`), but keep
 /// draining the stream: it is how the run makes progress.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
@@ -340,6 +390,12 @@ pub enum Event {
     Dropped(Dropped),
     /// Delegation progress.
     SubagentUpdate(SubagentUpdate),
+    /// A todo list changed.
+    TodoUpdated(Box<TodoUpdated>),
+    /// An MCP tool, skill or subagent invocation began or ended.
+    CapabilityInvocation(Box<CapabilityInvoked>),
+    /// An image was shown.
+    ImageContent(Box<ImageContent>),
 }
 
 impl Event {
@@ -357,6 +413,9 @@ impl Event {
             Event::ApprovalRequest(e) => &e.meta,
             Event::Dropped(e) => &e.meta,
             Event::SubagentUpdate(e) => &e.meta,
+            Event::TodoUpdated(e) => &e.meta,
+            Event::CapabilityInvocation(e) => &e.meta,
+            Event::ImageContent(e) => &e.meta,
         }
     }
 
@@ -374,6 +433,9 @@ impl Event {
             Event::ApprovalRequest(e) => &mut e.meta,
             Event::Dropped(e) => &mut e.meta,
             Event::SubagentUpdate(e) => &mut e.meta,
+            Event::TodoUpdated(e) => &mut e.meta,
+            Event::CapabilityInvocation(e) => &mut e.meta,
+            Event::ImageContent(e) => &mut e.meta,
         }
     }
 
@@ -409,6 +471,9 @@ impl Event {
                 SubagentKind::Delta => "subagent.delta".into(),
                 SubagentKind::Finished => "subagent.finished".into(),
             },
+            Event::TodoUpdated(_) => "todo.updated".into(),
+            Event::CapabilityInvocation(_) => "capability.invocation".into(),
+            Event::ImageContent(_) => "image".into(),
         }
     }
 

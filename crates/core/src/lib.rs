@@ -71,9 +71,9 @@ pub use approval::{
 pub use broker::DEFAULT_EVENT_BUFFER;
 pub use equip::InstructionsBundle;
 pub use event::{
-    Dropped, Event, EventMeta, EventSource, Notice, Phase, ProcessInfo, ProcessKind, RunFinished,
-    RunStarted, SubagentKind, SubagentUpdate, TextDelta, Thinking, ToolCall, ToolResult,
-    notice_kind,
+    CapabilityInvoked, Dropped, Event, EventMeta, EventSource, ImageContent, Notice, Phase,
+    ProcessInfo, ProcessKind, RunFinished, RunStarted, SubagentKind, SubagentUpdate, TextDelta,
+    Thinking, TodoUpdated, ToolCall, ToolResult, notice_kind,
 };
 pub use options::{DEFAULT_APPROVAL_TIMEOUT, RunOptions};
 pub use policy::{ApprovalPolicy, DecidedBy, DecisionRecord, Policy};
@@ -86,6 +86,11 @@ pub use tools::{DEFAULT_TOOL_DEADLINE, Tool, ToolContext, ToolDefinitionError, T
 pub use agent_adaptor_driver as driver;
 /// The id type of the message, reasoning and tool-call events.
 pub use agent_adaptor_driver::LifecycleId;
+/// What observations carry: todo lists, capability invocations, images.
+pub use agent_adaptor_driver::{
+    CapabilityInvocation, CapabilityKind, CapabilityOperation, CapabilityPhase, ImagePayload,
+    ObservationSource, TodoItem, TodoSnapshot, TodoStatus,
+};
 /// What a run gives its agent: MCP servers, skills, the profile, and where
 /// a tool lives.
 pub use agent_adaptor_driver::{

@@ -83,6 +83,31 @@ impl Serialize for FailureReason {
     }
 }
 
+impl FailureReason {
+    /// The reason a wire name names (the inverse of [`as_str`](Self::as_str));
+    /// an unknown name is kept as [`Other`](Self::Other).
+    pub fn parse(name: &str) -> Self {
+        match name {
+            "active_execution_timeout" => FailureReason::ActiveExecutionTimeout,
+            "agent_error" => FailureReason::AgentError,
+            "approval_denied" => FailureReason::ApprovalDenied,
+            "approval_timeout" => FailureReason::ApprovalTimeout,
+            "cancelled" => FailureReason::Cancelled,
+            "deadline_exceeded" => FailureReason::DeadlineExceeded,
+            "infrastructure_error" => FailureReason::Infrastructure,
+            "policy_violation" => FailureReason::PolicyViolation,
+            other => FailureReason::Other(other.to_owned()),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FailureReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Ok(FailureReason::parse(&name))
+    }
+}
+
 /// The final output and audit record of a successful run (the spec's `Result`).
 ///
 /// `text`, `summary`, [`raw`](Self::raw), [`transcript`](Self::transcript)

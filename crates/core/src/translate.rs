@@ -8,13 +8,14 @@ use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
     Delegation, LifecycleId, OperationalEvent, OutputStream, ProviderCoords, RunEvent, RunFailure,
-    StreamKind, StreamPayload, ToolScope, Usage,
+    StreamKind, StreamPayload, SubagentPhase, ToolScope, Usage,
 };
 use serde_json::{Value, json};
 
 use crate::event::{
-    Dropped, Event, EventMeta, EventSource, Notice, Phase, ProcessInfo, ProcessKind, TextDelta,
-    Thinking, ToolCall, ToolResult, notice_kind,
+    CapabilityInvoked, Dropped, Event, EventMeta, EventSource, ImageContent, Notice, Phase,
+    ProcessInfo, ProcessKind, SubagentKind, SubagentUpdate, TextDelta, Thinking, TodoUpdated,
+    ToolCall, ToolResult, notice_kind,
 };
 
 /// What a driver payload turns into.
@@ -208,6 +209,39 @@ pub(crate) fn payload(mut meta: EventMeta, p: StreamPayload) -> Routed {
             source: "provider".into(),
             details: raw,
         }),
+        StreamKind::TodoUpdated(snapshot) => Event::TodoUpdated(Box::new(TodoUpdated {
+            meta,
+            snapshot: *snapshot,
+        })),
+        StreamKind::Capability(invocation) => {
+            Event::CapabilityInvocation(Box::new(CapabilityInvoked {
+                meta,
+                invocation: *invocation,
+            }))
+        }
+        StreamKind::Subagent(r) => {
+            let r = *r;
+            Event::SubagentUpdate(SubagentUpdate {
+                meta,
+                scope_id: r.scope_id,
+                agent: r.agent,
+                kind: match r.phase {
+                    SubagentPhase::Started => SubagentKind::Started,
+                    SubagentPhase::Delta => SubagentKind::Delta,
+                    SubagentPhase::Finished => SubagentKind::Finished,
+                },
+                tool_call_id: r.tool_call_id,
+                failed: r.failed,
+                delta: r.delta,
+                data: r.data,
+                origin: r.source,
+            })
+        }
+        StreamKind::Image(image) => Event::ImageContent(Box::new(ImageContent {
+            meta,
+            role,
+            image: *image,
+        })),
         StreamKind::Custom { name, text } => {
             return Routed::Publish(notice(meta, name, text, raw));
         }

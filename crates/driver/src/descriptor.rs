@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::host_tool::HostToolChannel;
+use crate::observation::ObservationSupport;
 
 /// A driver's static self-description. Must be deterministic across calls and
 /// across instances built from the same config (DRV-02).
@@ -243,6 +244,9 @@ pub struct StreamCapability {
     pub tool_call_args: bool,
     /// The protocol exposes human decision events.
     pub hitl: bool,
+    /// The observation kinds the transport reports (OBS-01).
+    #[serde(default)]
+    pub observation: ObservationSupport,
 }
 
 impl StreamCapability {
@@ -253,5 +257,6 @@ impl StreamCapability {
         reasoning: true,
         tool_call_args: true,
         hitl: true,
+        observation: ObservationSupport::ALL,
     };
 }

@@ -63,6 +63,7 @@ pub mod host_tool;
 pub mod id;
 pub mod lifecycle;
 pub mod mcp;
+pub mod observation;
 pub mod policy;
 pub mod probe;
 pub mod profile;
@@ -97,6 +98,11 @@ pub use host_tool::{
 pub use id::LifecycleId;
 pub use lifecycle::{LifecycleChecker, SeenIds, Violation};
 pub use mcp::{McpConfigError, McpServer, McpToolPolicy, McpTransport};
+pub use observation::{
+    CapabilityInvocation, CapabilityKind, CapabilityOperation, CapabilityPhase, ImagePayload,
+    ObservationSource, ObservationSupport, SubagentPhase, SubagentReport, TodoItem, TodoRevisions,
+    TodoSnapshot, TodoStatus,
+};
 pub use policy::{
     ApprovalMode, ApprovalTimeout, DEFAULT_HUMAN_DECISION_MAX_RETRIES,
     DEFAULT_HUMAN_DECISION_TIMEOUT, FallbackAction, FeatureLevel, HumanDecisionPolicy,

@@ -112,9 +112,11 @@ pub struct LifecycleChecker {
     /// Every tool call id that has its result.
     tool_results: SeenIds,
     open_steps: StepMap,
+    /// Todo lists, capability invocations and subagents (OBS-*).
+    observations: observe::Observations,
 }
 
-const CANONICAL: [&str; 18] = [
+const CANONICAL: [&str; 22] = [
     "run.started",
     "run.finished",
     "run.error",
@@ -133,6 +135,10 @@ const CANONICAL: [&str; 18] = [
     "hitl.requested",
     "hitl.resolved",
     "stream.dropped",
+    "todo.updated",
+    "capability.invocation",
+    "subagent.update",
+    "image",
 ];
 
 impl LifecycleChecker {
@@ -323,6 +329,13 @@ impl LifecycleChecker {
                 require("EVT-08", name, "request_id", &res.request_id)
             }
             StreamKind::Dropped(_) => Ok(()),
+            StreamKind::TodoUpdated(_)
+            | StreamKind::Capability(_)
+            | StreamKind::Subagent(_)
+            | StreamKind::Image(_) => {
+                self.observations
+                    .check(self.capability.observation, &p.kind, p.raw.is_some())
+            }
             StreamKind::Custom { name: custom, .. } => {
                 if custom.trim().is_empty() || CANONICAL.contains(&custom.as_str()) {
                     return Err(Violation::new(
@@ -367,6 +380,14 @@ impl LifecycleChecker {
             return Err(Violation::new(
                 "EVT-11",
                 format_args!("{name} while still open: {}", open.join(", ")),
+            ));
+        }
+        let observed = self.observations.open();
+        if let Some((clause, _)) = observed.first() {
+            let list: Vec<&str> = observed.iter().map(|(_, what)| what.as_str()).collect();
+            return Err(Violation::new(
+                clause,
+                format_args!("{name} while still open: {}", list.join(", ")),
             ));
         }
         self.terminal = true;
@@ -458,5 +479,6 @@ fn close(clause: &'static str, kind: &str, id: &str, ids: &mut Family) -> Result
     }
 }
 
+mod observe;
 #[cfg(test)]
 mod tests;

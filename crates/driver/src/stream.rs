@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use crate::decision::{HitlRequested, HitlResolved};
 use crate::id::LifecycleId;
+use crate::observation::{CapabilityInvocation, ImagePayload, SubagentReport, TodoSnapshot};
 use crate::response::RunFailure;
 use crate::usage::Usage;
 
@@ -250,6 +251,20 @@ pub enum StreamKind {
     /// `stream.dropped`: loss reported by the provider itself.
     #[serde(rename = "stream.dropped")]
     Dropped(ProviderDrop),
+    /// `todo.updated`: the whole todo list of a scope (OBS-05/06).
+    #[serde(rename = "todo.updated")]
+    TodoUpdated(Box<TodoSnapshot>),
+    /// `capability.invocation`: one phase of an MCP tool, skill or
+    /// subagent invocation (OBS-03/04).
+    #[serde(rename = "capability.invocation")]
+    Capability(Box<CapabilityInvocation>),
+    /// `subagent.update`: a delegation started, progressed or finished
+    /// (OBS-07).
+    #[serde(rename = "subagent.update")]
+    Subagent(Box<SubagentReport>),
+    /// `image`: an image the agent shows (OBS-08).
+    #[serde(rename = "image")]
+    Image(Box<ImagePayload>),
     /// An unknown formal provider event. Core turns it into a `Notice`; events
     /// with audit value must never be swallowed.
     #[serde(rename = "custom")]
@@ -284,8 +299,24 @@ impl StreamKind {
             StreamKind::HitlRequested(_) => "hitl.requested",
             StreamKind::HitlResolved(_) => "hitl.resolved",
             StreamKind::Dropped(_) => "stream.dropped",
+            StreamKind::TodoUpdated(_) => "todo.updated",
+            StreamKind::Capability(_) => "capability.invocation",
+            StreamKind::Subagent(_) => "subagent.update",
+            StreamKind::Image(_) => "image",
             StreamKind::Custom { name, .. } => name,
         }
+    }
+
+    /// True for the observation kinds (todos, capabilities, subagents,
+    /// images).
+    pub fn is_observation(&self) -> bool {
+        matches!(
+            self,
+            StreamKind::TodoUpdated(_)
+                | StreamKind::Capability(_)
+                | StreamKind::Subagent(_)
+                | StreamKind::Image(_)
+        )
     }
 
     /// True for `run.finished` and `run.error`.
@@ -329,6 +360,23 @@ impl From<StreamKind> for StreamPayload {
 }
 
 impl StreamPayload {
+    /// `todo.updated` (number snapshots with
+    /// [`TodoRevisions`](crate::TodoRevisions)).
+    pub fn todo_updated(snapshot: TodoSnapshot) -> Self {
+        StreamKind::TodoUpdated(Box::new(snapshot)).into()
+    }
+    /// `capability.invocation`.
+    pub fn capability(invocation: CapabilityInvocation) -> Self {
+        StreamKind::Capability(Box::new(invocation)).into()
+    }
+    /// `subagent.update`.
+    pub fn subagent(report: SubagentReport) -> Self {
+        StreamKind::Subagent(Box::new(report)).into()
+    }
+    /// `image`.
+    pub fn image(image: ImagePayload) -> Self {
+        StreamKind::Image(Box::new(image)).into()
+    }
     /// `run.started`.
     pub fn run_started() -> Self {
         StreamKind::RunStarted.into()

@@ -96,6 +96,7 @@ fn check_lifecycles(outs: &[Out]) {
         reasoning: true,
         tool_call_args: false,
         hitl: true,
+        observation: agent_adaptor_driver::ObservationSupport::NONE,
     };
     let mut checker = LifecycleChecker::new(cap);
     for p in payloads(outs) {

@@ -121,6 +121,7 @@ fn check(name: &str, turn: &Turn) {
         reasoning: true,
         tool_call_args: false,
         hitl: true,
+        observation: agent_adaptor_driver::ObservationSupport::NONE,
     };
     let mut checker = LifecycleChecker::new(cap);
     for out in &turn.outs {

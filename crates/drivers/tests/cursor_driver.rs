@@ -33,6 +33,7 @@ const CAP: StreamCapability = StreamCapability {
     reasoning: false,
     tool_call_args: false,
     hitl: false,
+    observation: agent_adaptor_driver::ObservationSupport::NONE,
 };
 
 /// Every fixture, with the exit code it is replayed with.

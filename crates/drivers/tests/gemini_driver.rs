@@ -28,6 +28,7 @@ const CAP: StreamCapability = StreamCapability {
     reasoning: false,
     tool_call_args: false,
     hitl: false,
+    observation: agent_adaptor_driver::ObservationSupport::NONE,
 };
 
 /// Every capture, with the exit code it was recorded with.

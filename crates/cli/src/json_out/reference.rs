@@ -13,9 +13,10 @@ use agent_adaptor_core::driver::{
 };
 use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
 use agent_adaptor_core::{
-    Agent, Dropped, Event, EventMeta, EventSource, FailureReason, Notice, Phase, ProcessInfo,
-    ProcessKind, RunFinished, RunStarted, Runner, SubagentKind, SubagentUpdate, TextDelta,
-    Thinking, ToolCall, ToolResult,
+    Agent, CapabilityInvocation, CapabilityInvoked, CapabilityKind, Dropped, Event, EventMeta,
+    EventSource, FailureReason, ImageContent, ImagePayload, Notice, ObservationSource, Phase,
+    ProcessInfo, ProcessKind, RunFinished, RunStarted, Runner, SubagentKind, SubagentUpdate,
+    TextDelta, Thinking, TodoItem, TodoSnapshot, TodoStatus, TodoUpdated, ToolCall, ToolResult,
 };
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
@@ -149,11 +150,55 @@ fn built_events() -> Vec<Event> {
         }),
         Event::SubagentUpdate(SubagentUpdate {
             meta: meta(10),
+            scope_id: "toolu_task".into(),
             agent: "reviewer".into(),
             kind: SubagentKind::Delta,
+            tool_call_id: Some(LifecycleId::from("toolu_task")),
+            failed: false,
             delta: "…".into(),
             data: None,
+            origin: ObservationSource::new("claude.Task"),
         }),
+        Event::TodoUpdated(Box::new(TodoUpdated {
+            meta: meta(10),
+            snapshot: TodoSnapshot {
+                scope_id: None,
+                revision: 1,
+                items: vec![TodoItem {
+                    id: "1".into(),
+                    content: "write the test".into(),
+                    status: TodoStatus::InProgress,
+                    active_form: Some("Writing the test".into()),
+                    priority: None,
+                }],
+                source: ObservationSource::new("claude.TodoWrite"),
+            },
+        })),
+        Event::CapabilityInvocation(Box::new(CapabilityInvoked {
+            meta: meta(10),
+            invocation: CapabilityInvocation {
+                server: Some("docs".into()),
+                tool_call_id: Some(LifecycleId::from("toolu_mcp")),
+                ..CapabilityInvocation::started(
+                    "toolu_mcp",
+                    CapabilityKind::Mcp,
+                    "search",
+                    ObservationSource::new("claude.mcp"),
+                )
+            }
+            .finished(Some("not found".into()), Some(12)),
+        })),
+        Event::ImageContent(Box::new(ImageContent {
+            meta: meta(10),
+            role: Role::Assistant,
+            image: ImagePayload {
+                message_id: None,
+                mime_type: "image/png".into(),
+                data: Some("iVBORw0KGgo=".into()),
+                uri: None,
+                source: ObservationSource::new("acp.image"),
+            },
+        })),
         Event::RunFinished(RunFinished {
             meta: meta(11),
             usage: Some(Usage {

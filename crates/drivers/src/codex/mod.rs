@@ -88,6 +88,7 @@ pub const EXEC_CAPABILITY: StreamCapability = StreamCapability {
     reasoning: true,
     tool_call_args: false,
     hitl: false,
+    observation: agent_adaptor_driver::ObservationSupport::NONE,
 };
 
 /// The app-server's stream capability: token-level text and reasoning
@@ -99,6 +100,7 @@ pub const APP_SERVER_CAPABILITY: StreamCapability = StreamCapability {
     reasoning: true,
     tool_call_args: false,
     hitl: true,
+    observation: agent_adaptor_driver::ObservationSupport::NONE,
 };
 
 /// `Request::output_schema` is not JSON.

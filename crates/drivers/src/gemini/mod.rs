@@ -101,6 +101,7 @@ impl Driver for GeminiDriver {
             reasoning: false,
             tool_call_args: false,
             hitl: false,
+            observation: agent_adaptor_driver::ObservationSupport::NONE,
         })
     }
 

@@ -333,6 +333,7 @@ impl Driver for StreamJsonDriver {
             reasoning: true,
             tool_call_args: true,
             hitl: self.config.host_approvals,
+            observation: agent_adaptor_driver::ObservationSupport::NONE,
         })
     }
 

@@ -265,6 +265,7 @@ impl Driver for LlmDriver {
             reasoning: true,
             tool_call_args: true,
             hitl: true,
+            observation: agent_adaptor_driver::ObservationSupport::NONE,
         })
     }
 
