@@ -303,3 +303,96 @@ pub(crate) fn run_event(meta: EventMeta, ev: RunEvent) -> Event {
         other => op(meta, other.kind_name(), OperationalEvent::default()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use agent_adaptor_driver::{
+        CapabilityInvocation, CapabilityKind, ImagePayload, ObservationSource, SubagentPhase,
+        SubagentReport, TodoItem, TodoSnapshot, TodoStatus,
+    };
+
+    use super::*;
+
+    fn meta() -> EventMeta {
+        EventMeta::unstamped("run_1".into(), Some("t1".into()))
+    }
+
+    fn published(p: StreamPayload) -> Event {
+        match payload(meta(), p) {
+            Routed::Publish(e) => e,
+            other => panic!("not published: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn observations_become_their_typed_events_losslessly() {
+        let snapshot = TodoSnapshot {
+            scope_id: Some("task_1".into()),
+            revision: 2,
+            items: vec![TodoItem {
+                id: "1".into(),
+                content: "write".into(),
+                status: TodoStatus::InProgress,
+                active_form: Some("Writing".into()),
+                priority: Some("high".into()),
+            }],
+            source: ObservationSource::new("claude.TodoWrite"),
+        };
+        let Event::TodoUpdated(t) = published(StreamPayload::todo_updated(snapshot.clone())) else {
+            panic!("not a todo event");
+        };
+        assert_eq!(t.snapshot, snapshot);
+        assert_eq!(t.meta.thread_key.as_deref(), Some("t1"));
+
+        let inv = CapabilityInvocation::started(
+            "call_1",
+            CapabilityKind::Skill,
+            "pdf",
+            ObservationSource::new("claude.Skill"),
+        );
+        let Event::CapabilityInvocation(c) = published(StreamPayload::capability(inv.clone()))
+        else {
+            panic!("not a capability event");
+        };
+        assert_eq!(c.invocation, inv);
+
+        let report = SubagentReport {
+            scope_id: "toolu_9".into(),
+            agent: "Explore".into(),
+            phase: SubagentPhase::Finished,
+            tool_call_id: Some("toolu_9".into()),
+            delta: "done".into(),
+            failed: true,
+            data: Some(json!({"status": "error"})),
+            source: ObservationSource::new("claude.Task"),
+        };
+        let Event::SubagentUpdate(s) = published(StreamPayload::subagent(report)) else {
+            panic!("not a subagent event");
+        };
+        assert_eq!(
+            (s.scope_id.as_str(), s.agent.as_str(), s.kind, s.failed),
+            ("toolu_9", "Explore", SubagentKind::Finished, true)
+        );
+        assert_eq!(s.tool_call_id.as_deref(), Some("toolu_9"));
+        assert_eq!(
+            (s.delta.as_str(), s.data),
+            ("done", Some(json!({"status": "error"})))
+        );
+        assert_eq!(s.origin.provider_protocol, "claude.Task");
+
+        let image = ImagePayload {
+            message_id: Some("m1".into()),
+            mime_type: "image/png".into(),
+            data: Some("AA==".into()),
+            uri: None,
+            source: ObservationSource::new("acp.image"),
+        };
+        let Event::ImageContent(i) = published(StreamPayload::image(image.clone())) else {
+            panic!("not an image event");
+        };
+        assert_eq!(
+            (i.image, i.role),
+            (image, agent_adaptor_driver::Role::Assistant)
+        );
+    }
+}

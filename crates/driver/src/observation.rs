@@ -220,7 +220,9 @@ pub struct CapabilityInvocation {
     /// The scope it happened in: `None` for the main agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope_id: Option<String>,
-    /// What was invoked.
+    /// What was invoked (written as `capability`: a payload's `kind` is
+    /// its stream kind).
+    #[serde(rename = "capability")]
     pub kind: CapabilityKind,
     /// The MCP tool's, skill's or subagent's name.
     pub name: String,

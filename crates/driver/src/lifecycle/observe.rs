@@ -325,3 +325,6 @@ fn scope_name(clause: &'static str, scope: &str) -> Result<(), Violation> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests;
