@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 use crate::public_error::public_error;
 
+use super::observe::Observer;
 use super::wire::{
     AguiEvent, CustomEvent, DeltaEvent, EventBody, Interrupt, MessageIdEvent,
     ReasoningMessageStartEvent, ReasoningRole, RunErrorEvent, RunFinishedEvent, RunOutcome,
@@ -130,6 +131,8 @@ pub(crate) struct Mapper {
     tools_ended: HashSet<String>,
     tool_results: HashSet<String>,
     steps: Vec<String>,
+    /// Todos, capabilities, subagents and images.
+    observer: Observer,
     /// Default `expiresAt` horizon for interrupts without a core deadline,
     /// and a cap for those with one.
     park_limit: Option<std::time::Duration>,
@@ -152,6 +155,7 @@ impl Mapper {
             tools_ended: HashSet::new(),
             tool_results: HashSet::new(),
             steps: Vec::new(),
+            observer: Observer::default(),
             park_limit,
         }
     }
@@ -168,7 +172,10 @@ impl Mapper {
         self.run_id = run_id;
         self.started = false;
         self.ended = false;
+        let first = out.len();
         self.ensure_started(ts, out);
+        self.observer.resume_all(ts, out);
+        self.observer.tag(&mut out[first..]);
     }
 
     /// The AG-UI ids of the current run.
@@ -191,12 +198,22 @@ impl Mapper {
 
     /// Map one core event.
     pub(crate) fn event(&mut self, ev: &Event, out: &mut Vec<AguiEvent>) -> Next {
-        let ts = Some(ev.meta().time.timestamp_millis());
         if self.ended {
             // Nothing may follow the AG-UI terminal; the caller stops reading.
             return Next::Continue;
         }
+        let first = out.len();
+        let next = self.map_event(ev, out);
+        self.observer.tag(&mut out[first..]);
+        next
+    }
+
+    fn map_event(&mut self, ev: &Event, out: &mut Vec<AguiEvent>) -> Next {
+        let ts = Some(ev.meta().time.timestamp_millis());
         self.ensure_started(ts, out);
+        if self.observer.event(ev, ts, out) {
+            return Next::Continue;
+        }
         let push = |out: &mut Vec<AguiEvent>, body| out.push(AguiEvent::new(body, ts));
         match ev {
             Event::RunStarted(_) => {}
@@ -368,6 +385,7 @@ impl Mapper {
             Event::ApprovalRequest(req) => {
                 let interrupt = self.interrupt_for(req);
                 self.close_all(ts, out);
+                self.observer.suspend_all(&interrupt.id, ts, out);
                 self.ended = true;
                 self.started = false;
                 out.push(AguiEvent::new(
@@ -384,8 +402,8 @@ impl Mapper {
                 ));
                 return Next::Interrupt(req.clone(), Box::new(interrupt));
             }
-            // Process output, other notices and subagent progress have no
-            // AG-UI counterpart here; the raw mode carries them.
+            // Process output and other notices have no AG-UI counterpart
+            // here; the raw mode carries them.
             _ => {}
         }
         Next::Continue
@@ -455,8 +473,11 @@ impl Mapper {
         if self.ended {
             return;
         }
+        let first = out.len();
         self.ensure_started(ts, out);
         self.close_all(ts, out);
+        self.observer.end_all(ts, out);
+        self.observer.tag(&mut out[first..]);
         self.ended = true;
         let body = match outcome {
             Ok(result) => EventBody::RunFinished(RunFinishedEvent {

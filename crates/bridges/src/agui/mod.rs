@@ -102,6 +102,7 @@ mod error;
 mod hub;
 mod interrupts;
 mod mapper;
+mod observe;
 mod options;
 mod run;
 mod server;
@@ -112,6 +113,7 @@ pub mod wire;
 
 pub use error::RequestError;
 pub use mapper::{CUSTOM_DROPPED, REASON_PLAN_REVIEW, REASON_QUESTION, REASON_TOOL_APPROVAL};
+pub use observe::{ACTIVITY_CAPABILITY, ACTIVITY_SUBAGENT, ACTIVITY_TODO, CUSTOM_IMAGE};
 pub use options::{
     DEFAULT_INTERRUPT_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_BYTES, DEFAULT_REPLAY_BYTES,
     DEFAULT_REPLAY_FRAMES, DEFAULT_REPLAY_RETAIN, DEFAULT_WRITE_TIMEOUT, Protocol, SseOptions,

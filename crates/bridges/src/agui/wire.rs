@@ -24,6 +24,10 @@ pub struct AguiEvent {
     /// The event itself (its `type` and fields).
     #[serde(flatten)]
     pub body: EventBody,
+    /// The subagent whose work this event is (`subagentRunId`, which every
+    /// 1.0 event may carry); `None` for the main agent's own events.
+    #[serde(rename = "subagentRunId", skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
     /// Milliseconds since the Unix epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<i64>,
@@ -32,7 +36,17 @@ pub struct AguiEvent {
 impl AguiEvent {
     /// An event with a timestamp.
     pub fn new(body: EventBody, timestamp: Option<i64>) -> Self {
-        AguiEvent { body, timestamp }
+        AguiEvent {
+            body,
+            subagent_run_id: None,
+            timestamp,
+        }
+    }
+
+    /// This event, attributed to the subagent `subagent_run_id`.
+    pub fn in_subagent(mut self, subagent_run_id: Option<String>) -> Self {
+        self.subagent_run_id = subagent_run_id;
+        self
     }
 
     /// The wire `type` (`"RUN_STARTED"` …).
@@ -92,6 +106,15 @@ pub enum EventBody {
     ReasoningMessageEnd(MessageIdEvent),
     /// A reasoning span closes.
     ReasoningEnd(MessageIdEvent),
+    /// Structured progress (a todo list, a capability invocation, a
+    /// subagent's progress) shown as an activity message.
+    ActivitySnapshot(ActivitySnapshotEvent),
+    /// A subagent invocation began.
+    SubagentStarted(SubagentStartedEvent),
+    /// A subagent invocation ended (or was suspended by an interrupt).
+    SubagentFinished(SubagentFinishedEvent),
+    /// A subagent invocation failed.
+    SubagentError(SubagentErrorEvent),
     /// An application-defined event.
     Custom(CustomEvent),
 }
@@ -117,6 +140,10 @@ impl EventBody {
             EventBody::ReasoningMessageContent(_) => "REASONING_MESSAGE_CONTENT",
             EventBody::ReasoningMessageEnd(_) => "REASONING_MESSAGE_END",
             EventBody::ReasoningEnd(_) => "REASONING_END",
+            EventBody::ActivitySnapshot(_) => "ACTIVITY_SNAPSHOT",
+            EventBody::SubagentStarted(_) => "SUBAGENT_STARTED",
+            EventBody::SubagentFinished(_) => "SUBAGENT_FINISHED",
+            EventBody::SubagentError(_) => "SUBAGENT_ERROR",
             EventBody::Custom(_) => "CUSTOM",
         }
     }
@@ -351,6 +378,73 @@ pub struct ToolCallResultEvent {
     pub content: String,
     /// Always `"tool"`.
     pub role: ToolRole,
+}
+
+/// `ACTIVITY_SNAPSHOT`: the whole content of an activity message (it
+/// replaces the message's earlier content).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivitySnapshotEvent {
+    /// The activity message's id (unique across all messages of the thread).
+    pub message_id: String,
+    /// What kind of activity (`todo`, `capability`, `subagent`).
+    pub activity_type: String,
+    /// The content: always a JSON object.
+    pub content: Value,
+}
+
+/// `SUBAGENT_STARTED`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentStartedEvent {
+    /// The subagent invocation's id (our delegation scope id).
+    pub subagent_run_id: String,
+    /// The delegate's name.
+    pub name: String,
+    /// The parent agent's tool call that started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+}
+
+/// `SUBAGENT_FINISHED`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentFinishedEvent {
+    /// The subagent invocation's id.
+    pub subagent_run_id: String,
+    /// What the subagent answered, when it said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Success, or suspended by the run's interrupt.
+    pub outcome: SubagentOutcome,
+}
+
+/// `SUBAGENT_FINISHED.outcome`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum SubagentOutcome {
+    /// The subagent completed its work.
+    Success {},
+    /// The subagent waits on the run's interrupts; the resuming run
+    /// continues it.
+    Suspended {
+        /// The interrupts it waits on.
+        #[serde(rename = "interruptIds")]
+        interrupt_ids: Vec<String>,
+    },
+}
+
+/// `SUBAGENT_ERROR`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentErrorEvent {
+    /// The subagent invocation's id.
+    pub subagent_run_id: String,
+    /// What went wrong.
+    pub message: String,
+    /// A machine code (`subagent_failed`, `run_ended`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// `CUSTOM`.
