@@ -155,3 +155,59 @@ pub fn observation_script() -> ScriptedDriver {
         })),
     )
 }
+
+/// A subagent whose child tool call needs an approval: the decision comes
+/// while the subagent is open (over AG-UI: the run ends with an interrupt
+/// and the subagent is suspended; the resuming run continues it).
+pub fn subagent_approval_script() -> ScriptedDriver {
+    let mut req = agent_adaptor_core::driver::DecisionRequest::new(
+        agent_adaptor_core::driver::DecisionKind::Permission,
+        "scripted.can_use_tool",
+    );
+    req.tool_call_id = "child-1".into();
+    req.prompt = "Allow the reviewer to read a.txt?".into();
+    let steps = vec![
+        s(StreamPayload::run_started()),
+        s(StreamPayload::tool_call_start(
+            SCOPE,
+            "Task",
+            Some(json!({})),
+        )),
+        subagent(SubagentPhase::Started, ""),
+        s(StreamKind::ToolCallStart {
+            tool_call_id: "child-1".into(),
+            name: "read_file".into(),
+            args: Some(json!({"path": "a.txt"})),
+            scope: ToolScope::Builtin,
+            delegation: child(),
+        }
+        .into()),
+        Step::Decide(req),
+        s(StreamPayload::tool_call_end("child-1", None)),
+        s(StreamKind::ToolCallResult {
+            tool_call_id: "child-1".into(),
+            result: Some(json!("contents of a.txt")),
+            delegation: child(),
+        }
+        .into()),
+        subagent(SubagentPhase::Finished, "nothing to fix"),
+        s(StreamPayload::tool_call_end(SCOPE, None)),
+        s(StreamPayload::tool_call_result(
+            SCOPE,
+            Some(json!("nothing to fix")),
+        )),
+        s(StreamPayload::text_start("m1")),
+        s(StreamPayload::text_content("m1", ANSWER)),
+        s(StreamPayload::text_end("m1")),
+        s(StreamPayload::run_finished(None)),
+    ];
+    ScriptedDriver::new(
+        steps,
+        Ending::Respond(Box::new(Response {
+            output: ANSWER.to_owned(),
+            exit_code: Some(0),
+            provider: "scripted".into(),
+            ..Default::default()
+        })),
+    )
+}
