@@ -893,6 +893,67 @@ mod tests {
         assert_eq!(out[13]["code"], "runtime_shutdown");
     }
 
+    fn subagent(scope: &str, kind: agent_adaptor_core::SubagentKind, failed: bool) -> Event {
+        Event::SubagentUpdate(agent_adaptor_core::SubagentUpdate {
+            meta: meta(1),
+            scope_id: scope.into(),
+            agent: "reviewer".into(),
+            kind,
+            tool_call_id: None,
+            failed,
+            delta: if failed { "boom".into() } else { String::new() },
+            data: None,
+            origin: Default::default(),
+        })
+    }
+
+    #[test]
+    fn a_failed_subagent_is_an_error_and_one_left_open_ends_with_the_run() {
+        use agent_adaptor_core::SubagentKind::{Delta, Finished, Started};
+        let out = map(
+            &[
+                subagent("s1", Started, false),
+                subagent("s2", Started, false),
+                // A second start of an open scope and progress of an
+                // unknown one have nowhere to go.
+                subagent("s1", Started, false),
+                subagent("nope", Delta, false),
+                subagent("s1", Finished, true),
+                // A finished scope does not start again.
+                subagent("s1", Started, false),
+                finished(),
+            ],
+            cancelled(),
+        );
+        assert_eq!(
+            kinds(&out),
+            [
+                "RUN_STARTED",
+                "SUBAGENT_STARTED",
+                "SUBAGENT_STARTED",
+                "SUBAGENT_ERROR",
+                "SUBAGENT_ERROR",
+                "RUN_FINISHED"
+            ]
+        );
+        assert_eq!(
+            out[1],
+            json!({"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "reviewer", "timestamp": 0})
+        );
+        assert_eq!(
+            (
+                &out[3]["subagentRunId"],
+                &out[3]["message"],
+                &out[3]["code"]
+            ),
+            (&json!("s1"), &json!("boom"), &json!("subagent_failed"))
+        );
+        assert_eq!(
+            (&out[4]["subagentRunId"], &out[4]["code"]),
+            (&json!("s2"), &json!("run_ended"))
+        );
+    }
+
     #[test]
     fn a_lifecycle_closed_by_an_interrupt_reopens_under_a_fresh_id() {
         let mut lanes = Lanes::default();
