@@ -303,3 +303,78 @@ fn image_part(i: &ImageContent, n: usize) -> Part {
         media_type: img.mime_type.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use agent_adaptor_core::driver::{ImagePayload, ObservationSource, Role};
+    use agent_adaptor_core::{EventMeta, ImageContent};
+
+    use super::*;
+
+    fn image(mime: &str, data: Option<&str>, uri: Option<&str>) -> ImageContent {
+        ImageContent {
+            meta: EventMeta {
+                run_id: Arc::from("run_1"),
+                thread_key: None,
+                sequence: 1,
+                time: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+                source: None,
+            },
+            role: Role::Assistant,
+            image: ImagePayload {
+                message_id: None,
+                mime_type: mime.into(),
+                data: data.map(str::to_owned),
+                uri: uri.map(str::to_owned),
+                source: ObservationSource::new("test.image"),
+            },
+        }
+    }
+
+    #[test]
+    fn images_are_raw_or_url_file_parts_named_by_their_subtype() {
+        let raw = image_part(&image("image/png", Some("AAAA"), None), 1);
+        assert_eq!(
+            (raw.content, raw.filename.as_str(), raw.media_type.as_str()),
+            (PartContent::Raw("AAAA".into()), "image-1.png", "image/png")
+        );
+        let url = image_part(
+            &image("image/svg+xml", None, Some("https://example.com/a.svg")),
+            2,
+        );
+        assert_eq!(
+            (url.content, url.filename.as_str()),
+            (
+                PartContent::Url("https://example.com/a.svg".into()),
+                "image-2.svg"
+            )
+        );
+        // A subtype that is not a plain word does not reach the file name.
+        let odd = image_part(&image("image/../x", Some("AAAA"), None), 3);
+        assert_eq!(odd.filename, "image-3.bin");
+    }
+
+    #[test]
+    fn todo_lines_mark_each_status() {
+        let line = |status| {
+            todo_line(&TodoItem {
+                id: "1".into(),
+                content: "x".into(),
+                status,
+                active_form: None,
+                priority: None,
+            })
+        };
+        assert_eq!(
+            [
+                line(TodoStatus::Pending),
+                line(TodoStatus::InProgress),
+                line(TodoStatus::Completed),
+                line(TodoStatus::Cancelled)
+            ],
+            ["[ ] x", "[~] x", "[x] x", "[-] x"]
+        );
+    }
+}
