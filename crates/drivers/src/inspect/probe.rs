@@ -70,7 +70,7 @@ pub(crate) async fn report(
     let auth = auth::state(&sources, &env, now);
     let mut health = vec![
         binary_check(subject, &binary),
-        version_check(subject, &binary.version),
+        version_check(subject, &binary),
         auth_check(&auth, facts.map(|f| f.login_hint), &vars),
     ];
     health.push(match &config {
@@ -171,9 +171,13 @@ fn binary_check(subject: &Subject, binary: &BinaryReport) -> HealthCheck {
     }
 }
 
-fn version_check(subject: &Subject, version: &VersionReport) -> HealthCheck {
+fn version_check(subject: &Subject, binary: &BinaryReport) -> HealthCheck {
     const NAME: &str = "version supported";
-    let found = match version {
+    if !binary.found {
+        // The binary check says why and what to do.
+        return HealthCheck::new(NAME, false, "no binary to ask");
+    }
+    let found = match &binary.version {
         VersionReport::Known { version } => version,
         VersionReport::Unknown { reason } => {
             return HealthCheck::new(NAME, false, reason.clone())
