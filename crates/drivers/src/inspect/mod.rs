@@ -192,7 +192,8 @@ pub async fn report_all() -> Result<Vec<DriverReport>, InspectError> {
 }
 
 /// Inspect each of `inspectors`, in parallel (one task each, on the
-/// current tokio runtime); the reports in their order.
+/// current tokio runtime, which must have I/O and time enabled: the
+/// `--version` children run on it); the reports in their order.
 ///
 /// # Errors
 ///

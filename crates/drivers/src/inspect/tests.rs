@@ -117,15 +117,16 @@ async fn an_empty_home_has_no_binary_no_credentials_and_says_why() {
     assert!(r.models.models.is_empty());
     assert!(matches!(r.models.source, ModelsSource::None { .. }));
     assert!(matches!(r.quota, QuotaStatus::Unavailable { .. }));
-    for name in [
-        "binary on PATH",
-        "version supported",
-        "auth present",
-        "config directory",
-    ] {
+    for name in ["binary on PATH", "auth present", "config directory"] {
         let c = check(&r, name);
         assert!(!c.ok && c.hint.is_some(), "{c:?}");
     }
+    // No binary, no version: the binary check carries the hint.
+    let c = check(&r, "version supported");
+    assert_eq!(
+        (c.ok, c.reason.as_str(), &c.hint),
+        (false, "no binary to ask", &None)
+    );
     assert!(!r.healthy());
 }
 
