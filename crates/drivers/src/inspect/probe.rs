@@ -157,7 +157,7 @@ async fn binary(subject: &Subject, env: &ChildEnv, timeout: Duration) -> BinaryR
 
 fn binary_check(subject: &Subject, binary: &BinaryReport) -> HealthCheck {
     match &binary.path {
-        Some(path) => HealthCheck::new("binary on PATH", true, format!("{}", path.display())),
+        Some(path) => HealthCheck::new("binary on PATH", true, format!("found {}", path.display())),
         None => HealthCheck::new(
             "binary on PATH",
             false,
@@ -239,14 +239,12 @@ fn models(subject: &Subject, env: &ChildEnv) -> ModelsReport {
                 source,
             };
         }
-        let var = facts
-            .model_env
-            .map(|v| format!("${v} nor "))
-            .unwrap_or_default();
-        return none(format!(
-            "neither {var}the CLI's {} names a model; the CLI uses its default",
-            facts.settings
-        ));
+        let settings = format!("the CLI's {}", facts.settings);
+        let looked = match facts.model_env {
+            Some(var) => format!("neither ${var} nor {settings} names a model"),
+            None => format!("{settings} names no model"),
+        };
+        return none(format!("{looked}; the CLI uses its default"));
     }
     if let Some(var) = subject.model_env {
         if let Some(model) = env

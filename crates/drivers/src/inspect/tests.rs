@@ -186,9 +186,25 @@ async fn an_expired_token_is_expired_and_fails_its_check() {
 #[tokio::test]
 async fn a_key_variable_is_present_by_name_only() {
     let home = Home::new();
-    let r = inspect("claude", home.env(&[("ANTHROPIC_API_KEY", SECRET)])).await;
+    home.file(".claude/settings.json", r#"{"model":"from-settings"}"#);
+    let r = inspect(
+        "claude",
+        home.env(&[
+            ("ANTHROPIC_API_KEY", SECRET),
+            ("ANTHROPIC_MODEL", "from-env"),
+        ]),
+    )
+    .await;
     assert_eq!(r.auth.state, AuthState::Present);
     assert_eq!(r.auth.source.as_deref(), Some("$ANTHROPIC_API_KEY"));
+    // The model variable wins over the settings, as in the CLI.
+    assert_eq!(r.models.models, ["from-env"]);
+    assert_eq!(
+        r.models.source,
+        ModelsSource::Environment {
+            var: "ANTHROPIC_MODEL".into()
+        }
+    );
     assert_no_secret(&r);
     // An empty variable is no credential.
     let r = inspect("claude", home.env(&[("ANTHROPIC_API_KEY", "")])).await;
