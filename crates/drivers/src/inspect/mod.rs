@@ -43,6 +43,7 @@ pub use report::{
 };
 
 use targets::Subject;
+use version::Versions;
 
 /// The host's variables, as inspection sees them (by default this
 /// process's environment).
@@ -163,11 +164,16 @@ impl Inspector {
     /// Inspect the driver. Every finding, a failure included, is in the
     /// report; nothing here fails.
     pub async fn report(&self) -> DriverReport {
+        self.report_with(&Versions::default()).await
+    }
+
+    async fn report_with(&self, versions: &Versions) -> DriverReport {
         probe::report(
             &self.subject,
             &self.host,
             self.version_timeout,
             SystemTime::now(),
+            versions,
         )
         .await
     }
@@ -202,8 +208,11 @@ pub async fn report_all() -> Result<Vec<DriverReport>, InspectError> {
 pub async fn report_each(inspectors: &[Inspector]) -> Result<Vec<DriverReport>, InspectError> {
     let mut set = tokio::task::JoinSet::new();
     let mut ids = std::collections::HashMap::new();
+    // A program two drivers start is asked for its version once.
+    let versions = Arc::new(Versions::default());
     for (i, inspector) in inspectors.iter().cloned().enumerate() {
-        let handle = set.spawn(async move { (i, inspector.report().await) });
+        let versions = versions.clone();
+        let handle = set.spawn(async move { (i, inspector.report_with(&versions).await) });
         ids.insert(handle.id(), i);
     }
     let mut reports: Vec<Option<DriverReport>> = vec![None; inspectors.len()];

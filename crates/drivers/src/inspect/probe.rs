@@ -14,7 +14,8 @@ use super::report::{
     ModelsReport, ModelsSource, QuotaStatus, VersionReport,
 };
 use super::targets::Subject;
-use super::{ChildEnv, HostEnv, version};
+use super::version::Versions;
+use super::{ChildEnv, HostEnv};
 use crate::child_env::EnvPolicy;
 use crate::probe_common::{config_dir, model_in_env, native_home, resolve_program};
 
@@ -24,12 +25,13 @@ pub(crate) async fn report(
     host: &HostEnv,
     timeout: Duration,
     now: SystemTime,
+    versions: &Versions,
 ) -> DriverReport {
     if subject.kind == DriverKind::Llm {
         return llm(subject, host, now);
     }
     let env = child_env(subject, host);
-    let binary = binary(subject, &env, timeout).await;
+    let binary = binary(subject, &env, timeout, versions).await;
     let config = subject
         .facts
         .and_then(|facts| native_home(facts, &env).map(|(home, set)| (facts, home, set)))
@@ -133,7 +135,12 @@ pub(crate) fn child_env(subject: &Subject, host: &HostEnv) -> ChildEnv {
     env
 }
 
-async fn binary(subject: &Subject, env: &ChildEnv, timeout: Duration) -> BinaryReport {
+async fn binary(
+    subject: &Subject,
+    env: &ChildEnv,
+    timeout: Duration,
+    versions: &Versions,
+) -> BinaryReport {
     let mut reasons = Vec::new();
     let found = subject.programs.iter().find_map(|p| {
         resolve_program(Path::new(p), None, env)
@@ -141,7 +148,7 @@ async fn binary(subject: &Subject, env: &ChildEnv, timeout: Duration) -> BinaryR
             .ok()
     });
     let version = match &found {
-        Some(path) => version::probe(path, env, timeout).await,
+        Some(path) => versions.of(path, env, timeout).await,
         None => VersionReport::Unknown {
             reason: "the binary was not found".into(),
         },
@@ -191,7 +198,7 @@ fn version_check(subject: &Subject, binary: &BinaryReport) -> HealthCheck {
             format!("{found} (no version of this driver is verified offline)"),
         );
     };
-    match version::compare(found, verified) {
+    match super::version::compare(found, verified) {
         Some(std::cmp::Ordering::Less) => HealthCheck::new(
             NAME,
             false,

@@ -424,3 +424,23 @@ fn versions_are_read_from_what_the_clis_print() {
     assert_eq!(compare("1.2", "1.2.1"), Some(Less));
     assert_eq!(compare("x", "1.0.0"), None);
 }
+
+#[tokio::test]
+async fn a_program_two_drivers_start_is_asked_once_per_inspection() {
+    let home = Home::new();
+    home.program("gemini", r#"echo x >> "$HOME/asked"; echo 0.61.0"#);
+    let inspectors: Vec<Inspector> = ["gemini", "acp:gemini"]
+        .into_iter()
+        .map(|n| Inspector::named(n).unwrap().with_host_env(home.env(&[])))
+        .collect();
+    let reports = report_each(&inspectors).await.unwrap();
+    for r in &reports {
+        assert_eq!(r.binary.as_ref().unwrap().version.version(), Some("0.61.0"));
+    }
+    let asked = std::fs::read_to_string(home.path().join("asked")).unwrap();
+    assert_eq!(asked.lines().count(), 1);
+    // A lone report asks again.
+    inspectors[0].report().await;
+    let asked = std::fs::read_to_string(home.path().join("asked")).unwrap();
+    assert_eq!(asked.lines().count(), 2);
+}

@@ -4,9 +4,13 @@
 //! the project verified.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use tokio::sync::OnceCell;
 
 use agent_adaptor_driver::{Emit, EventSink, RawBytes, RunEvent, StreamPayload};
 use agent_adaptor_process::{Command, Process};
@@ -28,6 +32,34 @@ impl EventSink for Discard {
 
     fn emit_stream(&self, _payload: StreamPayload) -> Emit<'_> {
         Emit::ready(Ok(()))
+    }
+}
+
+/// The versions asked for during one inspection, by program path: a
+/// program several drivers start (`gemini` for `gemini` and `acp:gemini`)
+/// is asked once. A version does not depend on the environment the
+/// drivers' allowlists differ in.
+#[derive(Debug, Default)]
+pub(crate) struct Versions(Mutex<HashMap<PathBuf, Arc<OnceCell<VersionReport>>>>);
+
+impl Versions {
+    /// The version of `program`, asked with `env` unless already known.
+    pub(crate) async fn of(
+        &self,
+        program: &Path,
+        env: &ChildEnv,
+        timeout: Duration,
+    ) -> VersionReport {
+        let cell = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(program.to_path_buf())
+            .or_default()
+            .clone();
+        cell.get_or_init(|| probe(program, env, timeout))
+            .await
+            .clone()
     }
 }
 
