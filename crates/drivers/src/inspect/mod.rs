@@ -11,9 +11,11 @@
 //! --version` through the process helper with the environment a run would
 //! give the program (the default allowlist, never this process's whole
 //! environment) and a time budget. What it never does: call the network,
-//! write a file, or report a secret — a credential appears as the name of
-//! its variable or the path of its file; of a credentials file only the
-//! token's expiry time and the presence of a refresh token are read.
+//! write a file itself, or report a secret — a credential appears as the
+//! name of its variable or the path of its file; of a credentials file
+//! only the token's expiry time and the presence of a refresh token are
+//! read. The programs are another matter: some write their home even for
+//! `--version` (Gemini CLI's `~/.gemini`, opencode's and Copilot's caches).
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), agent_adaptor_drivers::inspect::InspectError> {
