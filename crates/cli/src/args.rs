@@ -416,10 +416,11 @@ pub enum ThreadsCommand {
 /// `agent-adaptor inspect`.
 #[derive(Debug, Clone, Args)]
 pub struct InspectArgs {
-    /// Only this driver.
+    /// Only this driver (`claude`, `acp:qwen`, `llm:openai` …), or a whole
+    /// family (`acp`, `llm`).
     #[arg(long, value_name = "NAME")]
     pub driver: Option<String>,
-    /// Print JSON instead of text.
+    /// Print JSON (`{"drivers":[…]}`) instead of a table.
     #[arg(long)]
     pub json: bool,
 }

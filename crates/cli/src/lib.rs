@@ -10,7 +10,7 @@
 //! agent-adaptor serve                               # web chat at http://127.0.0.1:8787/ (AG-UI, raw SSE, A2A)
 //! agent-adaptor acp [--driver X]                   # ACP (v1) on stdio, for editors
 //! agent-adaptor threads list | show KEY | fork KEY NEW | delete KEY
-//! agent-adaptor inspect [--driver X]                # binary, version, auth, models
+//! agent-adaptor inspect [--json] [--driver X]       # binary, version, auth, dirs, models, health
 //! agent-adaptor mock-model [--addr 127.0.0.1:8788]  # the scripted mock model server
 //! ```
 //!

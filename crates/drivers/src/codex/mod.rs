@@ -53,7 +53,7 @@ mod config;
 mod equip;
 pub mod parse;
 pub mod policy;
-mod probe;
+pub(crate) mod probe;
 pub mod record;
 mod resident;
 mod transport;

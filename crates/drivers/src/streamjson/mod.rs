@@ -51,7 +51,7 @@ mod equip;
 mod host;
 pub mod parse;
 pub mod policy;
-mod probe;
+pub(crate) mod probe;
 mod resident;
 mod transport;
 pub mod wire;
