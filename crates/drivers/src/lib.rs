@@ -34,6 +34,7 @@ pub mod codex;
 pub mod cursor;
 #[cfg(feature = "gemini")]
 pub mod gemini;
+pub mod observe;
 pub mod policy;
 #[cfg(any(
     feature = "claude",
