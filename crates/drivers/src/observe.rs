@@ -16,8 +16,8 @@ use std::collections::{HashMap, HashSet};
 use agent_adaptor_driver::observation::{MAX_TODO_ITEMS, valid_name};
 use agent_adaptor_driver::{
     CapabilityInvocation, CapabilityKind, Delegation, ImagePayload, LifecycleId, ObservationSource,
-    ObservationSupport, StreamPayload, SubagentPhase, SubagentReport, TodoItem, TodoRevisions,
-    TodoStatus,
+    ObservationSupport, OperationalEvent, RunEvent, StreamPayload, SubagentPhase, SubagentReport,
+    TodoItem, TodoRevisions, TodoStatus,
 };
 use serde_json::Value;
 
@@ -111,6 +111,15 @@ pub fn todo_items(facts: Vec<TodoFact>) -> Result<Vec<TodoItem>, ObserveError> {
         });
     }
     Ok(items)
+}
+
+/// The notice that reports why a fact of `driver`'s protocol made no
+/// observation.
+pub fn notice(driver: &str, error: &ObserveError) -> RunEvent {
+    let mut ev = OperationalEvent::text(format!("{driver}: no observation: {error}"));
+    ev.metadata
+        .insert("kind".into(), "observation.refused".into());
+    RunEvent::Lifecycle(ev)
 }
 
 /// A string field of a JSON object, when it is one.

@@ -560,13 +560,10 @@ impl Parser {
         match r {
             Ok(Some(p)) => self.emit(out, p),
             Ok(None) => {}
-            Err(e) => {
-                let ev = OperationalEvent::text(format!(
-                    "{}: no observation: {e}",
-                    self.family.driver_type
-                ));
-                out.push(Out::Event(RunEvent::Lifecycle(ev)));
-            }
+            Err(e) => out.push(Out::Event(crate::observe::notice(
+                self.family.driver_type,
+                &e,
+            ))),
         }
     }
 
