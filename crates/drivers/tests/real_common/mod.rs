@@ -11,10 +11,12 @@
 
 mod equip;
 mod host_tools;
+mod observe;
 mod scenarios;
 
 pub use equip::*;
 pub use host_tools::*;
+pub use observe::*;
 pub use scenarios::*;
 
 use std::path::PathBuf;
