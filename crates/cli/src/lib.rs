@@ -51,6 +51,7 @@ pub mod json_out;
 pub mod mock_model;
 pub mod playground;
 pub mod render;
+pub mod render_observe;
 pub mod run;
 pub mod select;
 pub mod serve;

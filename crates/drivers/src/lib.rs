@@ -43,6 +43,7 @@ pub mod gemini;
     feature = "gemini"
 ))]
 pub mod inspect;
+pub mod observe;
 pub mod policy;
 #[cfg(any(
     feature = "claude",
