@@ -28,6 +28,7 @@
 //! never replaces the active record.
 
 pub(crate) mod error;
+pub mod event_log;
 pub mod store;
 
 use std::sync::Arc;
@@ -46,6 +47,9 @@ use crate::result::Error;
 use crate::stream::RunStream;
 use crate::{Runner, id};
 pub use error::ThreadError;
+pub use event_log::{
+    EventPage, EventQuery, EventWindow, NewEvent, RecordedEvent, Retention, StoredEventRow,
+};
 pub use store::{
     FinalizeRequest, InterruptedRun, Lease, MemoryStore, RecordStatus, StoreError, ThreadRecord,
     ThreadStore, recovery_prefixes,
