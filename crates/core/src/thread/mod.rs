@@ -26,6 +26,10 @@
 //! when the run succeeded with a checkpoint that passed core's validation —
 //! atomically archives the old record and saves the new one. A failed run
 //! never replaces the active record.
+//!
+//! A thread can also keep every event of its runs: [`Thread::record_events`]
+//! appends them to the store's event log (see [`event_log`]), read back
+//! with [`ThreadStore::events`].
 
 pub(crate) mod error;
 pub mod event_log;
