@@ -24,10 +24,11 @@ use serde_json::{Value, json};
 use crate::public_error::public_error;
 
 use super::wire::{
-    AguiEvent, CustomEvent, DeltaEvent, EventBody, Interrupt, MessageIdEvent,
-    ReasoningMessageStartEvent, ReasoningRole, RunErrorEvent, RunFinishedEvent, RunOutcome,
-    RunStartedEvent, StepEvent, TextMessageStartEvent, TextRole, TokenUsage, ToolCallArgsEvent,
-    ToolCallIdEvent, ToolCallResultEvent, ToolCallStartEvent, ToolRole,
+    AguiEvent, CustomEvent, DeltaEvent, EventBody, Interrupt, Message, MessageIdEvent,
+    MessagesSnapshotEvent, ReasoningMessageStartEvent, ReasoningRole, RunErrorEvent,
+    RunFinishedEvent, RunOutcome, RunStartedEvent, StepEvent, TextMessageStartEvent, TextRole,
+    TokenUsage, ToolCallArgsEvent, ToolCallIdEvent, ToolCallResultEvent, ToolCallStartEvent,
+    ToolRole,
 };
 
 /// The interrupt `reason` of a permission request.
@@ -133,6 +134,8 @@ pub(crate) struct Mapper {
     /// Default `expiresAt` horizon for interrupts without a core deadline,
     /// and a cap for those with one.
     park_limit: Option<std::time::Duration>,
+    /// The thread's history, sent once right after the first `RUN_STARTED`.
+    snapshot: Option<Vec<Message>>,
 }
 
 impl Mapper {
@@ -153,7 +156,32 @@ impl Mapper {
             tool_results: HashSet::new(),
             steps: Vec::new(),
             park_limit,
+            snapshot: None,
         }
+    }
+
+    /// Send `messages` as a `MESSAGES_SNAPSHOT` right after `RUN_STARTED`.
+    pub(crate) fn set_snapshot(&mut self, messages: Vec<Message>) {
+        self.snapshot = Some(messages);
+    }
+
+    /// End the AG-UI run as interrupted (its log stopped before the end):
+    /// close what is open, then `RUN_ERROR` `interrupted`.
+    pub(crate) fn interrupted(&mut self, ts: Option<i64>, out: &mut Vec<AguiEvent>) {
+        if self.ended {
+            return;
+        }
+        self.ensure_started(ts, out);
+        self.close_all(ts, out);
+        self.ended = true;
+        out.push(AguiEvent::new(
+            EventBody::RunError(RunErrorEvent {
+                message: "interrupted: the run stopped before its end was recorded".into(),
+                code: Some("interrupted".into()),
+                usage: None,
+            }),
+            ts,
+        ));
     }
 
     /// Start the next AG-UI run of the same core run (after an interrupt).
@@ -186,6 +214,12 @@ impl Mapper {
                 }),
                 ts,
             ));
+            if let Some(messages) = self.snapshot.take() {
+                out.push(AguiEvent::new(
+                    EventBody::MessagesSnapshot(MessagesSnapshotEvent { messages }),
+                    ts,
+                ));
+            }
         }
     }
 

@@ -103,6 +103,8 @@ mod hub;
 mod interrupts;
 mod mapper;
 mod options;
+mod record;
+mod replay;
 mod run;
 mod server;
 mod source;
@@ -113,13 +115,15 @@ pub mod wire;
 pub use error::RequestError;
 pub use mapper::{CUSTOM_DROPPED, REASON_PLAN_REVIEW, REASON_QUESTION, REASON_TOOL_APPROVAL};
 pub use options::{
-    DEFAULT_INTERRUPT_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_BYTES, DEFAULT_REPLAY_BYTES,
-    DEFAULT_REPLAY_FRAMES, DEFAULT_REPLAY_RETAIN, DEFAULT_WRITE_TIMEOUT, Protocol, SseOptions,
+    DEFAULT_INTERRUPT_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_LOG_IDLE, DEFAULT_LOG_POLL,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_REPLAY_BYTES, DEFAULT_REPLAY_FRAMES, DEFAULT_REPLAY_RETAIN,
+    DEFAULT_WRITE_TIMEOUT, Protocol, SseOptions,
 };
+pub use record::history;
 pub use run::{AguiFrame, AguiRun, BadFrameId, Decision, FrameId, Interrupted, ResumeError};
 pub use server::{DEFAULT_BIND_ADDR, RUN_ID_HEADER, SseHandler, SseServer};
 pub use thread_key::{
     AGUI_THREAD_KEY_PREFIX, RAW_THREAD_KEY_PREFIX, agui_thread_key, parse_agui_thread_key,
     parse_raw_thread_key, raw_thread_key,
 };
-pub use wire::{AGUI_CORE_VERSION, AguiEvent, EventBody, PROTOCOL_VERSION};
+pub use wire::{AGUI_CORE_VERSION, AguiEvent, EventBody, Message, PROTOCOL_VERSION};
