@@ -150,6 +150,17 @@ async fn record(recorder: &mut Recorder, source: &mut Source, batch: &[(FrameId,
     }
 }
 
+/// After a cancel, record the rest of a recorded run (its end, `cancelled`)
+/// so that a replay from the log ends as the run did.
+async fn drain(recorder: &mut Option<Recorder>, source: &mut Source) {
+    let Some(recorder) = recorder else {
+        return;
+    };
+    while let Some(batch) = source.next_batch().await {
+        record(recorder, source, &batch).await;
+    }
+}
+
 /// Run the producer of `hub` to the end, then keep the hub reachable under
 /// `key` for `retain` (until the handler closes). With a `recording`, the
 /// run goes to the event log first, each batch before its frames are sent
@@ -182,6 +193,7 @@ pub(crate) async fn produce(
             () = hub.abandoned() => {
                 tracing::debug!(%key, "every client left; cancelling the run");
                 source.cancel();
+                drain(&mut recorder, &mut source).await;
                 break 'run;
             }
         };
@@ -209,6 +221,7 @@ pub(crate) async fn produce(
             if hub.push(id, frame(id, &json)).await.is_err() {
                 tracing::debug!(%key, "every client left; cancelling the run");
                 source.cancel();
+                drain(&mut recorder, &mut source).await;
                 break 'run;
             }
         }
