@@ -29,6 +29,7 @@
 
 pub(crate) mod error;
 pub mod event_log;
+pub(crate) mod recorder;
 pub mod store;
 
 use std::sync::Arc;
@@ -75,6 +76,7 @@ pub struct Thread {
     key: Arc<str>,
     mode: Mode,
     tools: Vec<crate::tools::Tool>,
+    recording: Option<Retention>,
 }
 
 impl Thread {
@@ -84,7 +86,17 @@ impl Thread {
             key,
             mode: Mode::ContinueOrStart,
             tools: Vec::new(),
+            recording: None,
         }
+    }
+
+    /// Record every event of every run of this thread in the store's
+    /// event log (see [`event_log`]), pruning it by `retention` after each
+    /// run. A failed write fails the run with [`ThreadError::EventLog`].
+    #[must_use]
+    pub fn record_events(mut self, retention: Retention) -> Self {
+        self.recording = Some(retention);
+        self
     }
 
     /// Give every run of this thread a host tool (over the agent's, under
@@ -118,6 +130,7 @@ impl Thread {
                 parent: self.key.clone(),
             },
             tools: self.tools.clone(),
+            recording: self.recording,
         }
     }
 
@@ -174,6 +187,7 @@ impl Thread {
             config_fingerprint: config,
             codec,
             equipment: String::new(),
+            recording: self.recording,
         })
     }
 }
@@ -201,6 +215,8 @@ pub(crate) struct ThreadPlan {
     /// The fingerprint of the run's durable equipment (instructions
     /// bundle, MCP servers, skills, profile), set at launch.
     pub(crate) equipment: String,
+    /// Record the run's events, with this retention.
+    recording: Option<Retention>,
 }
 
 /// A thread run in progress: the lease is held.
@@ -212,6 +228,22 @@ pub(crate) struct ActiveThread {
 }
 
 impl ThreadPlan {
+    /// What the run's recorder needs, when the thread records its events.
+    pub(crate) fn recorder_spec(
+        &self,
+        run_id: &Arc<str>,
+        prompt: &str,
+    ) -> Option<recorder::RecorderSpec> {
+        let retention = self.recording?;
+        Some(recorder::RecorderSpec {
+            store: self.store.clone(),
+            key: self.key.clone(),
+            run_id: run_id.clone(),
+            prompt: prompt.to_owned(),
+            retention,
+        })
+    }
+
     /// The compatibility fingerprint: driver, its configuration, the
     /// model, the workspace, the codec and the durable equipment (when the
     /// run has any, so records written without equipment stay compatible).
