@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use agent_adaptor_bridges::Principal;
 use agent_adaptor_bridges::agui::{SseHandler, SseOptions, SseServer, agui_thread_key};
+use agent_adaptor_core::driver::DecisionKind;
 use agent_adaptor_core::scripted::ScriptedDriver;
 use agent_adaptor_core::thread::Retention;
 use agent_adaptor_core::{Agent, MemoryStore, ThreadStore};
@@ -282,4 +283,39 @@ async fn a_run_whose_log_goes_silent_ends_as_interrupted() {
     let error = replayed.last().unwrap().json();
     assert_eq!(error["code"], "interrupted");
     reader.abort();
+}
+
+#[tokio::test]
+async fn the_run_that_answers_an_interrupt_replays_from_the_whole_core_run() {
+    let store = Arc::new(MemoryStore::new());
+    let script = || agui_server::approval_script(DecisionKind::Permission);
+    let a = instance(&store, script(), None).await;
+    let b = instance(&store, script(), None).await;
+    let who = [("x-test-principal", "alice")];
+    let (_, _, first, _) = post_sse(&http(), &a.url, &run_input("t6", "r1", "hi"), &who).await;
+    let last = first.last().unwrap().json();
+    assert_eq!(last["outcome"]["type"], "interrupt");
+    let id = last["outcome"]["interrupts"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut resume = run_input("t6", "r2", "");
+    resume["resume"] =
+        json!([{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]);
+    let (status, _, second, _) = post_sse(&http(), &a.url, &resume, &who).await;
+    assert_eq!(status, 200);
+    assert_eq!(second.last().unwrap().json()["outcome"]["type"], "success");
+
+    // Both AG-UI runs replay exactly from the other instance, the
+    // interrupt frame included.
+    let cut = first[0].id.clone().unwrap();
+    let (status, replayed, body) = reconnect(&b.url, "t6", "r1", &cut, "alice").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(replayed, first[1..].to_vec());
+    for k in [0, 2] {
+        let cut = second[k].id.clone().unwrap();
+        let (status, replayed, body) = reconnect(&b.url, "t6", "r2", &cut, "alice").await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(replayed, second[k + 1..].to_vec(), "after {cut}");
+    }
 }

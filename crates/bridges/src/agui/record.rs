@@ -32,7 +32,8 @@ pub(crate) const TERMINAL_NOTICE: &str = "agui.terminal";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RunMeta {
-    /// The principal that started it.
+    /// Who started it: [`owner_digest`] of its principal (a session
+    /// principal names part of its cookie, so the log keeps a digest).
     pub(crate) owner: String,
     /// The AG-UI thread id.
     pub(crate) thread_id: String,
@@ -44,6 +45,10 @@ pub(crate) struct RunMeta {
     /// The `MESSAGES_SNAPSHOT` sent after `RUN_STARTED`, when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) snapshot: Option<Vec<Message>>,
+    /// Set when this AG-UI run resumes an interrupted core run: the
+    /// timestamp (ms) of its `RUN_STARTED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) resumed_at: Option<i64>,
 }
 
 /// One frame of a terminal notice.
@@ -53,6 +58,23 @@ pub(crate) struct TerminalFrame {
     pub(crate) id: String,
     /// The frame's JSON.
     pub(crate) json: String,
+}
+
+/// The digest a run's owner is recorded (and compared) as.
+pub(crate) fn owner_digest(principal: &crate::Principal) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(principal.as_str().as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// The conversation of thread `key` as its event log holds it (see
+/// [`history`]).
+pub async fn thread_history(
+    store: &dyn ThreadStore,
+    key: &str,
+) -> Result<Vec<Message>, StoreError> {
+    Ok(history(&read_all(store, key).await?))
 }
 
 /// Whether a store error means "this store keeps no event log".
@@ -95,7 +117,7 @@ impl Recorder {
         key: String,
         run_id: String,
         meta: &RunMeta,
-        prompt: &str,
+        prompt: Option<&str>,
     ) -> Recorder {
         let mut rec = Recorder {
             store,
@@ -105,8 +127,10 @@ impl Recorder {
             broken: false,
         };
         let data = serde_json::to_value(meta).unwrap_or(Value::Null);
-        let first =
-            NewEvent::now(notice(&rec.run_id, &rec.key, 0, RUN_NOTICE, data)).with_prompt(prompt);
+        let mut first = NewEvent::now(notice(&rec.run_id, &rec.key, 0, RUN_NOTICE, data));
+        if let Some(prompt) = prompt {
+            first = first.with_prompt(prompt);
+        }
         rec.append(vec![first]).await;
         rec
     }

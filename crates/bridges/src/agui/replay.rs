@@ -27,11 +27,13 @@ use crate::Principal;
 
 /// A recorded run found in the log.
 pub(crate) struct Found {
+    /// The AG-UI run asked for.
     pub(crate) meta: RunMeta,
     /// The core run id (of every record of the run).
     pub(crate) core_run_id: String,
-    /// The cursor of its run notice.
-    pub(crate) cursor: u64,
+    /// The cursor of the core run's first record: an AG-UI run that
+    /// resumes an interrupted one is derived from the whole core run.
+    pub(crate) start: u64,
 }
 
 /// The store error as the client sees it: no event log (503
@@ -56,59 +58,65 @@ pub(crate) async fn find(
     let records = read_since(store, key, 0)
         .await
         .map_err(|e| store_error(&e))?;
+    // Cursors start at 1: a log that no longer starts there was pruned.
+    let pruned = records.first().is_some_and(|r| r.cursor > 1);
+    let gone =
+        || RequestError::ReplayUnavailable(format!("run {run_id:?} (pruned from the event log)"));
     let found = records.iter().find_map(|rec| {
         run_meta(rec)
             .filter(|m| m.run_id == run_id)
-            .map(|meta| Found {
-                meta,
-                core_run_id: rec.run_id.clone(),
-                cursor: rec.cursor,
-            })
+            .map(|meta| (meta, rec.run_id.clone()))
     });
-    let Some(found) = found else {
-        // Cursors start at 1: a log that no longer starts there was pruned,
-        // and the run may have been in the part dropped.
-        let pruned = records.first().is_some_and(|r| r.cursor > 1);
+    let Some((meta, core_run_id)) = found else {
         return Err(if pruned {
-            RequestError::ReplayUnavailable(format!("run {run_id:?} (pruned from the event log)"))
+            gone()
         } else {
             RequestError::RunNotFound(run_id.to_owned())
         });
     };
-    if found.meta.owner != principal.as_str() {
+    if meta.owner != super::record::owner_digest(principal) {
         tracing::warn!(run = run_id, %principal, "agui: refused a log replay of another principal's run");
         return Err(RequestError::Forbidden(
             "this run belongs to another client: only it may replay the stream",
         ));
     }
-    Ok(found)
+    // The core run's first record must be its original run notice.
+    let first = records.iter().find(|r| r.run_id == core_run_id);
+    let start = match first.and_then(|r| run_meta(r).map(|m| (r.cursor, m))) {
+        Some((cursor, m)) if m.resumed_at.is_none() => cursor,
+        _ => return Err(gone()),
+    };
+    Ok(Found {
+        meta,
+        core_run_id,
+        start,
+    })
 }
 
-/// A recorded run's frames, derived again record by record.
+/// A recorded run's frames, derived again record by record from the core
+/// run's first record; only the frames of the AG-UI run asked for are
+/// returned.
 pub(crate) struct LogFrames {
-    mapper: Mapper,
+    target: RunMeta,
+    mapper: Option<Mapper>,
     stamp: Stamp,
     core_run_id: String,
-    /// The core events still map (until the run's end or interrupt).
+    /// The core events still map (not ended, not parked at an interrupt).
     mapping: bool,
+    /// The current AG-UI run is the one asked for.
+    emitting: bool,
     done: bool,
 }
 
 impl LogFrames {
     pub(crate) fn new(found: &Found) -> Self {
-        let mut mapper = Mapper::new(
-            found.meta.thread_id.clone(),
-            found.meta.run_id.clone(),
-            None,
-        );
-        if let Some(snapshot) = &found.meta.snapshot {
-            mapper.set_snapshot(snapshot.clone());
-        }
         LogFrames {
-            mapper,
+            target: found.meta.clone(),
+            mapper: None,
             stamp: Stamp::default(),
             core_run_id: found.core_run_id.clone(),
-            mapping: true,
+            mapping: false,
+            emitting: false,
             done: false,
         }
     }
@@ -118,8 +126,15 @@ impl LogFrames {
         self.done
     }
 
-    /// The frames of one record after the run notice. A record of another
-    /// run means this one stopped without its end: it is interrupted.
+    fn encode(frames: Vec<super::run::AguiFrame>) -> Vec<(FrameId, Bytes)> {
+        frames
+            .into_iter()
+            .map(|f| (f.id, frame(f.id, &f.event.to_json())))
+            .collect()
+    }
+
+    /// The frames of one record. A record of another run means this one
+    /// stopped without its end: it is interrupted.
     pub(crate) fn record(&mut self, rec: &RecordedEvent) -> Vec<(FrameId, Bytes)> {
         if self.done {
             return Vec::new();
@@ -127,9 +142,11 @@ impl LogFrames {
         if rec.run_id != self.core_run_id {
             return self.interrupted();
         }
+        if let Some(meta) = run_meta(rec) {
+            return self.begin(meta);
+        }
         match &rec.event {
             Event::Notice(n) if n.kind == TERMINAL_NOTICE => {
-                self.done = true;
                 let frames: Vec<TerminalFrame> = n
                     .data
                     .clone()
@@ -142,18 +159,23 @@ impl LogFrames {
                         out.push((id, frame(id, &f.json)));
                     }
                 }
+                self.mapping = false;
+                if !self.emitting {
+                    return Vec::new();
+                }
                 if out.is_empty() {
                     // An unreadable terminal notice still ends the run.
-                    self.done = false;
                     return self.interrupted();
                 }
+                self.done = true;
                 out
             }
-            ev if self.mapping
-                && !matches!(ev, Event::Notice(n) if n.kind == super::record::RUN_NOTICE) =>
-            {
+            ev if self.mapping => {
+                let Some(mapper) = self.mapper.as_mut() else {
+                    return Vec::new();
+                };
                 let mut events = Vec::new();
-                let next = self.mapper.event(ev, &mut events);
+                let next = mapper.event(ev, &mut events);
                 let frames = self.stamp.stamp(Some(ev.meta().sequence), events);
                 match next {
                     Next::Continue => {}
@@ -164,13 +186,38 @@ impl LogFrames {
                         return Vec::new();
                     }
                 }
-                frames
-                    .into_iter()
-                    .map(|f| (f.id, frame(f.id, &f.event.to_json())))
-                    .collect()
+                if self.emitting {
+                    Self::encode(frames)
+                } else {
+                    Vec::new()
+                }
             }
             _ => Vec::new(),
         }
+    }
+
+    /// An AG-UI run of the core run begins (the original, or a resume).
+    fn begin(&mut self, meta: RunMeta) -> Vec<(FrameId, Bytes)> {
+        self.emitting = meta.run_id == self.target.run_id;
+        self.mapping = true;
+        match (meta.resumed_at, self.mapper.as_mut()) {
+            (Some(ts), Some(mapper)) => {
+                let mut events = Vec::new();
+                mapper.begin_run(meta.thread_id, meta.run_id, Some(ts), &mut events);
+                let frames = self.stamp.stamp(None, events);
+                if self.emitting {
+                    return Self::encode(frames);
+                }
+            }
+            _ => {
+                let mut mapper = Mapper::new(meta.thread_id, meta.run_id, None);
+                if let Some(snapshot) = meta.snapshot {
+                    mapper.set_snapshot(snapshot);
+                }
+                self.mapper = Some(mapper);
+            }
+        }
+        Vec::new()
     }
 
     /// End the run as interrupted.
@@ -179,14 +226,13 @@ impl LogFrames {
             return Vec::new();
         }
         self.done = true;
+        let target = &self.target;
+        let mapper = self.mapper.get_or_insert_with(|| {
+            Mapper::new(target.thread_id.clone(), target.run_id.clone(), None)
+        });
         let mut events = Vec::new();
-        self.mapper
-            .interrupted(Some(chrono::Utc::now().timestamp_millis()), &mut events);
-        self.stamp
-            .stamp(None, events)
-            .into_iter()
-            .map(|f| (f.id, frame(f.id, &f.event.to_json())))
-            .collect()
+        mapper.interrupted(Some(chrono::Utc::now().timestamp_millis()), &mut events);
+        Self::encode(self.stamp.stamp(None, events))
     }
 }
 
@@ -209,7 +255,7 @@ pub(crate) async fn follow(
     follow: Follow,
 ) {
     let mut frames = LogFrames::new(&found);
-    let mut after = found.cursor;
+    let mut after = found.start.saturating_sub(1);
     let mut heard = Instant::now();
     'follow: loop {
         let batch = match read_since(store.as_ref(), &key, after).await {

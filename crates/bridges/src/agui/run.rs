@@ -488,6 +488,17 @@ impl Interrupted {
         thread_id: impl Into<String>,
         run_id: impl Into<String>,
     ) -> Result<AguiRun, (ResumeError, Box<Interrupted>)> {
+        self.resume_at(entry, thread_id.into(), run_id.into(), now_ms())
+    }
+
+    /// [`resume`](Self::resume), its `RUN_STARTED` stamped `ts` (ms).
+    pub(crate) fn resume_at(
+        self,
+        entry: &ResumeEntry,
+        thread_id: String,
+        run_id: String,
+        ts: Option<i64>,
+    ) -> Result<AguiRun, (ResumeError, Box<Interrupted>)> {
         let decision = match self.decision(entry) {
             Ok(d) => d,
             Err(e) => return Err((e, Box::new(self))),
@@ -506,8 +517,7 @@ impl Interrupted {
         }
         let mut run = self.run;
         let mut out = Vec::new();
-        run.mapper
-            .begin_run(thread_id.into(), run_id.into(), now_ms(), &mut out);
+        run.mapper.begin_run(thread_id, run_id, ts, &mut out);
         run.state = State::Reading;
         run.stamp(None, out);
         Ok(run)

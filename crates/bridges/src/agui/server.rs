@@ -226,13 +226,37 @@ impl SseHandler {
             store,
             key,
             meta: RunMeta {
-                owner: principal.as_str().to_owned(),
+                owner: super::record::owner_digest(principal),
                 thread_id: input.thread_id.clone(),
                 run_id: input.run_id.clone(),
                 user_message_id,
                 snapshot: Some(snapshot),
+                resumed_at: None,
             },
-            prompt: prompt.to_owned(),
+            prompt: Some(prompt.to_owned()),
+        })
+    }
+
+    /// What to record of an AG-UI run that resumes an interrupted one.
+    fn resume_recording(
+        &self,
+        input: &RunAgentInput,
+        principal: &Principal,
+        ts: i64,
+    ) -> Option<Recording> {
+        let s = &self.shared;
+        Some(Recording {
+            store: s.options.event_log.clone()?,
+            key: agui_thread_key(&s.options.thread_namespace, &input.thread_id),
+            meta: RunMeta {
+                owner: super::record::owner_digest(principal),
+                thread_id: input.thread_id.clone(),
+                run_id: input.run_id.clone(),
+                user_message_id: None,
+                snapshot: None,
+                resumed_at: Some(ts),
+            },
+            prompt: None,
         })
     }
 
@@ -267,7 +291,7 @@ impl SseHandler {
         } else {
             None
         };
-        let recording = match &prompt {
+        let mut recording = match &prompt {
             Some(p) => self.recording(&input, p, &principal).await,
             None => None,
         };
@@ -324,8 +348,15 @@ impl SseHandler {
                         });
                     }
                 };
-                match parked.resume(entry, input.thread_id.clone(), input.run_id.clone()) {
+                let ts = chrono::Utc::now().timestamp_millis();
+                match parked.resume_at(
+                    entry,
+                    input.thread_id.clone(),
+                    input.run_id.clone(),
+                    Some(ts),
+                ) {
                     Ok(run) => {
+                        recording = self.resume_recording(&input, &principal, ts);
                         tracing::info!(
                             interrupt = %entry.interrupt_id,
                             status = ?entry.status,

@@ -135,7 +135,8 @@ pub(crate) struct Recording {
     /// The thread key of the log.
     pub(crate) key: String,
     pub(crate) meta: RunMeta,
-    pub(crate) prompt: String,
+    /// The prompt (`None` for a run that resumes an interrupted one).
+    pub(crate) prompt: Option<String>,
 }
 
 /// Record the core events `source` read since the last call and, when
@@ -183,7 +184,7 @@ pub(crate) async fn produce(
         (Some(r), Source::Agui(run)) => {
             run.keep_events();
             let run_id = run.handle().run_id().to_owned();
-            Some(Recorder::start(r.store, r.key, run_id, &r.meta, &r.prompt).await)
+            Some(Recorder::start(r.store, r.key, run_id, &r.meta, r.prompt.as_deref()).await)
         }
         _ => None,
     };
