@@ -16,7 +16,7 @@ use agent_adaptor_bridges::Principal;
 use agent_adaptor_bridges::agui::{SseHandler, SseOptions, SseServer, agui_thread_key};
 use agent_adaptor_core::driver::DecisionKind;
 use agent_adaptor_core::scripted::ScriptedDriver;
-use agent_adaptor_core::thread::Retention;
+use agent_adaptor_core::thread::{Lease, Retention, StoreError};
 use agent_adaptor_core::{Agent, MemoryStore, ThreadStore};
 use agui_server::{SseEvent, SseParser, post_sse, run_input, types};
 use axum::extract::Request;
@@ -318,4 +318,55 @@ async fn the_run_that_answers_an_interrupt_replays_from_the_whole_core_run() {
         assert_eq!(status, 200, "{body}");
         assert_eq!(replayed, second[k + 1..].to_vec(), "after {cut}");
     }
+}
+
+/// A thread store without an event log (every call is refused).
+struct NoLog;
+
+#[agent_adaptor_core::driver::async_trait]
+impl ThreadStore for NoLog {
+    async fn resolve(
+        &self,
+        _: &str,
+        _: bool,
+    ) -> Result<Option<agent_adaptor_core::thread::ThreadRecord>, StoreError> {
+        Err(StoreError::Unsupported("keep threads"))
+    }
+    async fn acquire_lease(&self, _: &str, _: &str, _: Duration) -> Result<Lease, StoreError> {
+        Err(StoreError::Unsupported("keep threads"))
+    }
+    async fn renew_lease(&self, _: &Lease, _: Duration) -> Result<Lease, StoreError> {
+        Err(StoreError::Unsupported("keep threads"))
+    }
+    async fn release_lease(&self, _: &Lease) -> Result<(), StoreError> {
+        Err(StoreError::Unsupported("keep threads"))
+    }
+    async fn finalize(
+        &self,
+        _: agent_adaptor_core::thread::FinalizeRequest,
+    ) -> Result<agent_adaptor_core::thread::ThreadRecord, StoreError> {
+        Err(StoreError::Unsupported("keep threads"))
+    }
+}
+
+#[tokio::test]
+async fn a_store_without_an_event_log_answers_a_reconnect_with_503() {
+    let agent = Agent::new(agui_server::text_script());
+    let handler = SseHandler::new(
+        Arc::new(agent),
+        SseOptions::agui().event_log(Arc::new(NoLog)),
+    );
+    let server = SseServer::bind_local(handler.router("/agui"))
+        .await
+        .unwrap();
+    let url = server.url("/agui");
+    // Runs still work (unrecorded, without a snapshot) …
+    let (status, _, events, _) = post_sse(&http(), &url, &run_input("t7", "r1", "hi"), &[]).await;
+    assert_eq!(status, 200);
+    assert_eq!(types(&events)[..2], ["RUN_STARTED", "TEXT_MESSAGE_START"]);
+    // … and a reconnect the buffer cannot serve gets a typed 503.
+    let (status, _, body) = reconnect(&url, "t7", "elsewhere", "3", "alice").await;
+    assert_eq!(status, 503, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["code"], "event_log_unavailable");
 }
