@@ -242,7 +242,7 @@ async fn get_thread(State(state): State<AppState>, Path(id): Path<String>) -> Re
             "driver": r.driver_type,
             "session": r.params.display_id,
             "updatedAt": r.updated_at,
-            "messages": logged.or_else(|| conversation(&r)),
+            "messages": conversation(&r).or(logged),
             "interrupted": interrupted,
         }))
         .into_response(),
