@@ -74,6 +74,16 @@
 //!   than [`DEFAULT_REPLAY_RETAIN`] ago. Each run keeps a bounded replay
 //!   buffer ([`DEFAULT_REPLAY_FRAMES`] frames / [`DEFAULT_REPLAY_BYTES`]);
 //!   a cursor older than the buffer gets 410.
+//! * Event log ([`SseOptions::event_log`]): every AG-UI run is recorded in
+//!   its thread's log (owner as a digest, AG-UI ids, prompt, the snapshot
+//!   sent, the core events, the ending frames), each batch before its
+//!   frames go out. A reconnect the buffer cannot serve — another instance
+//!   over the same store, or a run gone from memory — is replayed from the
+//!   log with the same ids, then follows the run by polling until its end
+//!   (silence past [`DEFAULT_LOG_IDLE`]: `RUN_ERROR` `interrupted`). Another
+//!   principal 403, never logged 404, pruned 410, a store without a log 503
+//!   `event_log_unavailable`. With a log, `RUN_STARTED` is followed by a
+//!   `MESSAGES_SNAPSHOT` of the thread ([`history`]) and the current prompt.
 //! * A run lives while a client is attached: when the last one disconnects
 //!   (or stops reading for [`DEFAULT_WRITE_TIMEOUT`], the per-write
 //!   deadline), the run is cancelled, which stops its CLI process.
