@@ -9,7 +9,7 @@
 //! agent-adaptor run --json "…"                      # one JSON object per event, then a result line
 //! agent-adaptor serve                               # web chat at http://127.0.0.1:8787/ (AG-UI, raw SSE, A2A)
 //! agent-adaptor acp [--driver X]                   # ACP (v1) on stdio, for editors
-//! agent-adaptor threads list | show KEY | fork KEY NEW | delete KEY
+//! agent-adaptor threads list | show KEY [--events [--since N | --tail N]] | fork KEY NEW | delete KEY
 //! agent-adaptor inspect [--driver X]                # binary, version, auth, models
 //! agent-adaptor mock-model [--addr 127.0.0.1:8788]  # the scripted mock model server
 //! ```
@@ -56,6 +56,7 @@ pub mod select;
 pub mod serve;
 pub mod signals;
 pub mod store;
+pub mod thread_events;
 pub mod threads;
 pub mod tools;
 
