@@ -502,4 +502,79 @@ async fn an_interrupt_suspends_an_open_subagent_and_the_resuming_run_continues_i
     let child_result = events_of(run2, "TOOL_CALL_RESULT")[0];
     assert_eq!(child_result["toolCallId"], "child-1");
     assert_eq!(child_result["subagentRunId"], observations::SCOPE);
+
+/// A reply whose message id differs from the other scripts' (ids must be
+/// unique across a thread's history).
+fn second_reply() -> agent_adaptor_core::scripted::ScriptedDriver {
+    use agent_adaptor_core::driver::{Response, StreamPayload};
+    use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
+    ScriptedDriver::new(
+        vec![
+            Step::Stream(StreamPayload::run_started()),
+            Step::Stream(StreamPayload::text_start("m9")),
+            Step::Stream(StreamPayload::text_content("m9", "You're welcome")),
+            Step::Stream(StreamPayload::text_end("m9")),
+            Step::Stream(StreamPayload::run_finished(None)),
+        ],
+        Ending::Respond(Box::new(Response {
+            output: "You're welcome".into(),
+            exit_code: Some(0),
+            provider: "scripted".into(),
+            ..Default::default()
+        })),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_client_gets_the_thread_history_as_a_messages_snapshot() {
+    // Two servers over one event log: the reloaded page reaches the other.
+    let store = std::sync::Arc::new(agent_adaptor_core::MemoryStore::new());
+    let options = || SseOptions::agui().event_log(store.clone());
+    let a = serve_guarded(agui_server::tool_script(), options(), auth::guard(&TOKEN)).await;
+    let b = serve_guarded(second_reply(), options(), auth::guard(&TOKEN)).await;
+    let report = client(
+        &a.url,
+        "reload",
+        json!({"prompt": "read a.txt", "second": "thanks", "url2": b.url}),
+    )
+    .await;
+    for run in report["runs"].as_array().unwrap() {
+        assert_eq!(types(run)[..2], ["RUN_STARTED", "MESSAGES_SNAPSHOT"]);
+    }
+    let pairs = |messages: &Value| -> Vec<(String, String)> {
+        messages
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let text = m["content"].as_str().unwrap_or("").to_owned();
+                (m["role"].as_str().unwrap().to_owned(), text)
+            })
+            .collect()
+    };
+    let want: Vec<(String, String)> = [
+        ("user", "read a.txt"),
+        ("assistant", "Let me look."),
+        ("tool", "file contents"),
+        ("assistant", "It says: file contents"),
+        ("user", "thanks"),
+        ("assistant", "You're welcome"),
+    ]
+    .iter()
+    .map(|(r, t)| ((*r).to_owned(), (*t).to_owned()))
+    .collect();
+    // The fresh client knew nothing; the snapshot, in thread order, gave
+    // it the first run and its own prompt …
+    let snapshot = events_of(&report["runs"][1], "MESSAGES_SNAPSHOT")[0];
+    assert_eq!(pairs(&snapshot["messages"]), want[..5]);
+    // … and the client holds the whole conversation (it keeps its own
+    // prompt where it had it).
+    let mut got = pairs(&report["messages"]);
+    let mut all = want.clone();
+    got.sort();
+    all.sort();
+    assert_eq!(got, all, "{:#}", report["messages"]);
+    let calls = messages(&report, "assistant")[0]["toolCalls"].clone();
+    assert_eq!(calls[0]["id"], "call-1");
+    assert_eq!(calls[0]["function"]["name"], "read_file");
 }

@@ -25,10 +25,11 @@ use crate::public_error::public_error;
 
 use super::observe::Observer;
 use super::wire::{
-    AguiEvent, CustomEvent, DeltaEvent, EventBody, Interrupt, MessageIdEvent,
-    ReasoningMessageStartEvent, ReasoningRole, RunErrorEvent, RunFinishedEvent, RunOutcome,
-    RunStartedEvent, StepEvent, TextMessageStartEvent, TextRole, TokenUsage, ToolCallArgsEvent,
-    ToolCallIdEvent, ToolCallResultEvent, ToolCallStartEvent, ToolRole,
+    AguiEvent, CustomEvent, DeltaEvent, EventBody, Interrupt, Message, MessageIdEvent,
+    MessagesSnapshotEvent, ReasoningMessageStartEvent, ReasoningRole, RunErrorEvent,
+    RunFinishedEvent, RunOutcome, RunStartedEvent, StepEvent, TextMessageStartEvent, TextRole,
+    TokenUsage, ToolCallArgsEvent, ToolCallIdEvent, ToolCallResultEvent, ToolCallStartEvent,
+    ToolRole,
 };
 
 /// The interrupt `reason` of a permission request.
@@ -136,6 +137,8 @@ pub(crate) struct Mapper {
     /// Default `expiresAt` horizon for interrupts without a core deadline,
     /// and a cap for those with one.
     park_limit: Option<std::time::Duration>,
+    /// The thread's history, sent once right after the first `RUN_STARTED`.
+    snapshot: Option<Vec<Message>>,
 }
 
 impl Mapper {
@@ -157,7 +160,32 @@ impl Mapper {
             steps: Vec::new(),
             observer: Observer::default(),
             park_limit,
+            snapshot: None,
         }
+    }
+
+    /// Send `messages` as a `MESSAGES_SNAPSHOT` right after `RUN_STARTED`.
+    pub(crate) fn set_snapshot(&mut self, messages: Vec<Message>) {
+        self.snapshot = Some(messages);
+    }
+
+    /// End the AG-UI run as interrupted (its log stopped before the end):
+    /// close what is open, then `RUN_ERROR` `interrupted`.
+    pub(crate) fn interrupted(&mut self, ts: Option<i64>, out: &mut Vec<AguiEvent>) {
+        if self.ended {
+            return;
+        }
+        self.ensure_started(ts, out);
+        self.close_all(ts, out);
+        self.ended = true;
+        out.push(AguiEvent::new(
+            EventBody::RunError(RunErrorEvent {
+                message: "interrupted: the run stopped before its end was recorded".into(),
+                code: Some("interrupted".into()),
+                usage: None,
+            }),
+            ts,
+        ));
     }
 
     /// Start the next AG-UI run of the same core run (after an interrupt).
@@ -193,6 +221,12 @@ impl Mapper {
                 }),
                 ts,
             ));
+            if let Some(messages) = self.snapshot.take() {
+                out.push(AguiEvent::new(
+                    EventBody::MessagesSnapshot(MessagesSnapshotEvent { messages }),
+                    ts,
+                ));
+            }
         }
     }
 

@@ -117,6 +117,8 @@ pub enum EventBody {
     SubagentError(SubagentErrorEvent),
     /// An application-defined event.
     Custom(CustomEvent),
+    /// The thread's conversation so far (sent right after `RUN_STARTED`).
+    MessagesSnapshot(MessagesSnapshotEvent),
 }
 
 impl EventBody {
@@ -145,6 +147,7 @@ impl EventBody {
             EventBody::SubagentFinished(_) => "SUBAGENT_FINISHED",
             EventBody::SubagentError(_) => "SUBAGENT_ERROR",
             EventBody::Custom(_) => "CUSTOM",
+            EventBody::MessagesSnapshot(_) => "MESSAGES_SNAPSHOT",
         }
     }
 
@@ -250,6 +253,69 @@ pub struct TokenUsage {
     /// Input tokens written to a prompt cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_write_input_tokens: Option<u64>,
+}
+
+/// `MESSAGES_SNAPSHOT`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessagesSnapshotEvent {
+    /// The conversation, oldest first.
+    pub messages: Vec<Message>,
+}
+
+/// One message of a [`MessagesSnapshotEvent`] (the AG-UI `Message` union,
+/// the roles this bridge reports).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Message {
+    /// A user prompt.
+    User {
+        /// The message id.
+        id: String,
+        /// The prompt.
+        content: String,
+    },
+    /// An assistant turn: text and/or tool calls.
+    Assistant {
+        /// The message id.
+        id: String,
+        /// The text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        /// The tool calls it made.
+        #[serde(default, rename = "toolCalls", skip_serializing_if = "Option::is_none")]
+        tool_calls: Option<Vec<MessageToolCall>>,
+    },
+    /// A tool's result.
+    Tool {
+        /// The message id.
+        id: String,
+        /// The result as text.
+        content: String,
+        /// The call it answers.
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+    },
+}
+
+/// A tool call inside an assistant [`Message`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageToolCall {
+    /// The tool call id.
+    pub id: String,
+    /// Always `"function"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Name and JSON arguments.
+    pub function: FunctionCall,
+}
+
+/// The name and JSON arguments (as text) of a [`MessageToolCall`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, JSON text.
+    pub arguments: String,
 }
 
 /// `RUN_ERROR`.
@@ -480,6 +546,9 @@ pub struct RunAgentInput {
 /// One message of [`RunAgentInput::messages`] (only what the bridge reads).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct InputMessage {
+    /// The client's message id.
+    #[serde(default)]
+    pub id: Option<String>,
     /// `user`, `assistant`, `system`, `developer`, `tool`, `reasoning`, `activity`.
     pub role: String,
     /// A string, or (user messages) content parts.
@@ -513,6 +582,16 @@ impl RunAgentInput {
             .filter(|m| m.role == "user")
             .map(InputMessage::text)
             .find(|t| !t.trim().is_empty())
+    }
+
+    /// The client's id of the message [`prompt`](Self::prompt) comes from.
+    pub fn prompt_message_id(&self) -> Option<String> {
+        self.messages
+            .iter()
+            .rev()
+            .filter(|m| m.role == "user")
+            .find(|m| !m.text().trim().is_empty())
+            .and_then(|m| m.id.clone())
     }
 }
 
