@@ -502,6 +502,7 @@ async fn an_interrupt_suspends_an_open_subagent_and_the_resuming_run_continues_i
     let child_result = events_of(run2, "TOOL_CALL_RESULT")[0];
     assert_eq!(child_result["toolCallId"], "child-1");
     assert_eq!(child_result["subagentRunId"], observations::SCOPE);
+}
 
 /// A reply whose message id differs from the other scripts' (ids must be
 /// unique across a thread's history).
