@@ -1,5 +1,5 @@
 //! `agent-adaptor inspect`: the drivers library's
-//! [`Inspector`](agent_adaptor_drivers::inspect::Inspector) for every
+//! [`Inspector`] for every
 //! driver (or one, or a family), printed as a table or as
 //! `{"drivers":[…]}`. Credentials appear by the names of their variables
 //! and files only.
