@@ -195,6 +195,43 @@ async fn another_principal_gets_403_and_a_pruned_run_410() {
     assert_eq!(body["error"]["code"], "replay_unavailable");
 }
 
+#[tokio::test]
+async fn the_handlers_retention_prunes_the_log_when_a_run_ends() {
+    let store = Arc::new(MemoryStore::new());
+    let keeping = SseHandler::new(
+        Arc::new(Agent::new(agui_server::text_script())),
+        SseOptions::agui()
+            .thread_namespace(NS)
+            .event_log(store.clone())
+            .event_log_retention(Retention::keep_last(3)),
+    );
+    let router = keeping
+        .router("/agui")
+        .layer(axum::middleware::from_fn(principal_from_header));
+    let server = SseServer::bind_local(router).await.unwrap();
+    let url = server.url("/agui");
+    let b = instance(&store, agui_server::text_script(), None).await;
+    let who = [("x-test-principal", "alice")];
+    let (_, _, first_run, _) = post_sse(&http(), &url, &run_input("t6", "r1", "hi"), &who).await;
+    let (status, _, _, _) = post_sse(&http(), &url, &run_input("t6", "r2", "again"), &who).await;
+    assert_eq!(status, 200);
+
+    let key = agui_thread_key(NS, "t6");
+    let page = store
+        .events(&key, &agent_adaptor_core::thread::EventQuery::since(0))
+        .await
+        .unwrap();
+    assert_eq!(page.events.len(), 3, "{:?}", page.events);
+    // The newest three, all of the second run: the first run is gone.
+    let runs: std::collections::BTreeSet<&str> =
+        page.events.iter().map(|e| e.run_id.as_str()).collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(page.events[0].cursor > 3, "{:?}", page.events[0].cursor);
+    let first = first_run[0].id.clone().unwrap();
+    let (status, _, body) = reconnect(&b.url, "t6", "r1", &first, "alice").await;
+    assert_eq!(status, 410, "{body}");
+}
+
 /// Reads a stream, handing each frame to `tx` as it arrives.
 async fn read_into(resp: reqwest::Response, tx: tokio::sync::mpsc::UnboundedSender<SseEvent>) {
     let mut parser = SseParser::default();

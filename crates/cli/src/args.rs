@@ -331,6 +331,12 @@ pub struct ServeArgs {
     /// run is cancelled and every connection closed.
     #[arg(long, default_value_t = 10, value_name = "SECS")]
     pub shutdown_grace: u64,
+    /// Keep the newest N events of each web thread's log (the runs the page
+    /// replays after a reload or a reconnect to another instance); older
+    /// runs are pruned when a run ends. 0 records nothing (reconnects then
+    /// replay from memory only, on the same instance).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_KEEP_EVENTS)]
+    pub keep_events: u64,
     /// The operator log on stderr (runs, approvals and who answered them,
     /// refused requests): `text` (key=value) or `json` (one object a line).
     /// Its level comes from `AGENT_ADAPTOR_LOG` (error, warn, info, debug;

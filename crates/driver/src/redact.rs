@@ -61,6 +61,43 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
+/// The userinfo of `url` (`user:pw` in `https://user:pw@host/`), found by
+/// the same rule as [`redact_url`]'s: everything before the last `@` of the
+/// authority-and-path part, when the URL has a `scheme://` and a non-empty
+/// authority. `None` when there is none.
+pub fn url_userinfo(url: &str) -> Option<&str> {
+    let rest = url.split(['?', '#']).next().unwrap_or(url);
+    let (scheme, rest) = split_scheme(rest);
+    if scheme.is_empty() || rest.starts_with('/') {
+        return None;
+    }
+    rest.rfind('@').map(|at| &rest[..at])
+}
+
+/// `url` without its userinfo (`https://u:pw@host/x?sig=1` →
+/// `https://host/x?sig=1`): what an event may carry when the URL itself is
+/// the payload (a signed link stays usable), while a password never rides
+/// along. Everything else is kept verbatim.
+///
+/// ```
+/// use agent_adaptor_driver::redact::without_userinfo;
+///
+/// assert_eq!(without_userinfo("https://u:pw@cdn.example/a.png?sig=1"), "https://cdn.example/a.png?sig=1");
+/// assert_eq!(without_userinfo("file:///tmp/a@b.png"), "file:///tmp/a@b.png");
+/// ```
+pub fn without_userinfo(url: &str) -> String {
+    match url_userinfo(url) {
+        Some(info) => {
+            let start = info.as_ptr() as usize - url.as_ptr() as usize;
+            let mut out = String::with_capacity(url.len());
+            out.push_str(&url[..start]);
+            out.push_str(&url[start + info.len() + 1..]);
+            out
+        }
+        None => url.to_owned(),
+    }
+}
+
 /// `scheme://` and the rest, or `""` and everything when there is no
 /// well-formed scheme (RFC 3986: a letter, then letters, digits, `+-.`).
 fn split_scheme(s: &str) -> (&str, &str) {

@@ -346,7 +346,10 @@ impl Observer {
             return Ok(None);
         }
         let data = data.filter(|d| !d.is_empty());
-        let uri = uri.filter(|u| !u.is_empty());
+        // A password in a link never reaches an event (OBS-08).
+        let uri = uri
+            .filter(|u| !u.is_empty())
+            .map(|u| agent_adaptor_driver::redact::without_userinfo(&u));
         let mime_ok = mime_type
             .strip_prefix("image/")
             .is_some_and(|s| !s.is_empty())
@@ -520,5 +523,18 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn an_image_link_loses_its_password_and_keeps_its_signature() {
+        let o = Observer::new(ObservationSupport::ALL);
+        let link = "https://user:hunter2@cdn.example/a.png?sig=abc";
+        let payload = o
+            .image(None, "image/png", None, Some(link.into()), "t")
+            .unwrap()
+            .unwrap();
+        let text = serde_json::to_string(&payload).unwrap();
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("https://cdn.example/a.png?sig=abc"), "{text}");
     }
 }

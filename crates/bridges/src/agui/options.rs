@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use agent_adaptor_core::thread::event_log::Retention;
 use agent_adaptor_core::{RunOptions, ThreadStore};
 
 use super::hub::ReplayLimits;
@@ -57,6 +58,7 @@ pub struct SseOptions {
     pub(crate) interrupt_timeout: Duration,
     pub(crate) thread_namespace: String,
     pub(crate) event_log: Option<Arc<dyn ThreadStore>>,
+    pub(crate) event_log_retention: Retention,
     pub(crate) log_poll: Duration,
     pub(crate) log_idle: Duration,
 }
@@ -102,6 +104,7 @@ impl Default for SseOptions {
             interrupt_timeout: DEFAULT_INTERRUPT_TIMEOUT,
             thread_namespace: String::new(),
             event_log: None,
+            event_log_retention: Retention::keep_all(),
             log_poll: DEFAULT_LOG_POLL,
             log_idle: DEFAULT_LOG_IDLE,
         }
@@ -176,6 +179,14 @@ impl SseOptions {
     /// an event log makes such reconnects 503 `event_log_unavailable`.
     pub fn event_log(mut self, store: Arc<dyn ThreadStore>) -> Self {
         self.event_log = Some(store);
+        self
+    }
+
+    /// What the log keeps of each thread (default: everything): applied
+    /// with [`ThreadStore::prune_events`] after each recorded run ends. A
+    /// reconnect to a run pruned away gets 410.
+    pub fn event_log_retention(mut self, retention: Retention) -> Self {
+        self.event_log_retention = retention;
         self
     }
 

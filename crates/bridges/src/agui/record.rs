@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use agent_adaptor_core::driver::Role;
 use agent_adaptor_core::event::{EventMeta, Notice};
-use agent_adaptor_core::thread::event_log::{EventQuery, NewEvent, RecordedEvent};
+use agent_adaptor_core::thread::event_log::{EventQuery, NewEvent, RecordedEvent, Retention};
 use agent_adaptor_core::thread::store::StoreError;
 use agent_adaptor_core::{Event, Phase, ThreadStore};
 use serde::{Deserialize, Serialize};
@@ -106,27 +106,30 @@ pub(crate) struct Recorder {
     store: Arc<dyn ThreadStore>,
     key: String,
     run_id: String,
+    retention: Retention,
     last_sequence: u64,
     broken: bool,
 }
 
 impl Recorder {
     /// Record the start of core run `run_id` on thread `key`.
-    pub(crate) async fn start(
-        store: Arc<dyn ThreadStore>,
-        key: String,
-        run_id: String,
-        meta: &RunMeta,
-        prompt: Option<&str>,
-    ) -> Recorder {
+    pub(crate) async fn start(recording: super::source::Recording, run_id: String) -> Recorder {
+        let super::source::Recording {
+            store,
+            key,
+            meta,
+            prompt,
+            retention,
+        } = recording;
         let mut rec = Recorder {
             store,
             key,
             run_id,
+            retention,
             last_sequence: 0,
             broken: false,
         };
-        let data = serde_json::to_value(meta).unwrap_or(Value::Null);
+        let data = serde_json::to_value(&meta).unwrap_or(Value::Null);
         let mut first = NewEvent::now(notice(&rec.run_id, &rec.key, 0, RUN_NOTICE, data));
         if let Some(prompt) = prompt {
             first = first.with_prompt(prompt);
@@ -182,6 +185,15 @@ impl Recorder {
             data,
         );
         self.append(vec![NewEvent::now(ev)]).await;
+        if self.retention != Retention::keep_all()
+            && let Err(e) = self.store.prune_events(&self.key, &self.retention).await
+        {
+            tracing::warn!(
+                run_id = %self.run_id,
+                unsupported = unsupported(&e),
+                "agui: pruning the event log after the run failed"
+            );
+        }
     }
 }
 

@@ -234,6 +234,7 @@ impl SseHandler {
                 resumed_at: None,
             },
             prompt: Some(prompt.to_owned()),
+            retention: s.options.event_log_retention,
         })
     }
 
@@ -257,6 +258,7 @@ impl SseHandler {
                 resumed_at: Some(ts),
             },
             prompt: None,
+            retention: s.options.event_log_retention,
         })
     }
 

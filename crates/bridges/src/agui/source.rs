@@ -137,6 +137,8 @@ pub(crate) struct Recording {
     pub(crate) meta: RunMeta,
     /// The prompt (`None` for a run that resumes an interrupted one).
     pub(crate) prompt: Option<String>,
+    /// What the log keeps once the run has ended.
+    pub(crate) retention: agent_adaptor_core::thread::event_log::Retention,
 }
 
 /// Record the core events `source` read since the last call and, when
@@ -184,7 +186,7 @@ pub(crate) async fn produce(
         (Some(r), Source::Agui(run)) => {
             run.keep_events();
             let run_id = run.handle().run_id().to_owned();
-            Some(Recorder::start(r.store, r.key, run_id, &r.meta, r.prompt.as_deref()).await)
+            Some(Recorder::start(r, run_id).await)
         }
         _ => None,
     };

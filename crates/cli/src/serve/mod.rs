@@ -37,6 +37,7 @@ use std::time::Duration;
 use agent_adaptor_bridges::a2a::A2aServer;
 use agent_adaptor_bridges::agui::{SseHandler, SseOptions};
 use agent_adaptor_bridges::http::{HttpServer, ServerLimits};
+use agent_adaptor_core::thread::Retention;
 use agent_adaptor_core::{Agent, RunOptions};
 use serde_json::json;
 
@@ -113,14 +114,16 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::failure(e.to_string()))?;
     let run_options = RunOptions::new().approval_timeout(Some(APPROVAL_TIMEOUT));
 
-    let agui = SseHandler::with_threads(
-        agent.clone(),
-        SseOptions::agui()
-            .thread_namespace(WEB_NAMESPACE)
-            .interrupt_timeout(APPROVAL_TIMEOUT)
-            .run_options(run_options.clone())
-            .event_log(store.store.clone()),
-    );
+    let mut agui_options = SseOptions::agui()
+        .thread_namespace(WEB_NAMESPACE)
+        .interrupt_timeout(APPROVAL_TIMEOUT)
+        .run_options(run_options.clone());
+    if args.keep_events > 0 {
+        agui_options = agui_options
+            .event_log(store.store.clone())
+            .event_log_retention(Retention::keep_last(args.keep_events));
+    }
+    let agui = SseHandler::with_threads(agent.clone(), agui_options);
     // Raw SSE is one-way: nobody can answer an approval there, so it is
     // denied at once (visible in the events) instead of waiting.
     let raw = SseHandler::with_threads(

@@ -298,6 +298,16 @@ fn image(i: &ImagePayload) -> Result<(), Violation> {
             "an image carries exactly one of data and uri, not empty",
         ));
     }
+    if i.uri
+        .as_deref()
+        .and_then(crate::redact::url_userinfo)
+        .is_some()
+    {
+        return Err(Violation::new(
+            "OBS-08",
+            "an image uri carries userinfo (credentials never reach an event)",
+        ));
+    }
     if i.message_id.as_deref().is_some_and(|m| m.trim().is_empty()) {
         return Err(Violation::new("OBS-08", "image with a blank message_id"));
     }

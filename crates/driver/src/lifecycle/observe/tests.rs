@@ -313,7 +313,16 @@ fn obs08_images_carry_an_image_type_and_exactly_one_of_data_and_uri() {
         "OBS-08",
     );
     reject(&mut c, image(Some(""), None, "image/png"), "OBS-08");
+    reject(
+        &mut c,
+        image(None, Some("https://u:pw@example.test/a.png"), "image/png"),
+        "OBS-08",
+    );
     accept(&mut c, image(Some("AA=="), None, "image/png"));
+    accept(
+        &mut c,
+        image(None, Some("file:///tmp/a@2x.png"), "image/png"),
+    );
     accept(
         &mut c,
         image(None, Some("https://example.test/a.png"), "image/jpeg"),
