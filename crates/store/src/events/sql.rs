@@ -36,7 +36,8 @@ pub(crate) trait Dialect: Database {
 impl Dialect for sqlx::Sqlite {
     const LABEL: &'static str = "sqlite";
 
-    /// SQLite's numbered placeholders are `?N`.
+    /// SQLite's numbered placeholders are `?N` (the statements hold no
+    /// other `$`: every value is bound).
     fn sql(sql: &str) -> Cow<'_, str> {
         Cow::Owned(sql.replace('$', "?"))
     }
