@@ -423,18 +423,19 @@ impl ThreadStore for PgStore {
         const OP: &str = "postgres append_events";
         let batch = crate::events::Batch::prepare(run_id, events)?;
         let mut tx = self.begin(OP).await?;
-        let outcome = crate::events::postgres::append_in(&mut tx, key, run_id, &batch).await;
+        let outcome =
+            crate::events::EventLog::<Postgres>::append_in(&mut tx, key, run_id, &batch).await;
         settle(tx, OP, outcome).await
     }
 
     async fn events(&self, key: &str, query: &EventQuery) -> Result<EventPage, StoreError> {
-        crate::events::postgres::events(&self.pool, key, query).await
+        crate::events::EventLog::<Postgres>::events(&self.pool, key, query).await
     }
 
     async fn prune_events(&self, key: &str, retention: &Retention) -> Result<u64, StoreError> {
         const OP: &str = "postgres prune_events";
         let mut tx = self.begin(OP).await?;
-        let outcome = crate::events::postgres::prune_in(&mut tx, key, retention).await;
+        let outcome = crate::events::EventLog::<Postgres>::prune_in(&mut tx, key, retention).await;
         settle(tx, OP, outcome).await
     }
 }

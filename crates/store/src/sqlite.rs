@@ -556,19 +556,20 @@ impl ThreadStore for SqliteStore {
         let batch = crate::events::Batch::prepare(run_id, events)?;
         let _gate = self.write_gate.lock().await;
         let mut tx = self.begin(OP).await?;
-        let outcome = crate::events::sqlite::append_in(&mut tx, key, run_id, &batch).await;
+        let outcome =
+            crate::events::EventLog::<Sqlite>::append_in(&mut tx, key, run_id, &batch).await;
         settle(tx, OP, outcome).await
     }
 
     async fn events(&self, key: &str, query: &EventQuery) -> Result<EventPage, StoreError> {
-        crate::events::sqlite::events(&self.pool, key, query).await
+        crate::events::EventLog::<Sqlite>::events(&self.pool, key, query).await
     }
 
     async fn prune_events(&self, key: &str, retention: &Retention) -> Result<u64, StoreError> {
         const OP: &str = "sqlite prune_events";
         let _gate = self.write_gate.lock().await;
         let mut tx = self.begin(OP).await?;
-        let outcome = crate::events::sqlite::prune_in(&mut tx, key, retention).await;
+        let outcome = crate::events::EventLog::<Sqlite>::prune_in(&mut tx, key, retention).await;
         settle(tx, OP, outcome).await
     }
 }

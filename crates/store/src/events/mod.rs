@@ -8,10 +8,9 @@
 //! killed mid-append leaves the log as it was (a prefix of the run, never a
 //! torn batch or a hole).
 
-#[cfg(feature = "postgres")]
-pub(crate) mod postgres;
-#[cfg(feature = "sqlite")]
-pub(crate) mod sqlite;
+pub(crate) mod sql;
+
+pub(crate) use sql::EventLog;
 
 use agent_adaptor_core::thread::event_log::{Retention, check_append, encode_event};
 use agent_adaptor_core::thread::{NewEvent, StoreError};
