@@ -2,50 +2,11 @@
 //! against the lease's base commit (committed, staged, unstaged and
 //! untracked alike), line counts, and the diff on request.
 
-use serde::{Deserialize, Serialize};
+pub use agent_adaptor_core::{ChangeKind, ChangeSummary, FileChange};
 
 use crate::error::WorkspaceError;
 use crate::git;
 use crate::lease::WorkspaceLease;
-
-/// How one file changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChangeKind {
-    /// New file.
-    Added,
-    /// Changed file.
-    Modified,
-    /// Removed file.
-    Deleted,
-}
-
-/// One changed file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileChange {
-    /// Path relative to the worktree root.
-    pub path: String,
-    /// How it changed.
-    pub kind: ChangeKind,
-    /// Lines added (`None` for a binary file).
-    pub insertions: Option<u64>,
-    /// Lines removed (`None` for a binary file).
-    pub deletions: Option<u64>,
-}
-
-/// Everything a run changed against its base commit.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChangeSummary {
-    /// The changed files, by path.
-    pub files: Vec<FileChange>,
-    /// Total lines added.
-    pub insertions: u64,
-    /// Total lines removed.
-    pub deletions: u64,
-    /// The unified diff, when asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diff: Option<String>,
-}
 
 /// The changes in a git-worktree lease against its base commit. Uses a
 /// private index file, so the worktree's own index is untouched.
