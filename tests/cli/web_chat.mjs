@@ -1,7 +1,8 @@
 // Drives the `agent-adaptor serve` web chat (playground) in Debian's
 // headless Chromium through playwright-core:
 // send a prompt, approve the tool call, see the streamed answer and the
-// reasoning, see the thread in the list; keep a screenshot.
+// reasoning, see the thread in the list; reload the page and see the
+// thread's history again (from the server's event log); keep a screenshot.
 //
 //   node tests/cli/web_chat.mjs http://127.0.0.1:PORT/ target/cli-web/web-chat.png
 //
@@ -73,6 +74,20 @@ try {
   const item = page.getByTestId("thread-item").filter({ hasText: PROMPT });
   await item.waitFor({ timeout: STEP });
   seen.thread_item = (await item.innerText()).trim();
+
+  // Reload: the address names the thread, and its history comes back.
+  const address = page.url();
+  seen.thread_in_address = /[?&]thread=/.test(address);
+  await page.reload({ timeout: STEP });
+  const user = page.locator(".msg.user", { hasText: PROMPT });
+  await user.first().waitFor({ timeout: STEP });
+  const again = page.locator(".msg.assistant", { hasText: "for the real thing." });
+  await again.first().waitFor({ timeout: STEP });
+  seen.after_reload = {
+    user: (await user.first().innerText()).trim(),
+    assistant: (await again.first().innerText()).trim(),
+    tool_calls: await page.locator(".note", { hasText: "tool: list_files" }).count(),
+  };
   seen.page_errors = errors;
 
   await page.screenshot({ path: shot, fullPage: false });
@@ -80,6 +95,9 @@ try {
   if (seen.text_updates < 3) throw new Error("the answer did not stream (" + seen.text_updates + " updates)");
   if (!seen.tool_call.includes("list_files")) throw new Error("no list_files tool call: " + seen.tool_call);
   if (!seen.thinking) throw new Error("no reasoning shown");
+  if (!seen.thread_in_address) throw new Error("the address does not name the thread: " + address);
+  if (!seen.after_reload.assistant.startsWith("Hello! I am the agent-adaptor playground")) throw new Error("history after reload: " + JSON.stringify(seen.after_reload));
+  if (seen.after_reload.tool_calls < 1) throw new Error("no tool call in the history after reload");
   if (errors.length) throw new Error("page errors: " + errors.join("; "));
   console.log(JSON.stringify({ ok: true, ...seen }));
 } catch (e) {

@@ -23,6 +23,7 @@
 //! agent-adaptor-bench host-tools [--calls N] [--warmup N]
 //! agent-adaptor-bench acp-first-delta [--reps N]
 //! agent-adaptor-bench acp-server [--updates N] [--reps N]
+//! agent-adaptor-bench event-log [--events N] [--reps N] [--pg URL]
 //! ```
 //!
 //! `run` is the orchestrator ([`bench`](mod@bench)); `child` and `concurrent` are the
@@ -35,7 +36,9 @@
 //! `acp-first-delta` times the real Gemini CLI from `run()` to its first
 //! text delta over ACP and over stream-json ([`acp_first_delta`]).
 //! `acp-server` times what the ACP server adds per update over the run's
-//! own event stream ([`acp_server`]).
+//! own event stream ([`acp_server`]). `event-log` times the event log
+//! recorder against the same thread run without it, and the replay rate
+//! ([`event_log`]).
 
 mod acp_first_delta;
 mod acp_server;
@@ -44,6 +47,7 @@ mod bench;
 mod child;
 mod cli_json;
 mod concurrent;
+mod event_log;
 mod host_death;
 mod host_tools;
 mod ordered;
@@ -60,7 +64,7 @@ use args::Args;
 use child::{Contender, Setup};
 use workload::{Kind, Spec, Until};
 
-const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death|host-tools|acp-first-delta|acp-server [flags] (see the crate docs; scripts/bench runs everything)";
+const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death|host-tools|acp-first-delta|acp-server|event-log [flags] (see the crate docs; scripts/bench runs everything)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -78,6 +82,7 @@ fn main() -> ExitCode {
         "host-tools" => cmd_host_tools(&args),
         "acp-first-delta" => cmd_acp_first_delta(&args),
         "acp-server" => cmd_acp_server(&args),
+        "event-log" => cmd_event_log(&args),
         other => Err(format!("unknown command {other:?}\n{USAGE}")),
     });
     match outcome {
@@ -305,5 +310,23 @@ fn cmd_acp_first_delta(args: &Args) -> Result<(), String> {
         serde_json::to_string(&figures).map_err(|e| e.to_string())?
     );
     println!("{}", acp_first_delta::markdown(&figures));
+    Ok(())
+}
+
+fn cmd_event_log(args: &Args) -> Result<(), String> {
+    let plan = event_log::Plan {
+        events: args.number("--events", 5000)?,
+        reps: args.number("--reps", 5)?,
+        pg: args
+            .get("--pg")
+            .map(str::to_owned)
+            .or_else(|| std::env::var("PG_TEST_URL").ok().filter(|u| !u.is_empty())),
+    };
+    let figures = event_log::run(&plan)?;
+    eprintln!(
+        "{}",
+        serde_json::to_string(&figures).map_err(|e| e.to_string())?
+    );
+    println!("{}", event_log::markdown(&figures));
     Ok(())
 }

@@ -22,9 +22,11 @@ pub(crate) fn public_error(e: &Error, run_id: &str) -> (String, String) {
 /// Whether the failure came from the thread store's backend (its message
 /// is then for the server log only).
 pub(crate) fn store_failure(e: &Error) -> bool {
+    let from_store =
+        |t: &ThreadError| matches!(t, ThreadError::Store(_) | ThreadError::EventLog(_));
     match e {
-        Error::Thread(ThreadError::Store(_)) => true,
-        Error::Run(r) => matches!(r.cause, Some(RunCause::Thread(ThreadError::Store(_)))),
+        Error::Thread(t) => from_store(t),
+        Error::Run(r) => matches!(&r.cause, Some(RunCause::Thread(t)) if from_store(t)),
         _ => false,
     }
 }
@@ -62,6 +64,16 @@ mod tests {
             !message.contains("778") && !message.contains("sqlite"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn an_event_log_failure_hides_the_backend_message_too() {
+        let e = Error::Thread(ThreadError::EventLog(StoreError::Backend(
+            "postgres append_events: password=hunter2 rejected".into(),
+        )));
+        let (code, message) = public_error(&e, "run_1");
+        assert_eq!(code, "thread_store_unavailable");
+        assert!(!message.contains("hunter2"), "{message}");
     }
 
     #[test]

@@ -234,6 +234,141 @@ async fn subscribe(peer: Peer) {
     assert_eq!(scenarios.calls_of("approve"), 1);
 }
 
+/// One stream item as `kind[:state][ text]` or `artifactUpdate:id[+][!]`
+/// (`+` appends, `!` is the last chunk).
+fn steps(events: &Value) -> Vec<String> {
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| match e["kind"].as_str().unwrap() {
+            "artifactUpdate" => format!(
+                "artifactUpdate:{}{}{}",
+                e["artifactId"].as_str().unwrap(),
+                if e["append"] == true { "+" } else { "" },
+                if e["lastChunk"] == true { "!" } else { "" }
+            ),
+            "statusUpdate" => {
+                let text = e["text"].as_str().unwrap_or("");
+                let state = e["state"].as_str().unwrap();
+                if text.is_empty() {
+                    format!("statusUpdate:{state}")
+                } else {
+                    format!("statusUpdate:{state} {text}")
+                }
+            }
+            kind => format!("{kind}:{}", e["state"].as_str().unwrap_or("")),
+        })
+        .collect()
+}
+
+/// Numbers compared as numbers (Python's protobuf Struct makes every
+/// number a float).
+fn same(got: &Value, want: &Value) -> bool {
+    match (got, want) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => got == want,
+    }
+}
+
+async fn observe(peer: Peer) {
+    use a2a_agents::observations::{ANSWER, IMAGE_DATA, SCOPE};
+    let (r, scenarios) = drive(peer, "observe").await;
+    assert_eq!(scenarios.calls_of("observe"), 1);
+    let w = "TASK_STATE_WORKING";
+    assert_eq!(
+        steps(&r["events"]),
+        [
+            "task:TASK_STATE_SUBMITTED".to_owned(),
+            format!("statusUpdate:{w}"),
+            "artifactUpdate:todo".into(),
+            format!("statusUpdate:{w} Todo list: 0 of 2 done."),
+            "artifactUpdate:capabilities".into(),
+            "artifactUpdate:subagent:task-1".into(),
+            format!("statusUpdate:{w} Subagent reviewer started."),
+            "artifactUpdate:subagent:task-1+".into(),
+            "artifactUpdate:subagent:task-1+".into(),
+            "artifactUpdate:subagent:task-1+".into(),
+            "artifactUpdate:subagent:task-1+!".into(),
+            format!("statusUpdate:{w} Subagent reviewer completed."),
+            "artifactUpdate:capabilities+".into(),
+            "artifactUpdate:capabilities+".into(),
+            "artifactUpdate:capabilities+".into(),
+            "artifactUpdate:todo".into(),
+            format!("statusUpdate:{w} Todo list: 1 of 2 done."),
+            "artifactUpdate:images".into(),
+            "artifactUpdate:response".into(),
+            "artifactUpdate:response!".into(),
+            "statusUpdate:TASK_STATE_COMPLETED".into(),
+        ],
+        "{r}"
+    );
+    let f = &r["final"];
+    assert_eq!(f["state"], "TASK_STATE_COMPLETED", "{r}");
+    let artifacts = f["artifacts"].as_array().unwrap();
+    let ids: Vec<&str> = artifacts
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "todo",
+            "capabilities",
+            "subagent:task-1",
+            "images",
+            "response"
+        ]
+    );
+    let by_id = |id: &str| artifacts.iter().find(|a| a["id"] == id).unwrap();
+    // The todo list holds its last revision only.
+    let todo = by_id("todo");
+    assert_eq!(todo["text"], "[x] review the change\n[~] report");
+    let want_todo = json!([{"revision": 2, "items": [
+        {"id": "1", "content": "review the change", "status": "completed"},
+        {"id": "2", "content": "report", "status": "in_progress"}]}]);
+    assert!(same(&todo["data"], &want_todo), "{todo}");
+    // The subagent's artifact: its start, the child's tool call and result,
+    // its progress, its outcome.
+    let sub = by_id(&format!("subagent:{SCOPE}"));
+    assert_eq!(sub["text"], "Subagent reviewer started.\nread a.txt");
+    let want_sub = json!([
+        {"agent": "reviewer", "scopeId": SCOPE, "status": "working", "toolCallId": SCOPE},
+        {"toolCall": {"id": "child-1", "name": "read_file", "args": {"path": "a.txt"}}},
+        {"toolResult": {"id": "child-1", "result": "contents of a.txt"}},
+        {"status": "completed", "result": "nothing to fix"}
+    ]);
+    assert!(same(&sub["data"], &want_sub), "{sub}");
+    // Every capability phase, appended.
+    let phases: Vec<(&str, &str)> = by_id("capabilities")["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["id"].as_str().unwrap(), d["phase"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            (SCOPE, "started"),
+            (SCOPE, "completed"),
+            ("mcp-1", "started"),
+            ("mcp-1", "failed")
+        ]
+    );
+    // The image is a file part.
+    assert_eq!(
+        by_id("images")["files"],
+        json!([{"kind": "raw", "value": IMAGE_DATA, "mediaType": "image/png", "filename": "image-1.png"}])
+    );
+    assert_eq!(by_id("response")["text"], ANSWER);
+}
+
 async fn input_required(peer: Peer) {
     let (r, scenarios) = drive(peer, "input_required").await;
     let first = kinds(&r["first"]);
@@ -345,6 +480,16 @@ async fn py_client_subscribes() {
 #[tokio::test]
 async fn py_client_answers_input_required() {
     input_required(Peer::Python).await;
+}
+
+#[tokio::test]
+async fn js_client_reads_observations_as_artifacts() {
+    observe(Peer::Js).await;
+}
+
+#[tokio::test]
+async fn py_client_reads_observations_as_artifacts() {
+    observe(Peer::Python).await;
 }
 
 #[tokio::test]

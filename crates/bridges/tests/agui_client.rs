@@ -17,6 +17,8 @@ mod agui_node;
 mod agui_server;
 #[path = "support/auth.rs"]
 mod auth;
+#[path = "support/observations.rs"]
+mod observations;
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -377,4 +379,203 @@ async fn a_client_abort_cancels_the_run_on_the_server() {
     // The agent run, which only ends when cancelled, was cancelled.
     let (outcome, _) = t.runs.outcome(0, Duration::from_secs(5)).await;
     assert_eq!(reason(&outcome), Some(FailureReason::Cancelled));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observations_pass_the_verifier_and_become_activity_and_subagent_messages() {
+    let t = start(observations::observation_script()).await;
+    let report = client(&t.url, "run", json!({"threadId": "t-observations"})).await;
+    let run = &report["runs"][0];
+    let ty = types(run);
+    for want in [
+        "ACTIVITY_SNAPSHOT",
+        "SUBAGENT_STARTED",
+        "SUBAGENT_FINISHED",
+        "CUSTOM",
+    ] {
+        assert!(ty.contains(&want), "{want} missing from {ty:?}");
+    }
+    // The client kept one activity message per id, each at its last
+    // snapshot: the todo list at revision 2, each invocation at its end,
+    // the subagent's progress.
+    let activities = messages(&report, "activity");
+    let of = |kind: &str| -> Vec<&Value> {
+        activities
+            .iter()
+            .copied()
+            .filter(|m| m["activityType"] == kind)
+            .collect()
+    };
+    let todo = of("todo");
+    assert_eq!(todo.len(), 1, "{activities:#?}");
+    assert_eq!(todo[0]["content"]["revision"], 2);
+    assert_eq!(
+        todo[0]["content"]["items"][1],
+        json!({"id": "2", "content": "report", "status": "in_progress"})
+    );
+    let phases: Vec<&Value> = of("capability")
+        .iter()
+        .map(|m| &m["content"]["phase"])
+        .collect();
+    assert_eq!(phases, [&json!("completed"), &json!("failed")]);
+    let progress = of("subagent");
+    assert_eq!(progress.len(), 1);
+    assert_eq!(progress[0]["subagentRunId"], observations::SCOPE);
+    // The child's tool call and its result are the subagent's; the
+    // parent's Task call is the main agent's.
+    let tool = messages(&report, "tool");
+    let child = tool.iter().find(|m| m["toolCallId"] == "child-1").unwrap();
+    assert_eq!(child["subagentRunId"], observations::SCOPE);
+    let parent = tool.iter().find(|m| m["toolCallId"] == "task-1").unwrap();
+    assert!(parent.get("subagentRunId").is_none(), "{parent}");
+    let carrier = messages(&report, "assistant")
+        .into_iter()
+        .find(|m| {
+            m["toolCalls"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["id"] == "child-1"))
+        })
+        .unwrap();
+    assert_eq!(carrier["subagentRunId"], observations::SCOPE);
+    // The image came as the custom event.
+    let image = events_of(run, "CUSTOM")[0];
+    assert_eq!(image["name"], "agent_adaptor.image");
+    assert_eq!(image["value"]["data"], observations::IMAGE_DATA);
+    assert_eq!(
+        messages(&report, "assistant").last().unwrap()["content"],
+        observations::ANSWER
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_suspends_an_open_subagent_and_the_resuming_run_continues_it() {
+    let t = start(observations::subagent_approval_script()).await;
+    let report = client(
+        &t.url,
+        "interrupt-approve",
+        json!({"threadId": "t-subagent-interrupt"}),
+    )
+    .await;
+    let (run1, run2) = (&report["runs"][0], &report["runs"][1]);
+    assert_eq!(
+        types(run1),
+        [
+            "RUN_STARTED",
+            "TOOL_CALL_START",
+            "SUBAGENT_STARTED",
+            "TOOL_CALL_START",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "SUBAGENT_FINISHED",
+            "RUN_FINISHED"
+        ]
+    );
+    let interrupt = &events_of(run1, "RUN_FINISHED")[0]["outcome"]["interrupts"][0];
+    let suspended = events_of(run1, "SUBAGENT_FINISHED")[0];
+    assert_eq!(
+        suspended["outcome"],
+        json!({"type": "suspended", "interruptIds": [interrupt["id"].clone()]})
+    );
+    assert_eq!(interrupt["toolCallId"], "child-1");
+    assert_eq!(
+        types(run2),
+        [
+            "RUN_STARTED",
+            "SUBAGENT_STARTED",
+            "TOOL_CALL_RESULT",
+            "SUBAGENT_FINISHED",
+            "TOOL_CALL_RESULT",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_FINISHED"
+        ]
+    );
+    let restarted = events_of(run2, "SUBAGENT_STARTED")[0];
+    assert_eq!(restarted["subagentRunId"], observations::SCOPE);
+    assert_eq!(
+        events_of(run2, "SUBAGENT_FINISHED")[0]["outcome"],
+        json!({"type": "success"})
+    );
+    let child_result = events_of(run2, "TOOL_CALL_RESULT")[0];
+    assert_eq!(child_result["toolCallId"], "child-1");
+    assert_eq!(child_result["subagentRunId"], observations::SCOPE);
+}
+
+/// A reply whose message id differs from the other scripts' (ids must be
+/// unique across a thread's history).
+fn second_reply() -> agent_adaptor_core::scripted::ScriptedDriver {
+    use agent_adaptor_core::driver::{Response, StreamPayload};
+    use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
+    ScriptedDriver::new(
+        vec![
+            Step::Stream(StreamPayload::run_started()),
+            Step::Stream(StreamPayload::text_start("m9")),
+            Step::Stream(StreamPayload::text_content("m9", "You're welcome")),
+            Step::Stream(StreamPayload::text_end("m9")),
+            Step::Stream(StreamPayload::run_finished(None)),
+        ],
+        Ending::Respond(Box::new(Response {
+            output: "You're welcome".into(),
+            exit_code: Some(0),
+            provider: "scripted".into(),
+            ..Default::default()
+        })),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_client_gets_the_thread_history_as_a_messages_snapshot() {
+    // Two servers over one event log: the reloaded page reaches the other.
+    let store = std::sync::Arc::new(agent_adaptor_core::MemoryStore::new());
+    let options = || SseOptions::agui().event_log(store.clone());
+    let a = serve_guarded(agui_server::tool_script(), options(), auth::guard(&TOKEN)).await;
+    let b = serve_guarded(second_reply(), options(), auth::guard(&TOKEN)).await;
+    let report = client(
+        &a.url,
+        "reload",
+        json!({"prompt": "read a.txt", "second": "thanks", "url2": b.url}),
+    )
+    .await;
+    for run in report["runs"].as_array().unwrap() {
+        assert_eq!(types(run)[..2], ["RUN_STARTED", "MESSAGES_SNAPSHOT"]);
+    }
+    let pairs = |messages: &Value| -> Vec<(String, String)> {
+        messages
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let text = m["content"].as_str().unwrap_or("").to_owned();
+                (m["role"].as_str().unwrap().to_owned(), text)
+            })
+            .collect()
+    };
+    let want: Vec<(String, String)> = [
+        ("user", "read a.txt"),
+        ("assistant", "Let me look."),
+        ("tool", "file contents"),
+        ("assistant", "It says: file contents"),
+        ("user", "thanks"),
+        ("assistant", "You're welcome"),
+    ]
+    .iter()
+    .map(|(r, t)| ((*r).to_owned(), (*t).to_owned()))
+    .collect();
+    // The fresh client knew nothing; the snapshot, in thread order, gave
+    // it the first run and its own prompt …
+    let snapshot = events_of(&report["runs"][1], "MESSAGES_SNAPSHOT")[0];
+    assert_eq!(pairs(&snapshot["messages"]), want[..5]);
+    // … and the client holds the whole conversation (it keeps its own
+    // prompt where it had it).
+    let mut got = pairs(&report["messages"]);
+    let mut all = want.clone();
+    got.sort();
+    all.sort();
+    assert_eq!(got, all, "{:#}", report["messages"]);
+    let calls = messages(&report, "assistant")[0]["toolCalls"].clone();
+    assert_eq!(calls[0]["id"], "call-1");
+    assert_eq!(calls[0]["function"]["name"], "read_file");
 }

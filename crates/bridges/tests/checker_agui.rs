@@ -6,7 +6,9 @@
 //! TEXT_MESSAGE_CONTENT before its TEXT_MESSAGE_START is rejected by the
 //! client's own verifier; a stream that just ends after RUN_STARTED (no
 //! RUN_FINISHED or RUN_ERROR) is accepted by the client and caught by the
-//! script's own terminal-event check.
+//! script's own terminal-event check. A run that finishes while a subagent
+//! is still open is rejected by the verifier (why the bridge suspends or
+//! ends open subagents before every terminal).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/agui_node.rs"]
@@ -49,6 +51,21 @@ const NO_RUN_FINISHED: Fixture = &[
     ("TEXT_MESSAGE_END", "m1"),
 ];
 
+/// A subagent starts and finishes inside the run.
+const SUBAGENT_CLOSED: Fixture = &[
+    ("RUN_STARTED", ""),
+    ("SUBAGENT_STARTED", "s1"),
+    ("SUBAGENT_FINISHED", "s1"),
+    ("RUN_FINISHED", ""),
+];
+
+/// The run finishes over an open subagent.
+const SUBAGENT_LEFT_OPEN: Fixture = &[
+    ("RUN_STARTED", ""),
+    ("SUBAGENT_STARTED", "s1"),
+    ("RUN_FINISHED", ""),
+];
+
 /// The SSE body of `fixture` for the run the request names.
 async fn run(State(fixture): State<Fixture>, Json(input): Json<Value>) -> impl IntoResponse {
     let (thread_id, run_id) = (&input["threadId"], &input["runId"]);
@@ -63,6 +80,10 @@ async fn run(State(fixture): State<Fixture>, Json(input): Json<Value>) -> impl I
                     json!({"type": ty, "messageId": message, "role": "assistant"})
                 }
                 "TEXT_MESSAGE_CONTENT" => json!({"type": ty, "messageId": message, "delta": "hi"}),
+                "SUBAGENT_STARTED" => {
+                    json!({"type": ty, "subagentRunId": message, "name": "reviewer"})
+                }
+                "SUBAGENT_FINISHED" => json!({"type": ty, "subagentRunId": message}),
                 _ => json!({"type": ty, "messageId": message}),
             };
             format!("data: {event}\n\n")
@@ -124,4 +145,16 @@ async fn the_agui_checker_fails_a_text_message_content_before_its_start() {
 #[tokio::test]
 async fn the_agui_checker_fails_a_stream_without_run_finished() {
     rejects(NO_RUN_FINISHED, "no terminal event").await;
+}
+
+#[tokio::test]
+async fn the_agui_checker_passes_a_closed_subagent_and_fails_one_left_open() {
+    let (code, report) = check(SUBAGENT_CLOSED).await;
+    assert_eq!(report["ok"], true, "{report:#}");
+    assert_eq!(code, Some(0));
+    rejects(
+        SUBAGENT_LEFT_OPEN,
+        "Cannot send 'RUN_FINISHED' while subagents are still active: s1",
+    )
+    .await;
 }

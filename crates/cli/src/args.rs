@@ -224,6 +224,9 @@ pub struct DriverArgs {
     pub env: Vec<String>,
 }
 
+/// How many events `run --thread` keeps in the thread's event log.
+pub const DEFAULT_KEEP_EVENTS: u64 = 10_000;
+
 /// `agent-adaptor run`.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
@@ -237,6 +240,10 @@ pub struct RunArgs {
     /// forks its session on this run).
     #[arg(long, value_name = "KEY", requires = "thread")]
     pub fork_from: Option<String>,
+    /// With `--thread`: keep the newest N events of the thread's runs in
+    /// its event log (`threads show KEY --events`); 0 records nothing.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_KEEP_EVENTS)]
+    pub keep_events: u64,
     /// The thread store: `sqlite:PATH` (default: a file in the user's data
     /// directory) or `postgres://…`.
     #[arg(long, value_name = "STORE")]
@@ -406,6 +413,16 @@ pub enum ThreadsCommand {
     Show {
         /// The thread key.
         key: String,
+        /// Show the thread's recorded events instead (with `--json`: the
+        /// lines of `run --json`, each with its `cursor`).
+        #[arg(long)]
+        events: bool,
+        /// With `--events`: only the events after this cursor.
+        #[arg(long, value_name = "N", requires = "events", conflicts_with = "tail")]
+        since: Option<u64>,
+        /// With `--events`: only the last N events.
+        #[arg(long, value_name = "N", requires = "events")]
+        tail: Option<u64>,
     },
     /// Copy thread KEY to NEW (llm threads; CLI threads fork with
     /// `run --thread NEW --fork-from KEY`).
@@ -425,10 +442,11 @@ pub enum ThreadsCommand {
 /// `agent-adaptor inspect`.
 #[derive(Debug, Clone, Args)]
 pub struct InspectArgs {
-    /// Only this driver.
+    /// Only this driver (`claude`, `acp:qwen`, `llm:openai` …), or a whole
+    /// family (`acp`, `llm`).
     #[arg(long, value_name = "NAME")]
     pub driver: Option<String>,
-    /// Print JSON instead of text.
+    /// Print JSON (`{"drivers":[…]}`) instead of a table.
     #[arg(long)]
     pub json: bool,
 }

@@ -18,6 +18,20 @@
 //! "deletions"}], "insertions", "deletions"}}, "services": [{"name",
 //! "status", "endpoint", "health"}]}`.
 //!
+//! Observation lines (their field names are stable; optional fields are
+//! left out when empty):
+//!
+//! | `type` | fields |
+//! |---|---|
+//! | `todo.updated` | `revision` (1, 2 … per scope), `items: [{id, content, status: pending\|in_progress\|completed\|cancelled, active_form?, priority?}]` (the whole list), `scope_id?` (a subagent's list), `provider_protocol` |
+//! | `subagent.started` / `subagent.delta` / `subagent.finished` | `scope_id`, `agent`, `kind` (`started`\|`delta`\|`finished`), `tool_call_id?` (the parent's call), `failed?` (`true` on a failed finish), `delta?` (progress or result text), `data?`, `provider_protocol` |
+//! | `capability.invocation` | `id`, `capability: mcp\|skill\|subagent`, `name`, `server?` (MCP), `operation: activate\|spawn`, `phase: started\|completed\|failed`, `tool_call_id?`, `duration_ms?`, `error?`, `scope_id?`, `provider_protocol` |
+//! | `image` | `role`, `mime_type`, `data?` (base64) or `uri?`, `message_id?`, `provider_protocol` |
+//!
+//! A subagent's own tool calls are ordinary `tool_call.*` / `tool_result`
+//! lines whose `delegation` names its scope: `{scope_id, parent_scope_id?,
+//! parent_tool_call_id?}`.
+//!
 //! The result line comes last also when the run fails before it starts
 //! ([`not_started_line`]): `ok` is false, `run_id` null, and
 //! `failure.reason` says what stopped it ([`INVALID_ARGUMENTS`],

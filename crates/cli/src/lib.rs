@@ -9,8 +9,8 @@
 //! agent-adaptor run --json "…"                      # one JSON object per event, then a result line
 //! agent-adaptor serve                               # web chat at http://127.0.0.1:8787/ (AG-UI, raw SSE, A2A)
 //! agent-adaptor acp [--driver X]                   # ACP (v1) on stdio, for editors
-//! agent-adaptor threads list | show KEY | fork KEY NEW | delete KEY
-//! agent-adaptor inspect [--driver X]                # binary, version, auth, models
+//! agent-adaptor threads list | show KEY [--events [--since N | --tail N]] | fork KEY NEW | delete KEY
+//! agent-adaptor inspect [--json] [--driver X]       # binary, version, auth, dirs, models, health
 //! agent-adaptor mock-model [--addr 127.0.0.1:8788]  # the scripted mock model server
 //! ```
 //!
@@ -51,11 +51,13 @@ pub mod json_out;
 pub mod mock_model;
 pub mod playground;
 pub mod render;
+pub mod render_observe;
 pub mod run;
 pub mod select;
 pub mod serve;
 pub mod signals;
 pub mod store;
+pub mod thread_events;
 pub mod threads;
 pub mod tools;
 

@@ -220,6 +220,16 @@ impl Renderer {
                 let line = self.style(RED, &format!("driver violation: {}", n.text));
                 self.note(&line);
             }
+            Event::TodoUpdated(t) => {
+                for line in crate::render_observe::todo_lines(&t.snapshot) {
+                    self.note(&line);
+                }
+            }
+            Event::SubagentUpdate(s) => {
+                if let Some(line) = crate::render_observe::subagent_line(s) {
+                    self.dim_note(&line);
+                }
+            }
             Event::Dropped(d) => {
                 self.dim_note(&format!("[{} events dropped: {}]", d.count, d.reason))
             }
@@ -372,7 +382,7 @@ fn seconds(d: Duration) -> String {
 }
 
 /// The first line of `text`, at most `max` characters.
-fn preview(text: &str, max: usize) -> String {
+pub(crate) fn preview(text: &str, max: usize) -> String {
     let line = text.lines().next().unwrap_or("");
     if line.chars().count() > max {
         let cut: String = line.chars().take(max).collect();

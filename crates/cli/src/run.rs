@@ -224,8 +224,11 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
         )),
     };
     let runner: Arc<dyn Runner> = match (&args.thread, &args.fork_from) {
-        (Some(key), Some(parent)) => Arc::new(agent.thread(parent.clone()).fork(key.clone())),
-        (Some(key), None) => Arc::new(agent.thread(key.clone())),
+        (Some(key), Some(parent)) => Arc::new(recorded(
+            agent.thread(parent.clone()).fork(key.clone()),
+            args.keep_events,
+        )),
+        (Some(key), None) => Arc::new(recorded(agent.thread(key.clone()), args.keep_events)),
         (None, _) => Arc::new(agent.clone()),
     };
     let started = Instant::now();
@@ -437,5 +440,14 @@ fn describe(e: &Error, interrupted: Option<signals::Stop>) -> CliError {
         }
         Some(re) => CliError::failure(format!("run failed ({}): {}", re.reason, re.message)),
         None => CliError::failure(format!("run refused: {e}")),
+    }
+}
+
+/// `thread`, recording its events (keeping the newest `keep`; 0: not
+/// recorded).
+fn recorded(thread: agent_adaptor_core::Thread, keep: u64) -> agent_adaptor_core::Thread {
+    match keep {
+        0 => thread,
+        n => thread.record_events(agent_adaptor_core::thread::Retention::keep_last(n)),
     }
 }

@@ -89,20 +89,6 @@ const CLIS: [CliFacts; 5] = [
     },
 ];
 
-/// The host variables agent CLI `name` documents (its driver's allowlist).
-pub fn env_allowlist(name: DriverName) -> &'static [&'static str] {
-    use agent_adaptor_drivers::{codex, cursor, gemini, streamjson};
-    match name {
-        DriverName::Claude => streamjson::CLAUDE.env_allowlist,
-        DriverName::Codebuddy => streamjson::CODEBUDDY.env_allowlist,
-        DriverName::Codex => codex::ENV_ALLOWLIST,
-        DriverName::Gemini => gemini::ENV_ALLOWLIST,
-        DriverName::Cursor => cursor::ENV_ALLOWLIST,
-        DriverName::Llm => &[],
-        DriverName::Acp(recipe) => recipe.env_allowlist,
-    }
-}
-
 /// What is known about one driver on this machine.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Probe {

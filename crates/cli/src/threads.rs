@@ -4,7 +4,9 @@
 use agent_adaptor_workspace::{ReleaseMode, WorkspaceLease, WorkspaceManager};
 use std::time::Duration;
 
-use agent_adaptor_core::thread::{FinalizeRequest, RecordStatus, StoreError, ThreadRecord};
+use agent_adaptor_core::thread::{
+    EventQuery, FinalizeRequest, RecordStatus, StoreError, ThreadRecord,
+};
 use serde_json::{Value, json};
 
 use crate::args::{ThreadsArgs, ThreadsCommand};
@@ -48,7 +50,19 @@ pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
                 }
             }
         }
-        ThreadsCommand::Show { key } => {
+        ThreadsCommand::Show {
+            key,
+            events: true,
+            since,
+            tail,
+        } => {
+            let query = match (since, tail) {
+                (_, Some(n)) => EventQuery::tail(n),
+                (since, None) => EventQuery::since(since.unwrap_or(0)),
+            };
+            crate::thread_events::show_events(&opened, &key, query, args.json).await?
+        }
+        ThreadsCommand::Show { key, .. } => {
             let worktree = thread_worktree(args.cwd.as_deref(), &key)
                 .await
                 .map(|(_, lease)| lease);

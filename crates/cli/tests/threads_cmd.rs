@@ -83,52 +83,125 @@ fn threads_are_listed_shown_forked_and_deleted() {
     assert_eq!(list["threads"].as_array().unwrap().len(), 1);
 }
 
-#[test]
-fn inspect_reports_every_driver_without_secrets() {
-    let home = tempfile::tempdir().unwrap();
-    let out = support::command(home.path())
-        .args(["inspect", "--json"])
-        .env("OPENROUTER_API_KEY", "sk-or-very-secret")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = stdout(&out);
-    assert!(!text.contains("very-secret"));
-    let report: Value = serde_json::from_str(text.trim()).unwrap();
-    let drivers = report["drivers"].as_array().unwrap();
-    let names: Vec<&str> = drivers
-        .iter()
-        .map(|d| d["driver"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        ["claude", "codex", "gemini", "cursor", "codebuddy", "llm"]
-    );
-    let claude = &drivers[0];
-    assert_eq!(claude["binary"], Value::Null);
-    assert_eq!(claude["auth"], "not found");
-    assert_eq!(claude["usable"], false);
-    assert!(claude["models"].as_str().unwrap().starts_with("unknown"));
-    let llm = &drivers[5];
-    assert_eq!(llm["auth"], serde_json::json!(["$OPENROUTER_API_KEY"]));
-    assert_eq!(llm["usable"], true);
+/// Parse every line of `out` (exit 0) as JSON.
+fn json_lines(out: &std::process::Output) -> Vec<Value> {
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    stdout(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
 
-    // A CLI found on PATH with a version.
-    let bin = home.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let fake = bin.join("gemini");
-    std::fs::write(&fake, "#!/bin/sh\necho 0.61.0\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = support::command(home.path())
-        .args(["inspect", "--driver", "gemini", "--json"])
-        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
-        .env("GEMINI_API_KEY", "x")
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
-    let gemini = &report["drivers"][0];
-    assert_eq!(gemini["version"], "0.61.0");
-    assert_eq!(gemini["usable"], true);
-    assert_eq!(gemini["auth"], serde_json::json!(["$GEMINI_API_KEY"]));
+#[test]
+fn run_records_its_events_and_threads_show_replays_them() {
+    let home = tempfile::tempdir().unwrap();
+    let first = json_lines(&run(
+        home.path(),
+        &["run", "--playground", "--json", "--thread", "t", "hello"],
+    ));
+    let second = json_lines(&run(
+        home.path(),
+        &["run", "--playground", "--json", "--thread", "t", "again"],
+    ));
+    // `run --json` ends with its result line, which is no event.
+    let (first, second) = (&first[..first.len() - 1], &second[..second.len() - 1]);
+
+    let all = json_lines(&run(
+        home.path(),
+        &["threads", "show", "t", "--events", "--json"],
+    ));
+    assert_eq!(all.len(), first.len() + second.len());
+    for (i, line) in all.iter().enumerate() {
+        assert_eq!(line["cursor"].as_u64(), Some(i as u64 + 1), "{line}");
+    }
+    assert_eq!(all[0]["prompt"], "hello");
+    assert_eq!(all[first.len()]["prompt"], "again");
+    // The same lines as `run --json`, each with its cursor (and a run's
+    // first with its prompt).
+    let bare: Vec<Value> = all
+        .iter()
+        .map(|line| {
+            let mut line = line.clone();
+            let fields = line.as_object_mut().unwrap();
+            fields.remove("cursor");
+            fields.remove("prompt");
+            line
+        })
+        .collect();
+    let streamed: Vec<Value> = first.iter().chain(second).cloned().collect();
+    assert_eq!(bare, streamed);
+
+    let since = first.len() as u64;
+    let suffix = json_lines(&run(
+        home.path(),
+        &[
+            "threads",
+            "show",
+            "t",
+            "--events",
+            "--json",
+            "--since",
+            &since.to_string(),
+        ],
+    ));
+    assert_eq!(suffix, all[first.len()..]);
+    let tail = json_lines(&run(
+        home.path(),
+        &["threads", "show", "t", "--events", "--json", "--tail", "3"],
+    ));
+    assert_eq!(tail, all[all.len() - 3..]);
+    let text = run(home.path(), &["threads", "show", "t", "--events"]);
+    assert!(stdout(&text).contains("user: again"), "{}", stdout(&text));
+    assert!(stdout(&text).contains("run.finished"), "{}", stdout(&text));
+}
+
+#[test]
+fn keep_events_bounds_the_log_and_zero_records_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    for prompt in ["one", "two"] {
+        let out = run(
+            home.path(),
+            &[
+                "run",
+                "--playground",
+                "--thread",
+                "kept",
+                "--keep-events",
+                "4",
+                prompt,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let kept = json_lines(&run(
+        home.path(),
+        &["threads", "show", "kept", "--events", "--json"],
+    ));
+    assert_eq!(kept.len(), 4);
+    assert_eq!(kept.last().unwrap()["type"], "run.finished");
+    assert!(
+        kept[0]["cursor"].as_u64().unwrap() > 4,
+        "cursors keep growing"
+    );
+
+    let out = run(
+        home.path(),
+        &[
+            "run",
+            "--playground",
+            "--thread",
+            "off",
+            "--keep-events",
+            "0",
+            "x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let none = run(
+        home.path(),
+        &["threads", "show", "off", "--events", "--json"],
+    );
+    assert!(json_lines(&none).is_empty());
+    let out = run(home.path(), &["threads", "show", "off", "--since", "3"]);
+    assert_ne!(out.status.code(), Some(0), "--since needs --events");
 }

@@ -129,6 +129,14 @@ pub const CLAUSES: &[(&str, &str)] = &[
     ("OBS-04", "capability observation lifecycles are complete"),
     ("OBS-05", "todo snapshots are well formed"),
     ("OBS-06", "todo revisions start at 1 and advance by 1"),
+    (
+        "OBS-07",
+        "subagents start once and finish once, with valid scope and name",
+    ),
+    (
+        "OBS-08",
+        "images carry an image mime type and exactly one of data and uri",
+    ),
     ("RUN-01", "raw chunks come only from stdout or stderr"),
     ("RUN-02", "item events carry valid transcript items"),
     ("RUN-03", "drivers leave the event sequence to core"),

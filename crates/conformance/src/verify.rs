@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use agent_adaptor_driver::{
-    Driver, FailureCode, LifecycleChecker, Request, Response, RunEvent, Transcript, TranscriptItem,
-    TranscriptKind,
+    Driver, FailureCode, LifecycleChecker, ObservationSupport, Request, Response, RunEvent,
+    Transcript, TranscriptItem, TranscriptKind,
 };
 
 use crate::hermetic::guarded;
@@ -16,6 +16,11 @@ use crate::report::Report;
 const EVT: [&str; 13] = [
     "EVT-01", "EVT-02", "EVT-03", "EVT-04", "EVT-05", "EVT-06", "EVT-07", "EVT-08", "EVT-09",
     "EVT-11", "EVT-12", "EVT-14", "EVT-15",
+];
+
+/// The observation clauses, judged on every run's payloads.
+const OBS: [&str; 8] = [
+    "OBS-01", "OBS-02", "OBS-03", "OBS-04", "OBS-05", "OBS-06", "OBS-07", "OBS-08",
 ];
 
 /// Judge one recorded run.
@@ -136,6 +141,21 @@ fn lifecycle(
         match findings.remove(id) {
             Some(f) => report.judge(id, scope, f),
             None if any || request.streaming => report.pass(id, scope),
+            None => report.skip(id, scope, "no stream payloads in a non-streaming run"),
+        }
+    }
+    // OBS-01 holds for every driver (no payload of an undeclared kind);
+    // the others only where the driver declares an observation kind.
+    let observes = capability.observation != ObservationSupport::NONE;
+    for id in OBS {
+        match findings.remove(id) {
+            Some(f) => report.judge(id, scope, f),
+            None if (observes || id == "OBS-01") && (any || request.streaming) => {
+                report.pass(id, scope)
+            }
+            None if any || request.streaming => {
+                report.skip(id, scope, "the driver declares no observation kind")
+            }
             None => report.skip(id, scope, "no stream payloads in a non-streaming run"),
         }
     }

@@ -9,11 +9,9 @@ use agent_adaptor_conformance::reference::{Fault, ReferenceDriver};
 use agent_adaptor_conformance::{Options, Outcome, Report, catalogue, test_driver};
 use common::{driver, options};
 
-/// Clauses the suite cannot judge yet (their SPI surface is still to come,
-/// or they need a live structured run): reported skipped, with no fault.
-const SKIPPED: [&str; 7] = [
-    "OBS-01", "OBS-02", "OBS-03", "OBS-04", "OBS-05", "OBS-06", "SO-02",
-];
+/// Clauses the suite cannot judge yet (they need a live structured run):
+/// reported skipped, with no fault.
+const SKIPPED: [&str; 1] = ["SO-02"];
 
 /// Clauses the SPI's types hold: reported N/A, with no fault.
 const NOT_APPLICABLE: [&str; 6] = ["DRV-03", "EVT-10", "EVT-13", "RUN-01", "RUN-03", "SO-03"];
@@ -38,7 +36,8 @@ async fn the_reference_driver_passes_everything_that_applies() {
         "EVT-03", "EVT-04", "EVT-05", "EVT-06", "EVT-07", "EVT-08", "EVT-09", "EVT-11", "EVT-12",
         "EVT-14", "EVT-15", "RUN-02", "RUN-04", "TRN-01", "TRN-02", "TRN-03", "TRN-04", "TRN-05",
         "RSP-01", "RSP-03", "RSP-04", "RSP-05", "CASE-01", "CAP-11", "RUN-05", "LIV-01", "LIV-02",
-        "LIV-03", "EQP-01", "EQP-02",
+        "LIV-03", "EQP-01", "EQP-02", "OBS-01", "OBS-02", "OBS-03", "OBS-04", "OBS-05", "OBS-06",
+        "OBS-07", "OBS-08",
     ] {
         assert!(report.passed(id), "{id} did not pass:\n{report}");
     }

@@ -129,6 +129,9 @@ struct Shared {
     /// Set once nobody can read droppable events any more (`run()`, see
     /// [`Consumer::unobserved`]): they are no longer queued.
     unobserved: AtomicBool,
+    /// The run's events are recorded (see [`Tap`]): they are always built
+    /// and queued, even when nobody reads the stream.
+    recorded: bool,
     control: Arc<RunControl>,
 }
 
@@ -180,6 +183,26 @@ struct PubState {
     /// [`Publisher::publish_waiting`]). Spent by that delta, restored by the
     /// next event that finds room.
     may_give_way: bool,
+    /// Where every stamped event is copied (the event log's recorder).
+    tap: Option<Tap>,
+}
+
+/// What a run's event log recorder receives: every event the broker
+/// stamps, delivered or dropped for a slow consumer, in sequence order.
+pub(crate) type Tap = tokio::sync::mpsc::UnboundedSender<crate::thread::recorder::TapItem>;
+
+/// The closing events of a run, stamped (and recorded) but not yet
+/// queued: see [`Publisher::seal`].
+pub(crate) struct Sealed {
+    events: Vec<Event>,
+}
+
+impl Sealed {
+    /// The run's `RunFinished` (last), to replace when the outcome changed
+    /// after sealing (its envelope is kept).
+    pub(crate) fn finished_mut(&mut self) -> Option<&mut Event> {
+        self.events.last_mut()
+    }
 }
 
 /// The consuming side, read by `RunStream`.
@@ -200,6 +223,7 @@ pub(crate) fn broker(
     config: BrokerConfig,
     control: Arc<RunControl>,
     template: EventMeta,
+    tap: Option<Tap>,
 ) -> (Publisher, Consumer) {
     let keys = (template.run_id.clone(), template.thread_key.clone());
     let shared = Arc::new(Shared {
@@ -219,6 +243,7 @@ pub(crate) fn broker(
         config,
         wake_at: wake_threshold(config.buffer),
         unobserved: AtomicBool::new(false),
+        recorded: tap.is_some(),
         control,
     });
     (
@@ -231,6 +256,7 @@ pub(crate) fn broker(
                 config,
                 keys: Vec::new(),
                 may_give_way: true,
+                tap,
             },
         },
         Consumer {
@@ -275,6 +301,11 @@ impl PubState {
         let seq = self.next_seq;
         self.next_seq += 1;
         ev.meta_mut().sequence = seq;
+        if let Some(tap) = &self.tap {
+            // A closed tap means the recorder failed; it stopped the run
+            // and its error is the run's outcome.
+            let _ = tap.send(crate::thread::recorder::TapItem::Event(ev.clone()));
+        }
         seq
     }
 
@@ -484,17 +515,37 @@ impl Publisher {
 
     /// Close the run: report pending losses, then `RunFinished`, past the
     /// buffer's bound (these two always fit), and close the queue.
-    pub(crate) fn finish(&mut self, mut finished: Event) {
+    pub(crate) fn finish(&mut self, finished: Event) {
+        let sealed = self.seal(finished);
+        self.close(sealed);
+    }
+
+    /// Stamp the closing events (pending losses, then `RunFinished`) and
+    /// hand them to the tap, which is then let go (the recorder sees its
+    /// channel end); they are queued by [`close`](Self::close).
+    pub(crate) fn seal(&mut self, mut finished: Event) -> Sealed {
         let st = &mut self.state;
         let mut q = self.shared.lock();
         q.batch = 0;
         q.batch_time = None;
+        let mut events = Vec::with_capacity(2);
         if let Some(agg) = st.pending.take() {
-            let report = st.dropped_event(agg, q.receive_time());
-            st.push(&mut q, report, 1);
+            let mut report = st.dropped_event(agg, q.receive_time());
+            st.stamp(&mut report);
+            events.push(report);
         }
         finished.meta_mut().time = q.receive_time();
-        st.push(&mut q, finished, 1);
+        st.stamp(&mut finished);
+        events.push(finished);
+        st.tap = None;
+        Sealed { events }
+    }
+
+    /// Queue the sealed closing events past the buffer's bound and close
+    /// the queue.
+    pub(crate) fn close(&mut self, sealed: Sealed) {
+        let mut q = self.shared.lock();
+        q.items.extend(sealed.events);
         q.closed = true;
         q.wake_consumer();
     }
@@ -600,7 +651,11 @@ impl Consumer {
     /// result and every contract check are built from the sink's state, not
     /// from events, so they are unaffected; once the run is cancelled,
     /// events take the ordinary path and losses are reported as before.
+    /// A recorded run ignores this: its events are always built and queued.
     pub(crate) fn unobserved(&self) {
+        if self.shared.recorded {
+            return;
+        }
         self.shared.unobserved.store(true, Ordering::Relaxed);
     }
 
@@ -645,7 +700,12 @@ mod tests {
     fn setup(buffer: usize, blocking: bool) -> (Publisher, Consumer, Arc<RunControl>) {
         let control = Arc::new(RunControl::default());
         let meta = EventMeta::unstamped("run_b".into(), None);
-        let (p, c) = broker(BrokerConfig { buffer, blocking }, control.clone(), meta);
+        let (p, c) = broker(
+            BrokerConfig { buffer, blocking },
+            control.clone(),
+            meta,
+            None,
+        );
         (p, c, control)
     }
 
@@ -741,7 +801,7 @@ mod tests {
         let meta = EventMeta::unstamped("run_k".into(), Some("thread_k".into()));
         let run_id = meta.run_id.clone();
         let config = BrokerConfig::default();
-        let (mut p, mut c) = broker(config, control, meta);
+        let (mut p, mut c) = broker(config, control, meta, None);
         let waker = Waker::from(Arc::new(Counter::default()));
         for n in 0..3 {
             let ev = reliable(&mut p, n);

@@ -22,6 +22,8 @@ pub(crate) enum StopReason {
     ApprovalTimeout(Box<crate::policy::DecisionRecord>),
     /// The active-execution budget (this long) ran out.
     ActiveExecutionTimeout(std::time::Duration),
+    /// The thread's event log could not be written.
+    EventLog(crate::thread::StoreError),
 }
 
 /// Cancellation plus its reason; the first `stop` wins.

@@ -22,6 +22,7 @@ use crate::event::{Event, EventMeta, RunFinished, RunStarted, notice_kind};
 use crate::result::{Error, FailureReason, RunCause, RunError, RunResult};
 use crate::sink::{ApprovalRouting, CoreSink, SinkState};
 use crate::stream::{Outcome, RunStream};
+use crate::thread::recorder::Recorder;
 use crate::thread::{ActiveThread, ThreadError, ThreadPlan};
 use crate::translate;
 
@@ -59,7 +60,18 @@ pub(crate) fn start(launch: Launch) -> RunStream {
     let control = Arc::new(RunControl::default());
     let (tx, rx) = watch::channel(None);
     let template = EventMeta::unstamped(run_id.clone(), launch.thread_key.clone());
-    let (publisher, consumer) = broker(launch.broker, control.clone(), template);
+    let spec = launch
+        .thread
+        .as_ref()
+        .and_then(|plan| plan.recorder_spec(&run_id, &launch.request.prompt));
+    let (recorder, tap) = match spec {
+        Some(spec) => {
+            let (recorder, tap) = Recorder::spawn(&runtime, spec, control.clone());
+            (Some(recorder), Some(tap))
+        }
+        None => (None, None),
+    };
+    let (publisher, consumer) = broker(launch.broker, control.clone(), template, tap);
     let capability = launch.driver.stream_capability().unwrap_or_default();
     let sink = CoreSink::new(
         publisher,
@@ -67,7 +79,7 @@ pub(crate) fn start(launch: Launch) -> RunStream {
         control.clone(),
         launch.approvals.clone(),
     );
-    runtime.spawn(execute(launch, sink, control.clone(), tx));
+    runtime.spawn(execute(launch, sink, control.clone(), tx, recorder));
     RunStream::new(run_id, control, rx, Some(consumer))
 }
 
@@ -83,6 +95,7 @@ async fn execute(
     sink: CoreSink,
     control: Arc<RunControl>,
     outcome_tx: watch::Sender<Outcome>,
+    mut recorder: Option<Recorder>,
 ) {
     // The skills' directories stay alive until the run has ended.
     let _skills = std::mem::take(&mut launch.skills);
@@ -113,6 +126,9 @@ async fn execute(
         Some(plan) => match plan.begin(&mut launch.request).await {
             Ok(active) => Some(active),
             Err(e) => {
+                if let Some(r) = &mut recorder {
+                    r.go(false);
+                }
                 let mut st = sink.state.lock().await;
                 let outcome = Err(Error::Thread(e));
                 let finished = finished_event(st.publisher.meta(), &outcome, &st);
@@ -141,6 +157,9 @@ async fn execute(
                     Some((manager, run, prepared))
                 }
                 Err(e) => {
+                    if let Some(r) = &mut recorder {
+                        r.go(false);
+                    }
                     if let Some(t) = thread {
                         let _ = t.finish(None, false).await;
                     }
@@ -155,6 +174,9 @@ async fn execute(
         }
     };
 
+    if let Some(r) = &mut recorder {
+        r.go(true);
+    }
     let deadline = launch.timeout.map(|t| Instant::now() + t);
     let streaming = launch.request.streaming;
     // A child token: the driver observes core's cancellation, but cannot
@@ -200,14 +222,59 @@ async fn execute(
     if let Some((manager, run, prepared)) = resources {
         outcome = release_resources(&*manager, &run, &prepared, outcome).await;
     }
+    // Everything recorded so far is written before the record is saved:
+    // a run whose log failed saves nothing.
+    if let Some(r) = &recorder
+        && outcome.is_ok()
+        && let Err(e) = r.flush().await
+    {
+        outcome = event_log_failure(outcome, e);
+    }
     if let Some(t) = thread {
         outcome = persist(t, outcome).await;
     }
     let finished = finished_event(st.publisher.meta(), &outcome, &st);
+    let mut sealed = st.publisher.seal(finished);
+    if let Some(r) = recorder
+        && let Err(e) = r.finish().await
+        && !is_event_log_failure(&outcome)
+    {
+        outcome = event_log_failure(outcome, e);
+        if let Some(last) = sealed.finished_mut() {
+            *last = finished_event(last.meta().clone(), &outcome, &st);
+        }
+    }
     // The outcome is set before the stream closes: a closed stream means
     // `result()` is ready.
     outcome_tx.send_replace(Some(Arc::new(outcome)));
-    st.publisher.finish(finished);
+    st.publisher.close(sealed);
+}
+
+/// Whether the run already failed for its event log.
+fn is_event_log_failure(outcome: &Result<RunResult, Error>) -> bool {
+    matches!(outcome, Err(Error::Run(run))
+        if matches!(run.cause, Some(RunCause::Thread(ThreadError::EventLog(_)))))
+}
+
+/// The run failed because its event log could not be written (a result
+/// it had is kept in the error).
+fn event_log_failure(
+    outcome: Result<RunResult, Error>,
+    e: crate::thread::StoreError,
+) -> Result<RunResult, Error> {
+    let result = match outcome {
+        Ok(r) => Some(r),
+        Err(Error::Run(run)) => run.result.map(|r| *r),
+        Err(_) => None,
+    };
+    let e = ThreadError::EventLog(e);
+    fail(
+        FailureReason::Infrastructure,
+        e.to_string(),
+        Some(RunCause::Thread(e)),
+        result,
+        None,
+    )
 }
 
 /// Release the run's resources and attach what they report to the result
@@ -503,6 +570,17 @@ async fn conclude(
                 Some(cause),
                 result,
                 details,
+            );
+        }
+        Some(StopReason::EventLog(e)) => {
+            let e = ThreadError::EventLog(e);
+            let msg = e.to_string();
+            return fail(
+                FailureReason::Infrastructure,
+                msg,
+                Some(RunCause::Thread(e)),
+                result,
+                None,
             );
         }
         Some(StopReason::LeaseLost(key)) => {

@@ -424,7 +424,7 @@ mod tests {
         // boxed future, no allocation), already carrying the outcome.
         let meta = EventMeta::unstamped("run_x".into(), None);
         let control = Arc::new(RunControl::default());
-        let (publisher, _consumer) = broker(Default::default(), control.clone(), meta);
+        let (publisher, _consumer) = broker(Default::default(), control.clone(), meta, None);
         let sink = CoreSink::new(
             publisher,
             StreamCapability::FULL,

@@ -34,6 +34,16 @@ pub mod codex;
 pub mod cursor;
 #[cfg(feature = "gemini")]
 pub mod gemini;
+#[cfg(all(
+    feature = "acp",
+    feature = "claude",
+    feature = "codebuddy",
+    feature = "codex",
+    feature = "cursor",
+    feature = "gemini"
+))]
+pub mod inspect;
+pub mod observe;
 pub mod policy;
 #[cfg(any(
     feature = "claude",

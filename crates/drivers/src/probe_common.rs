@@ -79,6 +79,9 @@ pub(crate) struct CliFacts {
     /// How the driver gives skills to the CLI, when its descriptor
     /// declares them.
     pub skill_mode: SkillMode,
+    /// Where the CLI keeps its sessions, relative to the configuration
+    /// directory (`None`: not known).
+    pub data_subdir: Option<&'static str>,
 }
 
 /// What the probes need of a driver's configuration.
@@ -275,7 +278,7 @@ fn settings_check(facts: &CliFacts, dir: &Path) -> Option<EnvironmentCheck> {
 /// The largest settings file a probe reads.
 const MAX_SETTINGS_BYTES: u64 = 1 << 20;
 
-fn read_small(path: &Path) -> Option<String> {
+pub(crate) fn read_small(path: &Path) -> Option<String> {
     let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() || meta.len() > MAX_SETTINGS_BYTES {
         return None;
@@ -294,14 +297,27 @@ pub(crate) fn detect_model(facts: &CliFacts, setup: &Setup<'_>) -> Option<Detect
     if let Some(m) = setup.model.filter(|m| !m.trim().is_empty()) {
         return Some(found(m.to_owned(), ModelSource::Configured));
     }
-    let env = child_env(setup);
+    model_in_env(facts, &child_env(setup))
+}
+
+/// The model the CLI would pick by itself in a child with `env`: its
+/// model variable, else its settings file (no configured model).
+pub(crate) fn model_in_env(
+    facts: &CliFacts,
+    env: &BTreeMap<OsString, OsString>,
+) -> Option<DetectedModel> {
+    let found = |model: String, source| DetectedModel {
+        model,
+        provider: facts.provider.into(),
+        source,
+    };
     if let Some(name) = facts.model_env
-        && let Some(m) = var(&env, name).and_then(|v| v.to_str())
+        && let Some(m) = var(env, name).and_then(|v| v.to_str())
     {
         let source = ModelSource::Environment { var: name.into() };
         return Some(found(m.to_owned(), source));
     }
-    let (home, _) = native_home(facts, &env)?;
+    let (home, _) = native_home(facts, env)?;
     let path = config_dir(facts, &home).join(facts.settings);
     let text = read_small(&path)?;
     let model = match facts.model_key {
@@ -513,6 +529,7 @@ mod tests {
         login_hint: "log in",
         quota_reason: "none",
         skill_mode: SkillMode::Persistent,
+        data_subdir: None,
     };
 
     #[test]

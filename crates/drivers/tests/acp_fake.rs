@@ -122,11 +122,26 @@ async fn a_turn_streams_text_reasoning_plan_and_usage() {
             Event::Thinking(t) if t.text == THOUGHT)),
         "the thought is a reasoning delta"
     );
-    let plan = notices(&run, "acp.plan");
-    assert_eq!(plan.len(), 1);
-    let entries = plan[0].data.as_ref().unwrap()["entries"].clone();
-    assert_eq!(entries.as_array().unwrap().len(), fake::PLAN.len());
-    assert_eq!(entries[0]["content"], fake::PLAN[0].0);
+    // The plan is the todo list, typed, revision 1, in the agent's order.
+    let plans: Vec<_> = run
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TodoUpdated(t) => Some(&t.snapshot),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(plans.len(), 1);
+    assert_eq!(plans[0].revision, 1);
+    assert_eq!(plans[0].source.provider_protocol, "acp.plan");
+    assert_eq!(plans[0].items.len(), fake::PLAN.len());
+    assert_eq!(plans[0].items[0].content, fake::PLAN[0].0);
+    let done: Vec<bool> = plans[0]
+        .items
+        .iter()
+        .map(|i| i.status == agent_adaptor_driver::TodoStatus::Completed)
+        .collect();
+    assert_eq!(done, fake::PLAN.map(|p| p.1));
     let context = notices(&run, "acp.context");
     assert_eq!(context[0].data.as_ref().unwrap()["used"], fake::USAGE_USED);
     assert!(result.usage.as_ref().unwrap().input_tokens.is_some());

@@ -9,6 +9,7 @@
 
 use agent_adaptor_driver::{
     FailureCode, LifecycleChecker, RunEvent, StreamCapability, StreamKind, StreamPayload,
+    TodoStatus,
 };
 use agent_adaptor_drivers::acp::parse::AcpParser;
 use agent_adaptor_drivers::exit::ExitFacts;
@@ -96,7 +97,7 @@ fn check_lifecycles(outs: &[Out]) {
         reasoning: true,
         tool_call_args: false,
         hitl: true,
-        observation: agent_adaptor_driver::ObservationSupport::NONE,
+        observation: agent_adaptor_drivers::acp::parse::OBSERVATION,
     };
     let mut checker = LifecycleChecker::new(cap);
     for p in payloads(outs) {
@@ -315,4 +316,62 @@ fn per_call_usage_on_message_chunks_is_summed() {
     assert_eq!(usage.total_tokens, Some(270));
     assert_eq!(usage.cached_input_tokens, Some(40));
     assert_eq!(usage.reasoning_tokens, None);
+}
+
+/// A `plan` update is the whole todo list: numbered per change, a repeat
+/// left out; an image chunk is an image observation; both pass OBS-05–08.
+#[test]
+fn plans_are_todo_snapshots_and_image_chunks_are_images() {
+    let update = |u: Value| {
+        json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": SESSION, "update": u}})
+        .to_string()
+    };
+    let plan = |second: &str| {
+        update(json!({"sessionUpdate": "plan", "entries": [
+            {"content": "Read", "priority": "high", "status": "completed"},
+            {"content": "Write", "priority": "low", "status": second}]}))
+    };
+    let image = update(json!({"sessionUpdate": "agent_message_chunk",
+        "content": {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}}));
+    let mut lines = fixture();
+    let last = lines.pop().unwrap();
+    lines.extend([
+        plan("pending"),
+        plan("pending"),
+        plan("in_progress"),
+        image,
+        last,
+    ]);
+    let (outs, _) = run(&lines, false);
+    check_lifecycles(&outs);
+    let todos: Vec<_> = payloads(&outs)
+        .into_iter()
+        .filter_map(|p| match &p.kind {
+            StreamKind::TodoUpdated(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(todos.len(), 2, "the repeated plan is left out");
+    assert_eq!((todos[0].revision, todos[1].revision), (1, 2));
+    assert_eq!(todos[1].items[1].status, TodoStatus::InProgress);
+    assert_eq!(todos[0].items[0].priority.as_deref(), Some("high"));
+    assert_eq!(
+        todos[0]
+            .items
+            .iter()
+            .map(|i| i.id.as_str())
+            .collect::<Vec<_>>(),
+        ["1", "2"]
+    );
+    let images: Vec<_> = payloads(&outs)
+        .into_iter()
+        .filter_map(|p| match &p.kind {
+            StreamKind::Image(i) => Some(i.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(images.len(), 1);
+    assert_eq!(images[0].mime_type, "image/png");
+    assert_eq!(images[0].data.as_deref(), Some("iVBORw0KGgo="));
 }

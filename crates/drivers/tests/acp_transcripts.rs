@@ -121,7 +121,7 @@ fn check(name: &str, turn: &Turn) {
         reasoning: true,
         tool_call_args: false,
         hitl: true,
-        observation: agent_adaptor_driver::ObservationSupport::NONE,
+        observation: agent_adaptor_drivers::acp::parse::OBSERVATION,
     };
     let mut checker = LifecycleChecker::new(cap);
     for out in &turn.outs {

@@ -1204,3 +1204,72 @@ async fn conformance_cancellation_mid_turn() {
     .await;
     assert!(report.passed("RUN-05"), "codex app-server:\n{report}");
 }
+
+/// `turn/plan/updated` is the agent's whole todo list (a repeat left out);
+/// an `mcpToolCall` item is also a capability invocation, started with the
+/// call and ended with its result; both pass OBS-01–06.
+#[test]
+fn plan_updates_are_todo_snapshots_and_mcp_calls_are_invocations() {
+    let plan = |second: &str| {
+        note(
+            "turn/plan/updated",
+            json!({"threadId": THREAD, "turnId": TURN, "explanation": null, "plan": [
+                {"step": "Read the code", "status": "completed"},
+                {"step": "Fix the bug", "status": second}]}),
+        )
+    };
+    let mcp = |method: &str, status: &str| {
+        note(
+            method,
+            json!({"threadId": THREAD, "turnId": TURN, "item": {"type": "mcpToolCall", "id": "mcp1",
+                "server": "files", "tool": "read_file", "arguments": {"path": "a"},
+                "status": status, "result": null, "error": {"message": "no such file"}}}),
+        )
+    };
+    let lines = [
+        turn_started(),
+        plan("pending"),
+        plan("pending"),
+        mcp("item/started", "inProgress"),
+        mcp("item/completed", "failed"),
+        plan("inProgress"),
+        turn_completed("completed", Value::Null),
+    ];
+    let mut p = AppServerParser::new(true, false, None);
+    let (payloads, _) = run_lines(&mut p, &lines, 0);
+    let todos: Vec<_> = payloads
+        .iter()
+        .filter_map(|p| match &p.kind {
+            StreamKind::TodoUpdated(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(todos.len(), 2);
+    assert_eq!((todos[0].revision, todos[1].revision), (1, 2));
+    assert_eq!(todos[0].items[0].content, "Read the code");
+    assert_eq!(
+        todos[1].items[1].status,
+        agent_adaptor_driver::TodoStatus::InProgress
+    );
+    assert_eq!(todos[0].source.provider_protocol, "codex.turn/plan/updated");
+    let caps: Vec<_> = payloads
+        .iter()
+        .filter_map(|p| match &p.kind {
+            StreamKind::Capability(c) => Some((
+                c.phase,
+                c.name.as_str(),
+                c.server.as_deref(),
+                c.error.is_some(),
+            )),
+            _ => None,
+        })
+        .collect();
+    use agent_adaptor_driver::CapabilityPhase::{Failed, Started};
+    assert_eq!(
+        caps,
+        [
+            (Started, "read_file", Some("files"), false),
+            (Failed, "read_file", Some("files"), true)
+        ]
+    );
+}

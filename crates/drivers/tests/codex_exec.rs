@@ -581,3 +581,69 @@ async fn conformance_cancellation_mid_turn() {
     .await;
     assert!(report.passed("RUN-05"), "codex exec:\n{report}");
 }
+
+/// exec's `todo_list` item (started, updated, completed) is the agent's
+/// whole todo list: done items completed, the rest pending; an unchanged
+/// completion is left out; an `mcp_tool_call` is a capability invocation.
+#[test]
+fn todo_list_items_are_todo_snapshots_and_mcp_calls_are_invocations() {
+    let todo = |event: &str, done: bool| {
+        serde_json::json!({"type": event, "item": {"id": "item_0", "type": "todo_list", "items": [
+            {"text": "Inspect", "completed": true}, {"text": "Report", "completed": done}]}})
+        .to_string()
+    };
+    let mcp = |event: &str, status: &str| {
+        serde_json::json!({"type": event, "item": {"id": "item_1", "type": "mcp_tool_call",
+            "server": "files", "tool": "read_file", "arguments": {}, "result": {"content": []},
+            "error": null, "status": status}})
+        .to_string()
+    };
+    let lines = [
+        r#"{"type":"thread.started","thread_id":"t1"}"#.to_owned(),
+        r#"{"type":"turn.started"}"#.to_owned(),
+        todo("item.started", false),
+        mcp("item.started", "in_progress"),
+        mcp("item.completed", "completed"),
+        todo("item.updated", true),
+        todo("item.completed", true),
+        r#"{"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}}"#.to_owned(),
+    ];
+    let mut p = ExecParser::new(true, None);
+    let mut outs = Vec::new();
+    for l in &lines {
+        outs.extend(p.line(l.as_bytes()));
+    }
+    outs.extend(p.finish(ExitFacts::exited(0)).0);
+    let mut rules = LifecycleChecker::new(codex::EXEC_CAPABILITY);
+    let mut kinds = Vec::new();
+    for o in outs {
+        if let Out::Stream(s) = o {
+            rules.check(&s).unwrap_or_else(|v| panic!("{v}: {s:?}"));
+            kinds.push(s.kind);
+        }
+    }
+    rules.finish(true).unwrap();
+    let todos: Vec<_> = kinds
+        .iter()
+        .filter_map(|k| match k {
+            StreamKind::TodoUpdated(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(todos.len(), 2);
+    use agent_adaptor_driver::TodoStatus::{Completed, Pending};
+    assert_eq!(
+        todos
+            .iter()
+            .map(|t| (t.revision, t.items[1].status))
+            .collect::<Vec<_>>(),
+        [(1, Pending), (2, Completed)]
+    );
+    assert_eq!(todos[0].source.provider_protocol, "codex.todo_list");
+    let caps = kinds
+        .iter()
+        .filter(|k| matches!(k, StreamKind::Capability(c) if c.server.as_deref() == Some("files")))
+        .count();
+    assert_eq!(caps, 2);
+    assert!(!kinds.iter().any(|k| matches!(k, StreamKind::Custom { .. })));
+}

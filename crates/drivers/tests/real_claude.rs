@@ -51,3 +51,6 @@ real_cli_tests!(CLI);
 // Claude Code removes disallowed tools from what it offers the model
 // (CodeBuddy Code keeps them declared and denies the call: its deny rules).
 real_cli_tests!(@cases CLI; policy_web_search_deny_removes_the_web_tools);
+
+// The observation proof: todos, a subagent and its attributed tool call.
+real_cli_tests!(@cases CLI; todos_and_a_subagent_are_observed);

@@ -100,6 +100,8 @@
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod error;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod events;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod pool;
 #[cfg(feature = "postgres")]
 mod postgres;

@@ -6,7 +6,8 @@ use std::time::Duration;
 use agent_adaptor_core::driver::async_trait;
 use agent_adaptor_core::thread::store::{InterruptedRun, recovery_prefixes};
 use agent_adaptor_core::thread::{
-    FinalizeRequest, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
+    EventPage, EventQuery, FinalizeRequest, Lease, NewEvent, RecordStatus, Retention, StoreError,
+    ThreadRecord, ThreadStore,
 };
 use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
@@ -24,6 +25,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         2,
         include_str!("../migrations/postgres/0002_interrupted_runs.sql"),
     ),
+    (3, include_str!("../migrations/postgres/0003_event_log.sql")),
 ];
 
 /// Serializes concurrent migrations (`pg_advisory_xact_lock` key).
@@ -411,6 +413,30 @@ impl ThreadStore for PgStore {
     async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
         crate::recovery::pg_interrupted_runs(&self.pool, key).await
     }
+
+    async fn append_events(
+        &self,
+        key: &str,
+        run_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<u64>, StoreError> {
+        const OP: &str = "postgres append_events";
+        let batch = crate::events::Batch::prepare(run_id, events)?;
+        let mut tx = self.begin(OP).await?;
+        let outcome = crate::events::postgres::append_in(&mut tx, key, run_id, &batch).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn events(&self, key: &str, query: &EventQuery) -> Result<EventPage, StoreError> {
+        crate::events::postgres::events(&self.pool, key, query).await
+    }
+
+    async fn prune_events(&self, key: &str, retention: &Retention) -> Result<u64, StoreError> {
+        const OP: &str = "postgres prune_events";
+        let mut tx = self.begin(OP).await?;
+        let outcome = crate::events::postgres::prune_in(&mut tx, key, retention).await;
+        settle(tx, OP, outcome).await
+    }
 }
 
 /// The body of `delete`, inside its transaction: a lease row held by a
@@ -444,6 +470,12 @@ async fn delete_in(tx: &mut Transaction<'static, Postgres>, key: &str) -> Result
         .await
         .map_err(err)?;
     sqlx::query("DELETE FROM agent_adaptor_interrupted_runs WHERE key = $1")
+        .bind(key)
+        .execute(&mut **tx)
+        .await
+        .map_err(err)?;
+    // The events go; the head stays, so cursors are never reused.
+    sqlx::query("DELETE FROM agent_adaptor_events WHERE key = $1")
         .bind(key)
         .execute(&mut **tx)
         .await

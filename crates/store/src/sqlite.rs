@@ -8,7 +8,8 @@ use std::time::Duration;
 use agent_adaptor_core::driver::async_trait;
 use agent_adaptor_core::thread::store::{InterruptedRun, recovery_prefixes};
 use agent_adaptor_core::thread::{
-    FinalizeRequest, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
+    EventPage, EventQuery, FinalizeRequest, Lease, NewEvent, RecordStatus, Retention, StoreError,
+    ThreadRecord, ThreadStore,
 };
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::{
@@ -29,6 +30,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         2,
         include_str!("../migrations/sqlite/0002_interrupted_runs.sql"),
     ),
+    (3, include_str!("../migrations/sqlite/0003_event_log.sql")),
 ];
 
 pub(crate) const RECORD_COLUMNS: &str = "id, key, status, driver_type, fingerprint, codec, params, \
@@ -542,5 +544,31 @@ impl ThreadStore for SqliteStore {
 
     async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
         crate::recovery::sqlite_interrupted_runs(&self.pool, key).await
+    }
+
+    async fn append_events(
+        &self,
+        key: &str,
+        run_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<u64>, StoreError> {
+        const OP: &str = "sqlite append_events";
+        let batch = crate::events::Batch::prepare(run_id, events)?;
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let outcome = crate::events::sqlite::append_in(&mut tx, key, run_id, &batch).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn events(&self, key: &str, query: &EventQuery) -> Result<EventPage, StoreError> {
+        crate::events::sqlite::events(&self.pool, key, query).await
+    }
+
+    async fn prune_events(&self, key: &str, retention: &Retention) -> Result<u64, StoreError> {
+        const OP: &str = "sqlite prune_events";
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let outcome = crate::events::sqlite::prune_in(&mut tx, key, retention).await;
+        settle(tx, OP, outcome).await
     }
 }

@@ -37,6 +37,12 @@ pub(crate) async fn delete_in(
         .execute(&mut **tx)
         .await
         .map_err(err)?;
+    // The events go; the head stays, so cursors are never reused.
+    sqlx::query("DELETE FROM agent_adaptor_events WHERE key = ?1")
+        .bind(key)
+        .execute(&mut **tx)
+        .await
+        .map_err(err)?;
     let done = sqlx::query("DELETE FROM agent_adaptor_thread_records WHERE key = ?1")
         .bind(key)
         .execute(&mut **tx)

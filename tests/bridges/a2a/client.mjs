@@ -5,7 +5,7 @@
 //
 // Scenarios (the server's agent answers by the prompt's first word, see
 // crates/bridges/tests/support/a2a_agents.rs): card, send, stream, get,
-// cancel, subscribe, input_required, refused. Anything unexpected throws:
+// cancel, subscribe, input_required, refused, observe. Anything unexpected throws:
 // the process exits non-zero and the Rust test shows stderr.
 //
 // Auth: with BRIDGE_TEST_TOKEN set, every JSON-RPC request carries
@@ -67,6 +67,27 @@ function stateOf(status) {
   return state;
 }
 
+function partsFiles(parts) {
+  return (parts ?? [])
+    .filter((p) => p.content?.$case === "raw" || p.content?.$case === "url")
+    .map((p) => ({
+      kind: p.content.$case,
+      value: p.content.$case === "raw" ? Buffer.from(p.content.value).toString("base64") : p.content.value,
+      mediaType: p.mediaType,
+      filename: p.filename,
+    }));
+}
+
+function artifactDetail(a) {
+  return {
+    id: a.artifactId,
+    name: a.name,
+    text: partsText(a.parts),
+    data: partsData(a.parts),
+    files: partsFiles(a.parts),
+  };
+}
+
 function summary(task) {
   return {
     id: task.id,
@@ -77,6 +98,7 @@ function summary(task) {
     artifactText: (task.artifacts ?? []).map((a) => partsText(a.parts)).join(""),
     historyLength: (task.history ?? []).length,
     metadata: task.metadata ?? null,
+    artifacts: (task.artifacts ?? []).map(artifactDetail),
   };
 }
 
@@ -99,6 +121,8 @@ function event(ev) {
         taskId: p.value.taskId,
         artifactId: p.value.artifact?.artifactId,
         text: partsText(p.value.artifact?.parts),
+        data: partsData(p.value.artifact?.parts),
+        files: partsFiles(p.value.artifact?.parts),
         append: Boolean(p.value.append),
         lastChunk: Boolean(p.value.lastChunk),
       };
@@ -265,6 +289,16 @@ switch (scenario) {
       collect(client.sendMessageStream({ message: userMessage([text("hello there")]) })),
     );
     report = { send, stream };
+    break;
+  }
+  case "observe": {
+    // A run with a todo list, a subagent (with a child tool call), capability
+    // invocations and an image; then the task as GetTask shows it.
+    const events = await collect(
+      client.sendMessageStream({ message: userMessage([text("observe the change")]) }),
+    );
+    const final = await client.getTask({ id: events[0].id });
+    report = { events, final: summary(final) };
     break;
   }
   default:

@@ -22,6 +22,7 @@ exchange.
 """
 
 import asyncio
+import base64
 import json
 import os
 import sys
@@ -67,6 +68,32 @@ def parts_data(parts):
     ]
 
 
+def parts_files(parts):
+    out = []
+    for p in parts:
+        kind = p.WhichOneof("content")
+        if kind in ("raw", "url"):
+            out.append(
+                {
+                    "kind": kind,
+                    "value": base64.b64encode(p.raw).decode() if kind == "raw" else p.url,
+                    "mediaType": p.media_type,
+                    "filename": p.filename,
+                }
+            )
+    return out
+
+
+def artifact_detail(a):
+    return {
+        "id": a.artifact_id,
+        "name": a.name,
+        "text": parts_text(a.parts),
+        "data": parts_data(a.parts),
+        "files": parts_files(a.parts),
+    }
+
+
 def state_name(state):
     # The SDK parses leniently: an unknown state string becomes
     # TASK_STATE_UNSPECIFIED without complaint. Refuse it here instead.
@@ -85,6 +112,7 @@ def summary(task):
         "artifactText": "".join(parts_text(a.parts) for a in task.artifacts),
         "historyLength": len(task.history),
         "metadata": MessageToDict(task.metadata) if task.HasField("metadata") else None,
+        "artifacts": [artifact_detail(a) for a in task.artifacts],
     }
 
 
@@ -108,6 +136,8 @@ def event(ev):
             "taskId": u.task_id,
             "artifactId": u.artifact.artifact_id,
             "text": parts_text(u.artifact.parts),
+            "data": parts_data(u.artifact.parts),
+            "files": parts_files(u.artifact.parts),
             "append": u.append,
             "lastChunk": u.last_chunk,
         }
@@ -295,6 +325,13 @@ async def main(scenario, base_url, statuses):
             send = await failure(only_task(blocking.send_message(send_request("hello there"))))
             stream = await failure(collect(streaming.send_message(send_request("hello there"))))
             return {"send": send, "stream": stream}
+        if scenario == "observe":
+            # A run with a todo list, a subagent (with a child tool call),
+            # capability invocations and an image; then the task as GetTask
+            # shows it.
+            events = await collect(streaming.send_message(send_request("observe the change")))
+            final = await streaming.get_task(GetTaskRequest(id=events[0]["id"]))
+            return {"events": events, "final": summary(final)}
         raise RuntimeError(f"unknown scenario {scenario}")
 
 

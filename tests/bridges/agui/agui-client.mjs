@@ -12,8 +12,12 @@
 //   interrupt-answer
 //   abort              abort the run (HttpAgent.abortRun) at the first
 //                      TEXT_MESSAGE_CONTENT, then wait options.waitMs (500)
+//   reload             one run, then a fresh HttpAgent (a reloaded page: no
+//                      messages) on the same thread at options.url2 sends
+//                      options.second; the report's messages are the fresh
+//                      agent's (its history comes from MESSAGES_SNAPSHOT)
 //
-// options: {"threadId", "prompt", "headers", "answer", "waitMs"}
+// options: {"threadId", "prompt", "headers", "answer", "waitMs", "url2", "second"}
 //
 // Report: {ok, problems[], warnings[], runs: [{runId, types[], events[],
 // failure, outcome}], messages, pendingInterrupts}. Any console warning or
@@ -32,7 +36,7 @@ console.warn = capture("console.warn");
 console.error = capture("console.error");
 process.on("warning", (w) => warnings.push(`process warning: ${w.name}: ${w.message}`));
 
-const agent = new HttpAgent({
+let agent = new HttpAgent({
   url,
   threadId,
   headers: options.headers ?? {},
@@ -106,6 +110,17 @@ switch (scenario) {
     }[scenario];
     const resume = buildResumeArray(pending, { [pending[0].id]: response });
     checkRun(await run(`run2-${unique}`, { resume }));
+    break;
+  }
+  case "reload": {
+    checkRun(await run(`run1-${unique}`));
+    agent = new HttpAgent({
+      url: options.url2 ?? url,
+      threadId,
+      headers: options.headers ?? {},
+      initialMessages: [{ id: `user2-${unique}`, role: "user", content: options.second ?? "and then?" }],
+    });
+    checkRun(await run(`run2-${unique}`));
     break;
   }
   case "abort": {

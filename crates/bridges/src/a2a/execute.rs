@@ -12,8 +12,10 @@
 //! | `result()` = cancelled, or after `CancelTask` | `TASK_STATE_CANCELED` |
 //! | `result()` = any other error | `TASK_STATE_FAILED`, agent message with the reason |
 //!
-//! Reasoning, tool calls, process output and notices have no A2A
-//! counterpart and are not projected.
+//! | todos, subagents, capabilities, images | artifacts and `WORKING` status messages (see [`observe`](super::observe)) |
+//!
+//! Reasoning, the main agent's tool calls, process output and notices have
+//! no A2A counterpart and are not projected.
 
 use std::sync::Arc;
 
@@ -25,6 +27,7 @@ use agent_adaptor_core::{
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 
+use super::observe::Observer;
 use super::rpc::{ErrorCode, RpcError};
 use super::store::TaskSlot;
 use super::types::{Artifact, Message, Part, PartContent, TaskState};
@@ -37,7 +40,11 @@ pub const RESPONSE_ARTIFACT_ID: &str = "response";
 pub(crate) async fn drive(slot: Arc<TaskSlot>, mut stream: RunStream) {
     slot.attach_run(stream.handle());
     let mut streamed = false;
+    let mut observer = Observer::default();
     while let Some(event) = stream.next().await {
+        if observer.event(&slot, &event) {
+            continue;
+        }
         match event {
             Event::RunStarted(_) => slot.ensure_status(TaskState::Working),
             Event::TextDelta(d)

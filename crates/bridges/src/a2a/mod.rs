@@ -128,6 +128,7 @@
 
 mod client;
 mod execute;
+mod observe;
 mod rpc;
 mod server;
 mod sse;
@@ -136,6 +137,9 @@ mod types;
 
 pub use client::{Client, ClientBuilder, ClientError, UpdateStream};
 pub use execute::RESPONSE_ARTIFACT_ID;
+pub use observe::{
+    CAPABILITIES_ARTIFACT_ID, IMAGES_ARTIFACT_ID, SUBAGENT_ARTIFACT_PREFIX, TODO_ARTIFACT_ID,
+};
 pub use rpc::{ERROR_DOMAIN, ErrorCode, RpcError};
 pub use server::{
     A2aServer, A2aServerBuilder, AuthRejection, Authorize, BearerToken, DEFAULT_CANCEL_WAIT,

@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 /// Why a request was refused. Every refusal happens before a run starts and
 /// is answered with a 4xx status and a JSON body
-/// `{"error": {"code": "...", "message": "..."}}` (plus, for a pending
+/// `{"error": {"code": "...", "message": "..."}}` (a store that cannot
+/// serve a replay: 503) (plus, for a pending
 /// interrupt, `"interruptIds"`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -78,6 +79,13 @@ pub enum RequestError {
     /// 410: a reconnect's cursor points before the oldest frame kept.
     #[error("frames after Last-Event-ID {0:?} are no longer buffered")]
     ReplayUnavailable(String),
+    /// 503: the run is not in this server's memory, and its thread store
+    /// keeps no event log to replay it from.
+    #[error("this server keeps no event log: the run cannot be replayed here")]
+    EventLogUnavailable,
+    /// 503: the thread store failed (its own words stay in the server log).
+    #[error("the thread store is unavailable")]
+    StoreUnavailable,
 }
 
 impl RequestError {
@@ -104,6 +112,9 @@ impl RequestError {
                 StatusCode::NOT_FOUND
             }
             RequestError::ReplayUnavailable(_) => StatusCode::GONE,
+            RequestError::EventLogUnavailable | RequestError::StoreUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 
@@ -129,6 +140,8 @@ impl RequestError {
             RequestError::RunExists(_) => "run_exists",
             RequestError::RunNotFound(_) => "run_not_found",
             RequestError::ReplayUnavailable(_) => "replay_unavailable",
+            RequestError::EventLogUnavailable => "event_log_unavailable",
+            RequestError::StoreUnavailable => "thread_store_unavailable",
         }
     }
 

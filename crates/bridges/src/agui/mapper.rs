@@ -23,11 +23,13 @@ use serde_json::{Value, json};
 
 use crate::public_error::public_error;
 
+use super::observe::Observer;
 use super::wire::{
-    AguiEvent, CustomEvent, DeltaEvent, EventBody, Interrupt, MessageIdEvent,
-    ReasoningMessageStartEvent, ReasoningRole, RunErrorEvent, RunFinishedEvent, RunOutcome,
-    RunStartedEvent, StepEvent, TextMessageStartEvent, TextRole, TokenUsage, ToolCallArgsEvent,
-    ToolCallIdEvent, ToolCallResultEvent, ToolCallStartEvent, ToolRole,
+    AguiEvent, CustomEvent, DeltaEvent, EventBody, Interrupt, Message, MessageIdEvent,
+    MessagesSnapshotEvent, ReasoningMessageStartEvent, ReasoningRole, RunErrorEvent,
+    RunFinishedEvent, RunOutcome, RunStartedEvent, StepEvent, TextMessageStartEvent, TextRole,
+    TokenUsage, ToolCallArgsEvent, ToolCallIdEvent, ToolCallResultEvent, ToolCallStartEvent,
+    ToolRole,
 };
 
 /// The interrupt `reason` of a permission request.
@@ -130,9 +132,13 @@ pub(crate) struct Mapper {
     tools_ended: HashSet<String>,
     tool_results: HashSet<String>,
     steps: Vec<String>,
+    /// Todos, capabilities, subagents and images.
+    observer: Observer,
     /// Default `expiresAt` horizon for interrupts without a core deadline,
     /// and a cap for those with one.
     park_limit: Option<std::time::Duration>,
+    /// The thread's history, sent once right after the first `RUN_STARTED`.
+    snapshot: Option<Vec<Message>>,
 }
 
 impl Mapper {
@@ -152,8 +158,34 @@ impl Mapper {
             tools_ended: HashSet::new(),
             tool_results: HashSet::new(),
             steps: Vec::new(),
+            observer: Observer::default(),
             park_limit,
+            snapshot: None,
         }
+    }
+
+    /// Send `messages` as a `MESSAGES_SNAPSHOT` right after `RUN_STARTED`.
+    pub(crate) fn set_snapshot(&mut self, messages: Vec<Message>) {
+        self.snapshot = Some(messages);
+    }
+
+    /// End the AG-UI run as interrupted (its log stopped before the end):
+    /// close what is open, then `RUN_ERROR` `interrupted`.
+    pub(crate) fn interrupted(&mut self, ts: Option<i64>, out: &mut Vec<AguiEvent>) {
+        if self.ended {
+            return;
+        }
+        self.ensure_started(ts, out);
+        self.close_all(ts, out);
+        self.ended = true;
+        out.push(AguiEvent::new(
+            EventBody::RunError(RunErrorEvent {
+                message: "interrupted: the run stopped before its end was recorded".into(),
+                code: Some("interrupted".into()),
+                usage: None,
+            }),
+            ts,
+        ));
     }
 
     /// Start the next AG-UI run of the same core run (after an interrupt).
@@ -168,7 +200,10 @@ impl Mapper {
         self.run_id = run_id;
         self.started = false;
         self.ended = false;
+        let first = out.len();
         self.ensure_started(ts, out);
+        self.observer.resume_all(ts, out);
+        self.observer.tag(&mut out[first..]);
     }
 
     /// The AG-UI ids of the current run.
@@ -186,17 +221,33 @@ impl Mapper {
                 }),
                 ts,
             ));
+            if let Some(messages) = self.snapshot.take() {
+                out.push(AguiEvent::new(
+                    EventBody::MessagesSnapshot(MessagesSnapshotEvent { messages }),
+                    ts,
+                ));
+            }
         }
     }
 
     /// Map one core event.
     pub(crate) fn event(&mut self, ev: &Event, out: &mut Vec<AguiEvent>) -> Next {
-        let ts = Some(ev.meta().time.timestamp_millis());
         if self.ended {
             // Nothing may follow the AG-UI terminal; the caller stops reading.
             return Next::Continue;
         }
+        let first = out.len();
+        let next = self.map_event(ev, out);
+        self.observer.tag(&mut out[first..]);
+        next
+    }
+
+    fn map_event(&mut self, ev: &Event, out: &mut Vec<AguiEvent>) -> Next {
+        let ts = Some(ev.meta().time.timestamp_millis());
         self.ensure_started(ts, out);
+        if self.observer.event(ev, ts, out) {
+            return Next::Continue;
+        }
         let push = |out: &mut Vec<AguiEvent>, body| out.push(AguiEvent::new(body, ts));
         match ev {
             Event::RunStarted(_) => {}
@@ -368,6 +419,7 @@ impl Mapper {
             Event::ApprovalRequest(req) => {
                 let interrupt = self.interrupt_for(req);
                 self.close_all(ts, out);
+                self.observer.suspend_all(&interrupt.id, ts, out);
                 self.ended = true;
                 self.started = false;
                 out.push(AguiEvent::new(
@@ -384,8 +436,8 @@ impl Mapper {
                 ));
                 return Next::Interrupt(req.clone(), Box::new(interrupt));
             }
-            // Process output, other notices and subagent progress have no
-            // AG-UI counterpart here; the raw mode carries them.
+            // Process output and other notices have no AG-UI counterpart
+            // here; the raw mode carries them.
             _ => {}
         }
         Next::Continue
@@ -455,8 +507,11 @@ impl Mapper {
         if self.ended {
             return;
         }
+        let first = out.len();
         self.ensure_started(ts, out);
         self.close_all(ts, out);
+        self.observer.end_all(ts, out);
+        self.observer.tag(&mut out[first..]);
         self.ended = true;
         let body = match outcome {
             Ok(result) => EventBody::RunFinished(RunFinishedEvent {
@@ -870,6 +925,67 @@ mod tests {
         assert_eq!(out[9]["content"], "{\"ok\":true}");
         assert_eq!(out[11]["delta"], "[1]");
         assert_eq!(out[13]["code"], "runtime_shutdown");
+    }
+
+    fn subagent(scope: &str, kind: agent_adaptor_core::SubagentKind, failed: bool) -> Event {
+        Event::SubagentUpdate(agent_adaptor_core::SubagentUpdate {
+            meta: meta(1),
+            scope_id: scope.into(),
+            agent: "reviewer".into(),
+            kind,
+            tool_call_id: None,
+            failed,
+            delta: if failed { "boom".into() } else { String::new() },
+            data: None,
+            origin: Default::default(),
+        })
+    }
+
+    #[test]
+    fn a_failed_subagent_is_an_error_and_one_left_open_ends_with_the_run() {
+        use agent_adaptor_core::SubagentKind::{Delta, Finished, Started};
+        let out = map(
+            &[
+                subagent("s1", Started, false),
+                subagent("s2", Started, false),
+                // A second start of an open scope and progress of an
+                // unknown one have nowhere to go.
+                subagent("s1", Started, false),
+                subagent("nope", Delta, false),
+                subagent("s1", Finished, true),
+                // A finished scope does not start again.
+                subagent("s1", Started, false),
+                finished(),
+            ],
+            cancelled(),
+        );
+        assert_eq!(
+            kinds(&out),
+            [
+                "RUN_STARTED",
+                "SUBAGENT_STARTED",
+                "SUBAGENT_STARTED",
+                "SUBAGENT_ERROR",
+                "SUBAGENT_ERROR",
+                "RUN_FINISHED"
+            ]
+        );
+        assert_eq!(
+            out[1],
+            json!({"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "reviewer", "timestamp": 0})
+        );
+        assert_eq!(
+            (
+                &out[3]["subagentRunId"],
+                &out[3]["message"],
+                &out[3]["code"]
+            ),
+            (&json!("s1"), &json!("boom"), &json!("subagent_failed"))
+        );
+        assert_eq!(
+            (&out[4]["subagentRunId"], &out[4]["code"]),
+            (&json!("s2"), &json!("run_ended"))
+        );
     }
 
     #[test]

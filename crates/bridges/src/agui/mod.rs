@@ -74,6 +74,16 @@
 //!   than [`DEFAULT_REPLAY_RETAIN`] ago. Each run keeps a bounded replay
 //!   buffer ([`DEFAULT_REPLAY_FRAMES`] frames / [`DEFAULT_REPLAY_BYTES`]);
 //!   a cursor older than the buffer gets 410.
+//! * Event log ([`SseOptions::event_log`]): every AG-UI run is recorded in
+//!   its thread's log (owner as a digest, AG-UI ids, prompt, the snapshot
+//!   sent, the core events, the ending frames), each batch before its
+//!   frames go out. A reconnect the buffer cannot serve — another instance
+//!   over the same store, or a run gone from memory — is replayed from the
+//!   log with the same ids, then follows the run by polling until its end
+//!   (silence past [`DEFAULT_LOG_IDLE`]: `RUN_ERROR` `interrupted`). Another
+//!   principal 403, never logged 404, pruned 410, a store without a log 503
+//!   `event_log_unavailable`. With a log, `RUN_STARTED` is followed by a
+//!   `MESSAGES_SNAPSHOT` of the thread ([`history`]) and the current prompt.
 //! * A run lives while a client is attached: when the last one disconnects
 //!   (or stops reading for [`DEFAULT_WRITE_TIMEOUT`], the per-write
 //!   deadline), the run is cancelled, which stops its CLI process.
@@ -102,7 +112,10 @@ mod error;
 mod hub;
 mod interrupts;
 mod mapper;
+mod observe;
 mod options;
+mod record;
+mod replay;
 mod run;
 mod server;
 mod source;
@@ -112,14 +125,17 @@ pub mod wire;
 
 pub use error::RequestError;
 pub use mapper::{CUSTOM_DROPPED, REASON_PLAN_REVIEW, REASON_QUESTION, REASON_TOOL_APPROVAL};
+pub use observe::{ACTIVITY_CAPABILITY, ACTIVITY_SUBAGENT, ACTIVITY_TODO, CUSTOM_IMAGE};
 pub use options::{
-    DEFAULT_INTERRUPT_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_MAX_BODY_BYTES, DEFAULT_REPLAY_BYTES,
-    DEFAULT_REPLAY_FRAMES, DEFAULT_REPLAY_RETAIN, DEFAULT_WRITE_TIMEOUT, Protocol, SseOptions,
+    DEFAULT_INTERRUPT_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_LOG_IDLE, DEFAULT_LOG_POLL,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_REPLAY_BYTES, DEFAULT_REPLAY_FRAMES, DEFAULT_REPLAY_RETAIN,
+    DEFAULT_WRITE_TIMEOUT, Protocol, SseOptions,
 };
+pub use record::{history, thread_history};
 pub use run::{AguiFrame, AguiRun, BadFrameId, Decision, FrameId, Interrupted, ResumeError};
 pub use server::{DEFAULT_BIND_ADDR, RUN_ID_HEADER, SseHandler, SseServer};
 pub use thread_key::{
     AGUI_THREAD_KEY_PREFIX, RAW_THREAD_KEY_PREFIX, agui_thread_key, parse_agui_thread_key,
     parse_raw_thread_key, raw_thread_key,
 };
-pub use wire::{AGUI_CORE_VERSION, AguiEvent, EventBody, PROTOCOL_VERSION};
+pub use wire::{AGUI_CORE_VERSION, AguiEvent, EventBody, Message, PROTOCOL_VERSION};

@@ -3,7 +3,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use agent_adaptor_core::RunOptions;
+use std::sync::Arc;
+
+use agent_adaptor_core::{RunOptions, ThreadStore};
 
 use super::hub::ReplayLimits;
 
@@ -23,6 +25,12 @@ pub const DEFAULT_REPLAY_RETAIN: Duration = Duration::from_secs(60);
 /// Default longest wait of a run parked at an interrupt (the approval's own
 /// deadline, by default 30 s, usually comes first).
 pub const DEFAULT_INTERRUPT_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default interval at which a replay from the event log polls for the
+/// run's new records.
+pub const DEFAULT_LOG_POLL: Duration = Duration::from_millis(200);
+/// Default longest silence of a run followed in the event log before the
+/// replay ends it with `RUN_ERROR` `interrupted` (its owner died or hangs).
+pub const DEFAULT_LOG_IDLE: Duration = Duration::from_secs(120);
 
 /// What the handler speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -48,6 +56,9 @@ pub struct SseOptions {
     pub(crate) replay: ReplayLimits,
     pub(crate) interrupt_timeout: Duration,
     pub(crate) thread_namespace: String,
+    pub(crate) event_log: Option<Arc<dyn ThreadStore>>,
+    pub(crate) log_poll: Duration,
+    pub(crate) log_idle: Duration,
 }
 
 impl fmt::Debug for SseOptions {
@@ -66,6 +77,9 @@ impl fmt::Debug for SseOptions {
             .field("replay", &self.replay)
             .field("interrupt_timeout", &self.interrupt_timeout)
             .field("thread_namespace", &self.thread_namespace)
+            .field("event_log", &self.event_log.is_some())
+            .field("log_poll", &self.log_poll)
+            .field("log_idle", &self.log_idle)
             .finish()
     }
 }
@@ -87,6 +101,9 @@ impl Default for SseOptions {
             },
             interrupt_timeout: DEFAULT_INTERRUPT_TIMEOUT,
             thread_namespace: String::new(),
+            event_log: None,
+            log_poll: DEFAULT_LOG_POLL,
+            log_idle: DEFAULT_LOG_IDLE,
         }
     }
 }
@@ -147,6 +164,27 @@ impl SseOptions {
     /// The request body limit (default 1 MiB); larger bodies get 413.
     pub fn max_body_bytes(mut self, limit: usize) -> Self {
         self.max_body_bytes = limit;
+        self
+    }
+
+    /// Record every AG-UI run this handler starts into the event log of
+    /// its thread in `store` (see [`ThreadStore::append_events`]): run
+    /// metadata (owner, AG-UI ids, prompt, the history snapshot sent), the
+    /// core events, and the terminal frames. A reconnect that the
+    /// in-memory replay buffer cannot serve (another instance, a finished
+    /// run gone from memory) is then replayed from the log. A store without
+    /// an event log makes such reconnects 503 `event_log_unavailable`.
+    pub fn event_log(mut self, store: Arc<dyn ThreadStore>) -> Self {
+        self.event_log = Some(store);
+        self
+    }
+
+    /// How a replay from the event log follows a run still going: poll
+    /// every `poll`, and end with `RUN_ERROR` `interrupted` after `idle`
+    /// without a new record.
+    pub fn log_follow(mut self, poll: Duration, idle: Duration) -> Self {
+        self.log_poll = poll.max(Duration::from_millis(10));
+        self.log_idle = idle;
         self
     }
 

@@ -114,9 +114,52 @@ pub struct AguiRun {
     mapper: Box<Mapper>,
     pending: VecDeque<AguiFrame>,
     state: State,
+    stamp: Stamp,
+    last_ts: Option<i64>,
+    /// The core events read, kept for the event-log recorder (when on).
+    seen: Option<Vec<agent_adaptor_core::Event>>,
+}
+
+/// Assigns [`FrameId`]s: frames of a core event get its sequence and
+/// indexes from 0; frames derived without one continue the last sequence.
+#[derive(Debug, Default)]
+pub(crate) struct Stamp {
     sequence: u64,
     index: u32,
-    last_ts: Option<i64>,
+}
+
+impl Stamp {
+    /// Ids for `events`, derived from the core event with `sequence`
+    /// (`None`: not derived from a core event).
+    pub(crate) fn stamp(
+        &mut self,
+        sequence: Option<u64>,
+        events: Vec<AguiEvent>,
+    ) -> Vec<AguiFrame> {
+        if let Some(s) = sequence
+            && s > self.sequence
+        {
+            self.sequence = s;
+            self.index = 0;
+        }
+        events
+            .into_iter()
+            .map(|event| {
+                let id = FrameId {
+                    sequence: self.sequence,
+                    index: self.index,
+                };
+                self.index = self.index.saturating_add(1);
+                AguiFrame { id, event }
+            })
+            .collect()
+    }
+
+    /// Continue after `id` (a frame recorded verbatim).
+    pub(crate) fn after(&mut self, id: FrameId) {
+        self.sequence = id.sequence;
+        self.index = id.index.saturating_add(1);
+    }
 }
 
 impl fmt::Debug for AguiRun {
@@ -156,10 +199,30 @@ impl AguiRun {
             mapper: Box::new(Mapper::new(thread_id.into(), run_id.into(), limit)),
             pending: VecDeque::new(),
             state: State::Reading,
-            sequence: 0,
-            index: 0,
+            stamp: Stamp::default(),
             last_ts: None,
+            seen: None,
         }
+    }
+
+    /// Send `messages` as a `MESSAGES_SNAPSHOT` right after `RUN_STARTED`.
+    pub(crate) fn set_snapshot(&mut self, messages: Vec<super::wire::Message>) {
+        self.mapper.set_snapshot(messages);
+    }
+
+    /// Keep every core event read, for [`take_seen`](Self::take_seen).
+    pub(crate) fn keep_events(&mut self) {
+        self.seen.get_or_insert_with(Vec::new);
+    }
+
+    /// The core events read since the last call (see [`keep_events`](Self::keep_events)).
+    pub(crate) fn take_seen(&mut self) -> Vec<agent_adaptor_core::Event> {
+        self.seen.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// True once the terminal frame was produced.
+    pub(crate) fn is_done(&self) -> bool {
+        matches!(self.state, State::Done)
     }
 
     /// A handle on the core run (its id, outcome and cancellation).
@@ -199,20 +262,8 @@ impl AguiRun {
     }
 
     fn stamp(&mut self, sequence: Option<u64>, events: Vec<AguiEvent>) {
-        if let Some(s) = sequence
-            && s > self.sequence
-        {
-            self.sequence = s;
-            self.index = 0;
-        }
-        for event in events {
-            let id = FrameId {
-                sequence: self.sequence,
-                index: self.index,
-            };
-            self.index = self.index.saturating_add(1);
-            self.pending.push_back(AguiFrame { id, event });
-        }
+        let frames = self.stamp.stamp(sequence, events);
+        self.pending.extend(frames);
     }
 
     fn poll_batch(&mut self, cx: &mut Context<'_>) -> Poll<Option<Vec<AguiFrame>>> {
@@ -226,6 +277,9 @@ impl AguiRun {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(None) => self.await_outcome(),
                     Poll::Ready(Some(ev)) => {
+                        if let Some(seen) = &mut self.seen {
+                            seen.push(ev.clone());
+                        }
                         let seq = ev.meta().sequence;
                         self.last_ts = Some(ev.meta().time.timestamp_millis());
                         let mut out = Vec::new();
@@ -241,8 +295,13 @@ impl AguiRun {
                 },
                 State::Draining => match Pin::new(&mut self.stream).poll_next(cx) {
                     Poll::Pending => return Poll::Pending,
-                    // Nothing follows RunFinished; skip anything that would.
-                    Poll::Ready(Some(_)) => {}
+                    // Nothing follows RunFinished; skip anything that would
+                    // (the log keeps it, and its replay skips it too).
+                    Poll::Ready(Some(ev)) => {
+                        if let Some(seen) = &mut self.seen {
+                            seen.push(ev);
+                        }
+                    }
                     Poll::Ready(None) => self.await_outcome(),
                 },
                 State::Awaiting(fut) => match fut.poll_unpin(cx) {
@@ -429,6 +488,17 @@ impl Interrupted {
         thread_id: impl Into<String>,
         run_id: impl Into<String>,
     ) -> Result<AguiRun, (ResumeError, Box<Interrupted>)> {
+        self.resume_at(entry, thread_id.into(), run_id.into(), now_ms())
+    }
+
+    /// [`resume`](Self::resume), its `RUN_STARTED` stamped `ts` (ms).
+    pub(crate) fn resume_at(
+        self,
+        entry: &ResumeEntry,
+        thread_id: String,
+        run_id: String,
+        ts: Option<i64>,
+    ) -> Result<AguiRun, (ResumeError, Box<Interrupted>)> {
         let decision = match self.decision(entry) {
             Ok(d) => d,
             Err(e) => return Err((e, Box::new(self))),
@@ -447,8 +517,7 @@ impl Interrupted {
         }
         let mut run = self.run;
         let mut out = Vec::new();
-        run.mapper
-            .begin_run(thread_id.into(), run_id.into(), now_ms(), &mut out);
+        run.mapper.begin_run(thread_id, run_id, ts, &mut out);
         run.state = State::Reading;
         run.stamp(None, out);
         Ok(run)

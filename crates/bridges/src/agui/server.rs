@@ -18,8 +18,10 @@ use super::error::RequestError;
 use super::hub::{Hub, Hubs};
 use super::interrupts::{InterruptRegistry, TakeError};
 use super::options::{Protocol, SseOptions};
+use super::record::{RunMeta, history, read_all, unsupported};
+use super::replay::{Follow, follow};
 use super::run::{AguiRun, FrameId, ResumeError};
-use super::source::{Parking, RawRun, Source, produce};
+use super::source::{Parking, RawRun, Recording, Source, produce};
 use super::sse;
 use super::thread_key::{agui_thread_key, raw_thread_key};
 use super::wire::RunAgentInput;
@@ -185,12 +187,80 @@ impl SseHandler {
         .await
         .map_err(|_| RequestError::BodyTimeout)??;
         match opts.protocol {
-            Protocol::Agui => self.serve_agui(&body, cursor, principal),
+            Protocol::Agui => self.serve_agui(&body, cursor, principal).await,
             Protocol::Raw => self.serve_raw(&body, cursor, principal),
         }
     }
 
-    fn serve_agui(
+    /// What to record of a new AG-UI run (with the snapshot it sends), when
+    /// an event log is configured and the store keeps one.
+    async fn recording(
+        &self,
+        input: &RunAgentInput,
+        prompt: &str,
+        principal: &Principal,
+    ) -> Option<Recording> {
+        let s = &self.shared;
+        let store = s.options.event_log.clone()?;
+        let key = agui_thread_key(&s.options.thread_namespace, &input.thread_id);
+        let records = match read_all(store.as_ref(), &key).await {
+            Ok(r) => r,
+            Err(e) => {
+                if !unsupported(&e) {
+                    tracing::warn!(
+                        "agui: the event log could not be read; the run is not recorded"
+                    );
+                }
+                return None;
+            }
+        };
+        let user_message_id = input.prompt_message_id();
+        let mut snapshot = history(&records);
+        snapshot.push(super::wire::Message::User {
+            id: user_message_id
+                .clone()
+                .unwrap_or_else(|| format!("{}-user", input.run_id)),
+            content: prompt.to_owned(),
+        });
+        Some(Recording {
+            store,
+            key,
+            meta: RunMeta {
+                owner: super::record::owner_digest(principal),
+                thread_id: input.thread_id.clone(),
+                run_id: input.run_id.clone(),
+                user_message_id,
+                snapshot: Some(snapshot),
+                resumed_at: None,
+            },
+            prompt: Some(prompt.to_owned()),
+        })
+    }
+
+    /// What to record of an AG-UI run that resumes an interrupted one.
+    fn resume_recording(
+        &self,
+        input: &RunAgentInput,
+        principal: &Principal,
+        ts: i64,
+    ) -> Option<Recording> {
+        let s = &self.shared;
+        Some(Recording {
+            store: s.options.event_log.clone()?,
+            key: agui_thread_key(&s.options.thread_namespace, &input.thread_id),
+            meta: RunMeta {
+                owner: super::record::owner_digest(principal),
+                thread_id: input.thread_id.clone(),
+                run_id: input.run_id.clone(),
+                user_message_id: None,
+                snapshot: None,
+                resumed_at: Some(ts),
+            },
+            prompt: None,
+        })
+    }
+
+    async fn serve_agui(
         &self,
         body: &[u8],
         cursor: Option<FrameId>,
@@ -200,7 +270,12 @@ impl SseHandler {
         let input: RunAgentInput = parse_json(body)?;
         let key = format!("agui\u{0}{}\u{0}{}", input.thread_id, input.run_id);
         if let Some(cursor) = cursor {
-            return self.reconnect(&key, &input.run_id, cursor, &principal);
+            return match self.reconnect(&key, &input.run_id, cursor, &principal) {
+                Err(RequestError::RunNotFound(_)) if s.options.event_log.is_some() => {
+                    self.replay_from_log(&input, cursor, principal).await
+                }
+                other => other,
+            };
         }
         let resume = input.resume.as_deref().unwrap_or_default();
         let prompt = if resume.is_empty() {
@@ -216,6 +291,10 @@ impl SseHandler {
         } else {
             None
         };
+        let mut recording = match &prompt {
+            Some(p) => self.recording(&input, p, &principal).await,
+            None => None,
+        };
         let hub = Hub::new(s.options.replay, principal.clone());
         if !s.hubs.insert(&key, &hub) {
             return Err(RequestError::RunExists(input.run_id));
@@ -230,12 +309,16 @@ impl SseHandler {
                     Target::Runner(_) => None,
                 };
                 let stream = s.target.stream(&prompt, session.as_deref(), &s.options);
-                AguiRun::with_interrupt_limit(
+                let mut run = AguiRun::with_interrupt_limit(
                     stream,
                     input.thread_id.clone(),
                     input.run_id.clone(),
                     Some(s.options.interrupt_timeout),
-                )
+                );
+                if let Some(snapshot) = recording.as_ref().and_then(|r| r.meta.snapshot.clone()) {
+                    run.set_snapshot(snapshot);
+                }
+                run
             }
             (None, Some(entry)) => {
                 let taken =
@@ -265,8 +348,15 @@ impl SseHandler {
                         });
                     }
                 };
-                match parked.resume(entry, input.thread_id.clone(), input.run_id.clone()) {
+                let ts = chrono::Utc::now().timestamp_millis();
+                match parked.resume_at(
+                    entry,
+                    input.thread_id.clone(),
+                    input.run_id.clone(),
+                    Some(ts),
+                ) {
                     Ok(run) => {
+                        recording = self.resume_recording(&input, &principal, ts);
                         tracing::info!(
                             interrupt = %entry.interrupt_id,
                             status = ?entry.status,
@@ -294,7 +384,43 @@ impl SseHandler {
             }
         };
         let run_id = run.handle().run_id().to_owned();
-        Ok(self.start(hub, key, Source::Agui(Box::new(run)), &run_id))
+        Ok(self.start(hub, key, Source::Agui(Box::new(run)), &run_id, recording))
+    }
+
+    /// Replay a run this server does not hold from the event log.
+    async fn replay_from_log(
+        &self,
+        input: &RunAgentInput,
+        cursor: FrameId,
+        principal: Principal,
+    ) -> Result<Response, RequestError> {
+        let s = &self.shared;
+        let Some(store) = s.options.event_log.clone() else {
+            return Err(RequestError::EventLogUnavailable);
+        };
+        let key = agui_thread_key(&s.options.thread_namespace, &input.thread_id);
+        let found = super::replay::find(store.as_ref(), &key, &input.run_id, &principal).await?;
+        let core_run_id = found.core_run_id.clone();
+        let hub = Hub::new(s.options.replay, principal);
+        let sub = hub
+            .attach(None)
+            .map_err(|_| RequestError::ReplayUnavailable(cursor.to_string()))?;
+        tracing::info!(run = %input.run_id, %cursor, "agui: replaying a run from the event log");
+        tokio::spawn(follow(
+            store,
+            key,
+            found,
+            cursor,
+            hub,
+            Follow {
+                poll: s.options.log_poll,
+                idle: s.options.log_idle,
+            },
+        ));
+        Ok(sse_response(
+            sse::body(sub, s.options.write_timeout, s.options.keep_alive),
+            &core_run_id,
+        ))
     }
 
     fn serve_raw(
@@ -325,11 +451,18 @@ impl SseHandler {
         let hub = Hub::new(s.options.replay, principal.clone());
         // Run ids are unique, so the key is free.
         s.hubs.insert(&key, &hub);
-        Ok(self.start(hub, key, Source::Raw(RawRun::new(stream)), &run_id))
+        Ok(self.start(hub, key, Source::Raw(RawRun::new(stream)), &run_id, None))
     }
 
     /// Attach the first client, spawn the producer, answer with the stream.
-    fn start(&self, hub: Arc<Hub>, key: String, source: Source, run_id: &str) -> Response {
+    fn start(
+        &self,
+        hub: Arc<Hub>,
+        key: String,
+        source: Source,
+        run_id: &str,
+        recording: Option<Recording>,
+    ) -> Response {
         let s = &self.shared;
         // A fresh hub has no frames yet, so attaching cannot hit a gap.
         let sub = match hub.attach(None) {
@@ -349,6 +482,7 @@ impl SseHandler {
             s.hubs.clone(),
             key,
             s.options.replay.retain,
+            recording,
         ));
         sse_response(
             sse::body(sub, s.options.write_timeout, s.options.keep_alive),

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_core::{Event, RunStream};
-use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::json;
 
 use super::hub::{Hub, Hubs};
 use super::interrupts::InterruptRegistry;
+use super::record::{Recorder, RunMeta};
 use super::run::{AguiRun, FrameId};
 use super::sse::frame;
 use crate::Principal;
@@ -36,7 +36,7 @@ impl RawRun {
 
     /// The next frame. A run refused before it started has no events: it
     /// gets one `{"type":"error","code","message"}` frame with id 0.
-    async fn next_frame(&mut self) -> Option<(FrameId, Bytes)> {
+    async fn next_frame(&mut self) -> Option<(FrameId, String)> {
         if self.done {
             return None;
         }
@@ -56,7 +56,7 @@ impl RawRun {
                     sequence: ev.meta().sequence,
                     index: 0,
                 };
-                Some((id, frame(id, &raw_json(&ev))))
+                Some((id, raw_json(&ev)))
             }
             None => {
                 self.done = true;
@@ -67,7 +67,7 @@ impl RawRun {
                 let (code, message) = public_error(&err, self.stream.run_id());
                 let body = json!({"type": "error", "code": code, "message": message});
                 let id = FrameId::default();
-                Some((id, frame(id, &body.to_string())))
+                Some((id, body.to_string()))
             }
         }
     }
@@ -90,12 +90,13 @@ pub(crate) enum Source {
 }
 
 impl Source {
-    async fn next_batch(&mut self) -> Option<Vec<(FrameId, Bytes)>> {
+    /// The next frames: ids and `data:` JSON.
+    async fn next_batch(&mut self) -> Option<Vec<(FrameId, String)>> {
         match self {
             Source::Agui(run) => run.next_batch().await.map(|batch| {
                 batch
                     .into_iter()
-                    .map(|f| (f.id, frame(f.id, &f.event.to_json())))
+                    .map(|f| (f.id, f.event.to_json()))
                     .collect()
             }),
             Source::Raw(run) => run.next_frame().await.map(|f| vec![f]),
@@ -128,8 +129,43 @@ pub(crate) struct Parking {
     pub(crate) owner: Principal,
 }
 
+/// What to record of an AG-UI run, and where.
+pub(crate) struct Recording {
+    pub(crate) store: Arc<dyn agent_adaptor_core::ThreadStore>,
+    /// The thread key of the log.
+    pub(crate) key: String,
+    pub(crate) meta: RunMeta,
+    /// The prompt (`None` for a run that resumes an interrupted one).
+    pub(crate) prompt: Option<String>,
+}
+
+/// Record the core events `source` read since the last call and, when
+/// `batch` ended the AG-UI run, its frames.
+async fn record(recorder: &mut Recorder, source: &mut Source, batch: &[(FrameId, String)]) {
+    let Source::Agui(run) = source else {
+        return;
+    };
+    recorder.events(run.take_seen()).await;
+    if run.is_done() || run.is_interrupted() {
+        recorder.terminal(batch).await;
+    }
+}
+
+/// After a cancel, record the rest of a recorded run (its end, `cancelled`)
+/// so that a replay from the log ends as the run did.
+async fn drain(recorder: &mut Option<Recorder>, source: &mut Source) {
+    let Some(recorder) = recorder else {
+        return;
+    };
+    while let Some(batch) = source.next_batch().await {
+        record(recorder, source, &batch).await;
+    }
+}
+
 /// Run the producer of `hub` to the end, then keep the hub reachable under
-/// `key` for `retain` (until the handler closes).
+/// `key` for `retain` (until the handler closes). With a `recording`, the
+/// run goes to the event log first, each batch before its frames are sent
+/// (so every frame a client saw can be replayed from the log).
 ///
 /// At shutdown ([`Hubs::close`]) the run is cancelled from outside; the
 /// producer goes on reading it, so clients get its final frames (an AG-UI
@@ -141,20 +177,33 @@ pub(crate) async fn produce(
     hubs: Arc<Hubs>,
     key: String,
     retain: Duration,
+    recording: Option<Recording>,
 ) {
     let tracked = source.handle().map(|run| hubs.track(run));
+    let mut recorder = match (recording, &mut source) {
+        (Some(r), Source::Agui(run)) => {
+            run.keep_events();
+            let run_id = run.handle().run_id().to_owned();
+            Some(Recorder::start(r.store, r.key, run_id, &r.meta, r.prompt.as_deref()).await)
+        }
+        _ => None,
+    };
     'run: loop {
         let batch = tokio::select! {
             b = source.next_batch() => b,
             () = hub.abandoned() => {
                 tracing::debug!(%key, "every client left; cancelling the run");
                 source.cancel();
+                drain(&mut recorder, &mut source).await;
                 break 'run;
             }
         };
         let Some(batch) = batch else {
             break;
         };
+        if let Some(recorder) = &mut recorder {
+            record(recorder, &mut source, &batch).await;
+        }
         // Park an interrupted run before its RUN_FINISHED is visible, so a
         // client that answers at once finds it.
         if matches!(&source, Source::Agui(run) if run.is_interrupted())
@@ -169,10 +218,11 @@ pub(crate) async fn produce(
                 Err(run) => source = Source::Agui(run),
             }
         }
-        for (id, bytes) in batch {
-            if hub.push(id, bytes).await.is_err() {
+        for (id, json) in batch {
+            if hub.push(id, frame(id, &json)).await.is_err() {
                 tracing::debug!(%key, "every client left; cancelling the run");
                 source.cancel();
+                drain(&mut recorder, &mut source).await;
                 break 'run;
             }
         }

@@ -24,6 +24,10 @@ pub struct AguiEvent {
     /// The event itself (its `type` and fields).
     #[serde(flatten)]
     pub body: EventBody,
+    /// The subagent whose work this event is (`subagentRunId`, which every
+    /// 1.0 event may carry); `None` for the main agent's own events.
+    #[serde(rename = "subagentRunId", skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
     /// Milliseconds since the Unix epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<i64>,
@@ -32,7 +36,17 @@ pub struct AguiEvent {
 impl AguiEvent {
     /// An event with a timestamp.
     pub fn new(body: EventBody, timestamp: Option<i64>) -> Self {
-        AguiEvent { body, timestamp }
+        AguiEvent {
+            body,
+            subagent_run_id: None,
+            timestamp,
+        }
+    }
+
+    /// This event, attributed to the subagent `subagent_run_id`.
+    pub fn in_subagent(mut self, subagent_run_id: Option<String>) -> Self {
+        self.subagent_run_id = subagent_run_id;
+        self
     }
 
     /// The wire `type` (`"RUN_STARTED"` …).
@@ -92,8 +106,19 @@ pub enum EventBody {
     ReasoningMessageEnd(MessageIdEvent),
     /// A reasoning span closes.
     ReasoningEnd(MessageIdEvent),
+    /// Structured progress (a todo list, a capability invocation, a
+    /// subagent's progress) shown as an activity message.
+    ActivitySnapshot(ActivitySnapshotEvent),
+    /// A subagent invocation began.
+    SubagentStarted(SubagentStartedEvent),
+    /// A subagent invocation ended (or was suspended by an interrupt).
+    SubagentFinished(SubagentFinishedEvent),
+    /// A subagent invocation failed.
+    SubagentError(SubagentErrorEvent),
     /// An application-defined event.
     Custom(CustomEvent),
+    /// The thread's conversation so far (sent right after `RUN_STARTED`).
+    MessagesSnapshot(MessagesSnapshotEvent),
 }
 
 impl EventBody {
@@ -117,7 +142,12 @@ impl EventBody {
             EventBody::ReasoningMessageContent(_) => "REASONING_MESSAGE_CONTENT",
             EventBody::ReasoningMessageEnd(_) => "REASONING_MESSAGE_END",
             EventBody::ReasoningEnd(_) => "REASONING_END",
+            EventBody::ActivitySnapshot(_) => "ACTIVITY_SNAPSHOT",
+            EventBody::SubagentStarted(_) => "SUBAGENT_STARTED",
+            EventBody::SubagentFinished(_) => "SUBAGENT_FINISHED",
+            EventBody::SubagentError(_) => "SUBAGENT_ERROR",
             EventBody::Custom(_) => "CUSTOM",
+            EventBody::MessagesSnapshot(_) => "MESSAGES_SNAPSHOT",
         }
     }
 
@@ -223,6 +253,69 @@ pub struct TokenUsage {
     /// Input tokens written to a prompt cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_write_input_tokens: Option<u64>,
+}
+
+/// `MESSAGES_SNAPSHOT`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessagesSnapshotEvent {
+    /// The conversation, oldest first.
+    pub messages: Vec<Message>,
+}
+
+/// One message of a [`MessagesSnapshotEvent`] (the AG-UI `Message` union,
+/// the roles this bridge reports).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Message {
+    /// A user prompt.
+    User {
+        /// The message id.
+        id: String,
+        /// The prompt.
+        content: String,
+    },
+    /// An assistant turn: text and/or tool calls.
+    Assistant {
+        /// The message id.
+        id: String,
+        /// The text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        /// The tool calls it made.
+        #[serde(default, rename = "toolCalls", skip_serializing_if = "Option::is_none")]
+        tool_calls: Option<Vec<MessageToolCall>>,
+    },
+    /// A tool's result.
+    Tool {
+        /// The message id.
+        id: String,
+        /// The result as text.
+        content: String,
+        /// The call it answers.
+        #[serde(rename = "toolCallId")]
+        tool_call_id: String,
+    },
+}
+
+/// A tool call inside an assistant [`Message`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageToolCall {
+    /// The tool call id.
+    pub id: String,
+    /// Always `"function"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Name and JSON arguments.
+    pub function: FunctionCall,
+}
+
+/// The name and JSON arguments (as text) of a [`MessageToolCall`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, JSON text.
+    pub arguments: String,
 }
 
 /// `RUN_ERROR`.
@@ -353,6 +446,73 @@ pub struct ToolCallResultEvent {
     pub role: ToolRole,
 }
 
+/// `ACTIVITY_SNAPSHOT`: the whole content of an activity message (it
+/// replaces the message's earlier content).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivitySnapshotEvent {
+    /// The activity message's id (unique across all messages of the thread).
+    pub message_id: String,
+    /// What kind of activity (`todo`, `capability`, `subagent`).
+    pub activity_type: String,
+    /// The content: always a JSON object.
+    pub content: Value,
+}
+
+/// `SUBAGENT_STARTED`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentStartedEvent {
+    /// The subagent invocation's id (our delegation scope id).
+    pub subagent_run_id: String,
+    /// The delegate's name.
+    pub name: String,
+    /// The parent agent's tool call that started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+}
+
+/// `SUBAGENT_FINISHED`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentFinishedEvent {
+    /// The subagent invocation's id.
+    pub subagent_run_id: String,
+    /// What the subagent answered, when it said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Success, or suspended by the run's interrupt.
+    pub outcome: SubagentOutcome,
+}
+
+/// `SUBAGENT_FINISHED.outcome`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum SubagentOutcome {
+    /// The subagent completed its work.
+    Success {},
+    /// The subagent waits on the run's interrupts; the resuming run
+    /// continues it.
+    Suspended {
+        /// The interrupts it waits on.
+        #[serde(rename = "interruptIds")]
+        interrupt_ids: Vec<String>,
+    },
+}
+
+/// `SUBAGENT_ERROR`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentErrorEvent {
+    /// The subagent invocation's id.
+    pub subagent_run_id: String,
+    /// What went wrong.
+    pub message: String,
+    /// A machine code (`subagent_failed`, `run_ended`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
 /// `CUSTOM`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -386,6 +546,9 @@ pub struct RunAgentInput {
 /// One message of [`RunAgentInput::messages`] (only what the bridge reads).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct InputMessage {
+    /// The client's message id.
+    #[serde(default)]
+    pub id: Option<String>,
     /// `user`, `assistant`, `system`, `developer`, `tool`, `reasoning`, `activity`.
     pub role: String,
     /// A string, or (user messages) content parts.
@@ -419,6 +582,16 @@ impl RunAgentInput {
             .filter(|m| m.role == "user")
             .map(InputMessage::text)
             .find(|t| !t.trim().is_empty())
+    }
+
+    /// The client's id of the message [`prompt`](Self::prompt) comes from.
+    pub fn prompt_message_id(&self) -> Option<String> {
+        self.messages
+            .iter()
+            .rev()
+            .filter(|m| m.role == "user")
+            .find(|m| !m.text().trim().is_empty())
+            .and_then(|m| m.id.clone())
     }
 }
 

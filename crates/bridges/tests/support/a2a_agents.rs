@@ -9,9 +9,13 @@
 //! | `ask` | asks a question with choices red/blue, then "noted" |
 //! | `structured` | answers `{"answer": 42}` with a valid structured output |
 //! | `fail` | the driver fails ("scripted failure: boom") |
+//! | `observe` | todos, a subagent with a child tool call, capabilities and an image ([`observations`]) |
 //!
 //! Every driver records its requests, so tests can prove nothing ran.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "observations.rs"]
+pub mod observations;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -158,6 +162,7 @@ impl Scenarios {
                     Some(json!({"answer": 42})),
                 ),
             ),
+            ("observe", observations::observation_script()),
             (
                 "fail",
                 ScriptedDriver::new(

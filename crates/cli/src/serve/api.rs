@@ -2,11 +2,13 @@
 
 use std::sync::Arc;
 
-use agent_adaptor_bridges::agui::{agui_thread_key, parse_agui_thread_key};
+use agent_adaptor_bridges::agui::{
+    Message, agui_thread_key, parse_agui_thread_key, thread_history,
+};
 use agent_adaptor_core::ThreadStore;
 use agent_adaptor_core::thread::ThreadRecord;
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -29,6 +31,7 @@ pub(super) fn router(state: AppState) -> Router {
         .route("/api/info", get(info))
         .route("/api/threads", get(list_threads))
         .route("/api/threads/{id}", get(get_thread))
+        .route("/api/threads/{id}/events", get(thread_events))
         .with_state(state)
 }
 
@@ -168,14 +171,56 @@ fn store_unavailable(e: &agent_adaptor_core::thread::StoreError) -> Response {
     )
 }
 
+/// The page's `[{role, text}]` of a conversation the event log holds.
+fn page_messages(history: &[Message]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for m in history {
+        match m {
+            Message::User { content, .. } => out.push(json!({"role": "user", "text": content})),
+            Message::Assistant {
+                content,
+                tool_calls,
+                ..
+            } => {
+                if let Some(text) = content.as_deref().filter(|t| !t.is_empty()) {
+                    out.push(json!({"role": "assistant", "text": text}));
+                }
+                for c in tool_calls.iter().flatten() {
+                    out.push(json!({
+                        "role": "tool_call",
+                        "text": format!("{} {}", c.function.name, c.function.arguments),
+                    }));
+                }
+            }
+            Message::Tool { content, .. } => {
+                out.push(json!({"role": "tool", "text": short(content)}));
+            }
+        }
+    }
+    out
+}
+
+/// The conversation in `key`'s event log (`None`: the store keeps no log,
+/// or it is empty).
+async fn logged(store: &dyn ThreadStore, key: &str) -> Result<Option<Vec<Value>>, Response> {
+    match thread_history(store, key).await {
+        Ok(h) if h.is_empty() => Ok(None),
+        Ok(h) => Ok(Some(page_messages(&h))),
+        Err(agent_adaptor_core::thread::StoreError::Unsupported(_)) => Ok(None),
+        Err(e) => Err(store_unavailable(&e)),
+    }
+}
+
 async fn get_thread(State(state): State<AppState>, Path(id): Path<String>) -> Response {
     let key = agui_thread_key(WEB_NAMESPACE, &id);
-    let (record, interrupted) = match tokio::join!(
+    let (record, interrupted, logged) = match tokio::join!(
         state.store.resolve(&key, false),
-        state.store.interrupted_runs(&key)
+        state.store.interrupted_runs(&key),
+        logged(state.store.as_ref(), &key)
     ) {
-        (Ok(r), Ok(i)) => (r, i),
-        (Err(e), _) | (_, Err(e)) => return store_unavailable(&e),
+        (Ok(r), Ok(i), Ok(l)) => (r, i, l),
+        (Err(e), _, _) | (_, Err(e), _) => return store_unavailable(&e),
+        (_, _, Err(resp)) => return resp,
     };
     // Runs a dead server process left behind, so the client sees what
     // happened to its prompt.
@@ -197,14 +242,14 @@ async fn get_thread(State(state): State<AppState>, Path(id): Path<String>) -> Re
             "driver": r.driver_type,
             "session": r.params.display_id,
             "updatedAt": r.updated_at,
-            "messages": conversation(&r),
+            "messages": conversation(&r).or(logged),
             "interrupted": interrupted,
         }))
         .into_response(),
-        None if !interrupted.is_empty() => axum::Json(json!({
+        None if !interrupted.is_empty() || logged.is_some() => axum::Json(json!({
             "id": id,
             "key": key,
-            "messages": [],
+            "messages": logged.unwrap_or_default(),
             "interrupted": interrupted,
         }))
         .into_response(),
@@ -213,6 +258,41 @@ async fn get_thread(State(state): State<AppState>, Path(id): Path<String>) -> Re
             "not_found",
             format!("no thread {id:?}"),
         ),
+    }
+}
+
+/// The query of [`thread_events`].
+#[derive(Debug, serde::Deserialize)]
+struct Since {
+    /// Events after this cursor (default 0: from the start).
+    #[serde(default)]
+    since: u64,
+}
+
+/// Events per page of [`thread_events`].
+const EVENTS_PAGE: usize = 500;
+
+/// One page of a web thread's event log after `since`:
+/// `{events: [{cursor, run_id, recorded_at, prompt?, event}], next}` where
+/// `next` is the cursor to ask for next (`null`: the end, as of now).
+async fn thread_events(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<Since>,
+) -> Response {
+    let key = agui_thread_key(WEB_NAMESPACE, &id);
+    let query = agent_adaptor_core::thread::EventQuery::since(q.since).max_events(EVENTS_PAGE);
+    match state.store.events(&key, &query).await {
+        Ok(page) => {
+            let next = page.next.as_ref().and(page.last_cursor());
+            axum::Json(json!({"events": page.events, "next": next})).into_response()
+        }
+        Err(agent_adaptor_core::thread::StoreError::Unsupported(_)) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "event_log_unavailable",
+            "this server's thread store keeps no event log".into(),
+        ),
+        Err(e) => store_unavailable(&e),
     }
 }
 

@@ -8,7 +8,8 @@
 //! | `GET /.well-known/agent-card.json`, `POST /a2a` | A2A 1.0 (contexts are threads `a2a:<contextId>`) |
 //! | `GET /api/info` | what runs: driver label, playground or not, store |
 //! | `GET /api/threads` | the web chat's threads, newest first |
-//! | `GET /api/threads/{id}` | one of them: record and, for llm threads, the conversation |
+//! | `GET /api/threads/{id}` | one of them: record and the conversation (from the event log; for llm threads without one, from the record) |
+//! | `GET /api/threads/{id}/events?since=N` | the thread's event log after cursor `N`, one page |
 //! | `POST /api/session` | the page trades the token for a session cookie |
 //!
 //! Nobody is trusted by default ([`access`]): every request needs the token
@@ -16,6 +17,10 @@
 //! printed URL, a `Host` naming this server, and, for a state-changing
 //! request from a browser, this server's own `Origin`. Only the client that
 //! started a run answers its approvals and replays its stream.
+//!
+//! Every AG-UI run is recorded in its thread's event log: a reconnect
+//! (`Last-Event-ID`) to any instance over the same store replays it, and
+//! the page shows a thread's history after a reload.
 //!
 //! Threads live in the SQLite file printed at start, or in the PostgreSQL
 //! server given with `--store postgres://…` (several `serve` instances on
@@ -113,7 +118,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         SseOptions::agui()
             .thread_namespace(WEB_NAMESPACE)
             .interrupt_timeout(APPROVAL_TIMEOUT)
-            .run_options(run_options.clone()),
+            .run_options(run_options.clone())
+            .event_log(store.store.clone()),
     );
     // Raw SSE is one-way: nobody can answer an approval there, so it is
     // denied at once (visible in the events) instead of waiting.

@@ -65,11 +65,19 @@ pub enum Fault {
     SkillsEchoDropsOne,
     IncoherentEquipment,
     RejectsDeclaredInstructions,
+    UndeclaredObservation,
+    RawOnObservation,
+    BlankCapabilityName,
+    UnfinishedCapability,
+    EmptyTodoItem,
+    RepeatedTodoRevision,
+    SubagentFinishedTwice,
+    ImageWithoutData,
 }
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 60] = [
+    pub const ALL: [Fault; 68] = [
         Fault::EmptyDriverType,
         Fault::DriftingDescriptor,
         Fault::PanicInValidate,
@@ -130,6 +138,14 @@ impl Fault {
         Fault::SkillsEchoDropsOne,
         Fault::IncoherentEquipment,
         Fault::RejectsDeclaredInstructions,
+        Fault::UndeclaredObservation,
+        Fault::RawOnObservation,
+        Fault::BlankCapabilityName,
+        Fault::UnfinishedCapability,
+        Fault::EmptyTodoItem,
+        Fault::RepeatedTodoRevision,
+        Fault::SubagentFinishedTwice,
+        Fault::ImageWithoutData,
     ];
 
     /// The clause this fault breaks.
@@ -194,6 +210,14 @@ impl Fault {
             SkillsEchoDropsOne => "CAP-09",
             IncoherentEquipment => "EQP-01",
             RejectsDeclaredInstructions => "EQP-02",
+            UndeclaredObservation => "OBS-01",
+            RawOnObservation => "OBS-02",
+            BlankCapabilityName => "OBS-03",
+            UnfinishedCapability => "OBS-04",
+            EmptyTodoItem => "OBS-05",
+            RepeatedTodoRevision => "OBS-06",
+            SubagentFinishedTwice => "OBS-07",
+            ImageWithoutData => "OBS-08",
         }
     }
 }

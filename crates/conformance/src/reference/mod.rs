@@ -15,6 +15,7 @@
 
 mod codec;
 mod fault;
+mod observe;
 mod probe;
 mod stall;
 
@@ -187,6 +188,9 @@ impl Driver for ReferenceDriver {
         }
         if self.is(Fault::DriftingCapability) && self.tick() % 2 == 1 {
             cap.hitl = false;
+        }
+        if self.is(Fault::UndeclaredObservation) {
+            cap.observation = agent_adaptor_driver::ObservationSupport::NONE;
         }
         Some(cap)
     }
@@ -429,8 +433,9 @@ impl ReferenceDriver {
             StreamPayload::tool_call_args("t1", "\"hi\"}"),
             StreamPayload::tool_call_end("t1", None),
             StreamPayload::tool_call_result("t1", Some(json!("hi"))),
-            StreamPayload::text_start("m1"),
         ];
+        p.extend(observe::payloads(self.fault));
+        p.push(StreamPayload::text_start("m1"));
         p.extend(
             words
                 .iter()

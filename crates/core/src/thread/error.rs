@@ -46,6 +46,10 @@ pub enum ThreadError {
     /// The store failed.
     #[error(transparent)]
     Store(StoreError),
+    /// The thread's event log could not be written: the run was stopped
+    /// (its log holds a prefix of its events).
+    #[error("event log: {0}")]
+    EventLog(StoreError),
 }
 
 impl ThreadError {

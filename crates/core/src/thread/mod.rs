@@ -26,8 +26,14 @@
 //! when the run succeeded with a checkpoint that passed core's validation —
 //! atomically archives the old record and saves the new one. A failed run
 //! never replaces the active record.
+//!
+//! A thread can also keep every event of its runs: [`Thread::record_events`]
+//! appends them to the store's event log (see [`event_log`]), read back
+//! with [`ThreadStore::events`].
 
 pub(crate) mod error;
+pub mod event_log;
+pub(crate) mod recorder;
 pub mod store;
 
 use std::sync::Arc;
@@ -46,6 +52,9 @@ use crate::result::Error;
 use crate::stream::RunStream;
 use crate::{Runner, id};
 pub use error::ThreadError;
+pub use event_log::{
+    EventPage, EventQuery, EventWindow, NewEvent, RecordedEvent, Retention, StoredEventRow,
+};
 pub use store::{
     FinalizeRequest, InterruptedRun, Lease, MemoryStore, RecordStatus, StoreError, ThreadRecord,
     ThreadStore, recovery_prefixes,
@@ -71,6 +80,7 @@ pub struct Thread {
     key: Arc<str>,
     mode: Mode,
     tools: Vec<crate::tools::Tool>,
+    recording: Option<Retention>,
 }
 
 impl Thread {
@@ -80,7 +90,17 @@ impl Thread {
             key,
             mode: Mode::ContinueOrStart,
             tools: Vec::new(),
+            recording: None,
         }
+    }
+
+    /// Record every event of every run of this thread in the store's
+    /// event log (see [`event_log`]), pruning it by `retention` after each
+    /// run. A failed write fails the run with [`ThreadError::EventLog`].
+    #[must_use]
+    pub fn record_events(mut self, retention: Retention) -> Self {
+        self.recording = Some(retention);
+        self
     }
 
     /// Give every run of this thread a host tool (over the agent's, under
@@ -114,6 +134,7 @@ impl Thread {
                 parent: self.key.clone(),
             },
             tools: self.tools.clone(),
+            recording: self.recording,
         }
     }
 
@@ -170,6 +191,7 @@ impl Thread {
             config_fingerprint: config,
             codec,
             equipment: String::new(),
+            recording: self.recording,
         })
     }
 }
@@ -197,6 +219,8 @@ pub(crate) struct ThreadPlan {
     /// The fingerprint of the run's durable equipment (instructions
     /// bundle, MCP servers, skills, profile), set at launch.
     pub(crate) equipment: String,
+    /// Record the run's events, with this retention.
+    recording: Option<Retention>,
 }
 
 /// A thread run in progress: the lease is held.
@@ -208,6 +232,22 @@ pub(crate) struct ActiveThread {
 }
 
 impl ThreadPlan {
+    /// What the run's recorder needs, when the thread records its events.
+    pub(crate) fn recorder_spec(
+        &self,
+        run_id: &Arc<str>,
+        prompt: &str,
+    ) -> Option<recorder::RecorderSpec> {
+        let retention = self.recording?;
+        Some(recorder::RecorderSpec {
+            store: self.store.clone(),
+            key: self.key.clone(),
+            run_id: run_id.clone(),
+            prompt: prompt.to_owned(),
+            retention,
+        })
+    }
+
     /// The compatibility fingerprint: driver, its configuration, the
     /// model, the workspace, the codec and the durable equipment (when the
     /// run has any, so records written without equipment stay compatible).

@@ -12,6 +12,10 @@ use agent_adaptor_driver::{SessionParams, async_trait};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::event_log::{
+    EventPage, EventQuery, NewEvent, Retention, StoredEventRow, check_append, encode_event,
+};
+
 /// Whether a record is the key's current one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -156,6 +160,13 @@ pub enum StoreError {
     /// An argument the store cannot accept (says which and why).
     #[error("thread store: invalid argument: {0}")]
     Invalid(String),
+    /// A stored row does not decode (says which).
+    #[error("thread store: corrupt row: {0}")]
+    Corrupt(String),
+    /// The store does not implement the operation (a third-party store
+    /// written before it existed).
+    #[error("this thread store cannot {0}")]
+    Unsupported(&'static str),
 }
 
 /// Where threads live. Implementations must make `finalize` atomic and
@@ -251,6 +262,37 @@ pub trait ThreadStore: Send + Sync {
         let _ = key;
         Ok(Vec::new())
     }
+
+    /// Append `events` of run `run_id` to `key`'s event log, in one atomic
+    /// step (all or none), each under the key's next cursor; returns the
+    /// cursors, ascending. Cursors grow across runs and are never reused
+    /// (not after pruning, not after [`delete`](Self::delete)). `Invalid`
+    /// for an empty run id. The default says the store cannot.
+    async fn append_events(
+        &self,
+        key: &str,
+        run_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<u64>, StoreError> {
+        let _ = (key, run_id, events);
+        Err(StoreError::Unsupported("keep an event log"))
+    }
+
+    /// A page of `key`'s event log (see [`EventQuery`]); an unknown key
+    /// has an empty log. `Corrupt` when a row does not decode. The default
+    /// says the store cannot.
+    async fn events(&self, key: &str, query: &EventQuery) -> Result<EventPage, StoreError> {
+        let _ = (key, query);
+        Err(StoreError::Unsupported("keep an event log"))
+    }
+
+    /// Drop the oldest events of `key`'s log that `retention` does not
+    /// keep (always a prefix of the log: no holes); returns how many were
+    /// dropped. The default says the store cannot.
+    async fn prune_events(&self, key: &str, retention: &Retention) -> Result<u64, StoreError> {
+        let _ = (key, retention);
+        Err(StoreError::Unsupported("keep an event log"))
+    }
 }
 
 /// A lease as the memory store holds it: with its run's prompt and start.
@@ -265,6 +307,15 @@ struct MemoryInner {
     records: Vec<ThreadRecord>,
     leases: HashMap<String, Held>,
     interrupted: Vec<InterruptedRun>,
+    logs: HashMap<String, EventLog>,
+}
+
+/// A key's event log in memory: its rows (as the durable stores keep
+/// them, JSON text) and its newest cursor ever assigned.
+#[derive(Default)]
+struct EventLog {
+    head: u64,
+    rows: std::collections::VecDeque<StoredEventRow>,
 }
 
 impl MemoryInner {
@@ -460,6 +511,9 @@ impl ThreadStore for MemoryStore {
         }
         inner.leases.remove(&target);
         inner.interrupted.retain(|run| run.key != key);
+        if let Some(log) = inner.logs.get_mut(key) {
+            log.rows.clear();
+        }
         let before = inner.records.len();
         inner.records.retain(|r| r.key != key);
         Ok((before - inner.records.len()) as u64)
@@ -508,5 +562,76 @@ impl ThreadStore for MemoryStore {
             .filter(|run| run.key == key)
             .cloned()
             .collect())
+    }
+
+    async fn append_events(
+        &self,
+        key: &str,
+        run_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<u64>, StoreError> {
+        check_append(run_id)?;
+        let encoded = events
+            .iter()
+            .map(|e| encode_event(&e.event))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut inner = self.lock();
+        let log = inner.logs.entry(key.to_owned()).or_default();
+        let mut cursors = Vec::with_capacity(events.len());
+        for (event, json) in events.iter().zip(encoded) {
+            log.head += 1;
+            cursors.push(log.head);
+            log.rows.push_back(StoredEventRow {
+                cursor: log.head,
+                run_id: run_id.to_owned(),
+                recorded_at: event.recorded_at,
+                prompt: event.prompt.clone(),
+                event_json: json,
+            });
+        }
+        Ok(cursors)
+    }
+
+    async fn events(&self, key: &str, query: &EventQuery) -> Result<EventPage, StoreError> {
+        let (until, rows) = {
+            let inner = self.lock();
+            let Some(log) = inner.logs.get(key) else {
+                return EventPage::assemble(query, None, []);
+            };
+            let last = log.rows.back().map_or(0, |r| r.cursor);
+            let (after, until) = query.bounds(last);
+            let start = log.rows.partition_point(|r| r.cursor <= after);
+            let rows: Vec<StoredEventRow> = log
+                .rows
+                .range(start..)
+                .take_while(|r| until.is_none_or(|u| r.cursor < u))
+                .take(query.fetch_limit())
+                .cloned()
+                .collect();
+            (until, rows)
+        };
+        EventPage::assemble(query, until, rows)
+    }
+
+    async fn prune_events(&self, key: &str, retention: &Retention) -> Result<u64, StoreError> {
+        let mut inner = self.lock();
+        let Some(log) = inner.logs.get_mut(key) else {
+            return Ok(0);
+        };
+        let first_kept = retention.first_kept(log.head).unwrap_or(0);
+        let cutoff = retention.cutoff(Utc::now());
+        // The newest row too old to keep: it and everything before it go
+        // (a prefix, even if clocks made `recorded_at` non-monotonic).
+        let aged = cutoff.and_then(|c| {
+            log.rows
+                .iter()
+                .rev()
+                .find(|r| r.recorded_at < c)
+                .map(|r| r.cursor + 1)
+        });
+        let keep_from = first_kept.max(aged.unwrap_or(0));
+        let drop = log.rows.partition_point(|r| r.cursor < keep_from);
+        log.rows.drain(..drop);
+        Ok(drop as u64)
     }
 }

@@ -168,7 +168,7 @@ impl Driver for AcpDriver {
             reasoning: true,
             tool_call_args: false,
             hitl: true,
-            observation: agent_adaptor_driver::ObservationSupport::NONE,
+            observation: parse::OBSERVATION,
         })
     }
 

@@ -5,7 +5,8 @@
 //! | `agent_message_chunk` (text) | text deltas of one text lifecycle per message |
 //! | `agent_thought_chunk` (text) | reasoning deltas; a thinking transcript item |
 //! | `tool_call` / `tool_call_update` | one tool lifecycle per `toolCallId` (name: the call's `name`, else its `title`; `kind`, `locations` and `status` in the item's metadata and the raw start payload); `completed` → result, `failed` → error result |
-//! | `plan` | a `acp.plan` lifecycle notice carrying the full entry list (the SPI has no todo event) |
+//! | `plan` | a `todo.updated` snapshot of the whole entry list (source `acp.plan`) |
+//! | `agent_message_chunk` (image) | an `image` observation |
 //! | `current_mode_update` | a `acp.mode` lifecycle notice |
 //! | `usage_update` | a `acp.context` lifecycle notice (window use and cost) |
 //! | (the session opened) | a `acp.session` lifecycle notice naming it and the method |
@@ -25,8 +26,8 @@
 use std::collections::HashMap;
 
 use agent_adaptor_driver::{
-    FailureCode, LifecycleId, OperationalEvent, ProviderCoords, RunEvent, RunFailure,
-    StreamPayload, ToolScope, TranscriptItem, Usage,
+    FailureCode, LifecycleId, ObservationSupport, OperationalEvent, ProviderCoords, RunEvent,
+    RunFailure, StreamPayload, ToolScope, TranscriptItem, Usage,
 };
 use agent_client_protocol::v1::schema::{
     ContentBlock, SessionNotification, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,
@@ -35,9 +36,38 @@ use serde_json::{Value, json};
 
 use super::load::{ReplayEnd, text_digest};
 use super::wire::{Frame, FrameKind, error_message};
+use crate::observe::{ObserveError, Observer, TodoFact, str_field};
 use crate::one_shot::{Emitter, Exit, Parsed};
 use crate::pump::{ControlFrame, LineProtocol, Out};
 use crate::terminal_guard::IgnoredTerminals;
+
+/// What every ACP agent can report: its plan (a todo list, replaced whole
+/// by each `plan` update) and the images it shows.
+pub const OBSERVATION: ObservationSupport = ObservationSupport {
+    todos: true,
+    images: true,
+    subagents: false,
+    capabilities: false,
+};
+
+/// The todo facts of a plan's entries (`content`, `status`, `priority`;
+/// no ids: the position is the id).
+fn plan_facts(entries: &Value) -> Vec<TodoFact> {
+    entries
+        .as_array()
+        .map(|es| {
+            es.iter()
+                .map(|e| TodoFact {
+                    id: None,
+                    content: str_field(e, "content").unwrap_or_default(),
+                    status: str_field(e, "status").unwrap_or_default(),
+                    active_form: None,
+                    priority: str_field(e, "priority"),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 /// The failure code of an `initialize` answer with another protocol version.
 pub const UNSUPPORTED_PROTOCOL: &str = "unsupported_protocol_version";
@@ -89,6 +119,8 @@ pub struct AcpParser {
     /// new session's options before its `session/new` answer): judged once
     /// the session id is known. At most [`EARLY_UPDATES`].
     early: Vec<(Value, Vec<u8>)>,
+    /// Plans (todo lists) and images.
+    observer: Observer,
 }
 
 /// The most updates held before the session is opened; later ones are
@@ -112,6 +144,16 @@ impl AcpParser {
             early: Vec::new(),
             usage: None,
             ignored: IgnoredTerminals::new(),
+            observer: Observer::new(OBSERVATION),
+        }
+    }
+
+    /// Emit an observation, or report why the fact made none.
+    fn observed(&mut self, out: &mut Vec<Out>, r: Result<Option<StreamPayload>, ObserveError>) {
+        match r {
+            Ok(Some(p)) => self.em.stream(out, p),
+            Ok(None) => {}
+            Err(e) => out.push(Out::Event(crate::observe::notice(self.driver, &e))),
         }
     }
 
@@ -387,6 +429,16 @@ impl AcpParser {
                 }
                 match c.content {
                     ContentBlock::Text(t) => self.em.text(out, t.text),
+                    ContentBlock::Image(i) => {
+                        let (data, uri) = match i.uri {
+                            Some(u) if i.data.is_empty() => (None, Some(u)),
+                            _ => (Some(i.data), None),
+                        };
+                        let r = self
+                            .observer
+                            .image(None, &i.mime_type, data, uri, "acp.image");
+                        self.observed(out, r);
+                    }
                     other => self.em.unknown(out, "agent_message_content", json!(other)),
                 }
             }
@@ -399,12 +451,8 @@ impl AcpParser {
             SessionUpdate::ToolCallUpdate(update) => self.tool_update(out, update),
             SessionUpdate::Plan(plan) => {
                 let entries = json!(plan.entries);
-                let n = plan.entries.len();
-                out.push(notice(
-                    format!("{}: plan ({n} entries)", self.driver),
-                    "acp.plan",
-                    Some(json!({ "entries": entries })),
-                ));
+                let r = self.observer.todos(None, plan_facts(&entries), "acp.plan");
+                self.observed(out, r);
             }
             SessionUpdate::CurrentModeUpdate(m) => out.push(notice(
                 format!("{}: mode is now {}", self.driver, m.current_mode_id.0),

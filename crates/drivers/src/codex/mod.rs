@@ -53,7 +53,7 @@ mod config;
 mod equip;
 pub mod parse;
 pub mod policy;
-mod probe;
+pub(crate) mod probe;
 pub mod record;
 mod resident;
 mod transport;
@@ -81,6 +81,19 @@ pub use config::{Config, ENV_ALLOWLIST, Transport};
 use equip::Equipment;
 use record::{Parsed, Totals};
 
+/// What both Codex transports report: the agent's todo list (exec's
+/// `todo_list` item, the app-server's `turn/plan/updated`) and its MCP tool
+/// calls as capability invocations. Subagents are not declared: neither
+/// transport attributes a child agent's items to a scope (see
+/// `docs/design.md`, Observations).
+pub const OBSERVATION: agent_adaptor_driver::ObservationSupport =
+    agent_adaptor_driver::ObservationSupport {
+        todos: true,
+        capabilities: true,
+        subagents: false,
+        images: false,
+    };
+
 /// exec's stream capability: a formal event protocol, whole items only.
 pub const EXEC_CAPABILITY: StreamCapability = StreamCapability {
     native: true,
@@ -88,7 +101,7 @@ pub const EXEC_CAPABILITY: StreamCapability = StreamCapability {
     reasoning: true,
     tool_call_args: false,
     hitl: false,
-    observation: agent_adaptor_driver::ObservationSupport::NONE,
+    observation: OBSERVATION,
 };
 
 /// The app-server's stream capability: token-level text and reasoning
@@ -100,7 +113,7 @@ pub const APP_SERVER_CAPABILITY: StreamCapability = StreamCapability {
     reasoning: true,
     tool_call_args: false,
     hitl: true,
-    observation: agent_adaptor_driver::ObservationSupport::NONE,
+    observation: OBSERVATION,
 };
 
 /// `Request::output_schema` is not JSON.

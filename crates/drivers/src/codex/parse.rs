@@ -157,7 +157,15 @@ impl ExecParser {
             | ItemDetails::FileChange(_)
             | ItemDetails::McpToolCall(_)
             | ItemDetails::WebSearch(_) => self.tool_completed(item, out),
+            ItemDetails::TodoList(_) => self.todo_list(&item.details, out),
             ItemDetails::Other => self.unknown_item(raw, out),
+        }
+    }
+
+    /// A `todo_list` item (started, updated or completed): the whole list.
+    fn todo_list(&mut self, details: &ItemDetails, out: &mut Vec<Out>) {
+        if let ItemDetails::TodoList(list) = details {
+            self.rec.todos(out, list.facts(), "codex.todo_list");
         }
     }
 
@@ -240,6 +248,12 @@ impl ExecParser {
                 self.rec.thread(out, &thread_id)
             }
             ExecEvent::TurnStarted => self.rec.step_started(out),
+            ExecEvent::ItemStarted(ItemEvent { item })
+            | ExecEvent::ItemUpdated(ItemEvent { item })
+                if matches!(item.details, ItemDetails::TodoList(_)) =>
+            {
+                self.todo_list(&item.details, out)
+            }
             ExecEvent::ItemStarted(ItemEvent { item }) => match &item.details {
                 ItemDetails::AgentMessage(_) | ItemDetails::Reasoning(_) => {}
                 ItemDetails::Other => self.unknown_item(raw, out),

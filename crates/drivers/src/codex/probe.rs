@@ -9,7 +9,7 @@ use crate::probe_common::{self, CliFacts, ModelKey};
 
 /// Codex: `CODEX_HOME` (default `~/.codex`), the model in `config.toml`'s
 /// top-level `model`, credentials in `auth.json` or the API key variables.
-static FACTS: CliFacts = CliFacts {
+pub(crate) static FACTS: CliFacts = CliFacts {
     driver_type: "codex",
     provider: "openai",
     home_var: "CODEX_HOME",
@@ -24,6 +24,7 @@ static FACTS: CliFacts = CliFacts {
     quota_reason: "Codex's usage windows are known only to the ChatGPT usage endpoint, which a \
                    hermetic probe does not call",
     skill_mode: SkillMode::Ephemeral,
+    data_subdir: Some("sessions"),
 };
 
 crate::probed::impl_probed!(

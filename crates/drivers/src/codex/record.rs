@@ -7,10 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::observe::{CapabilityFact, Observer, TodoFact};
 use agent_adaptor_driver::{
-    Checkpoint, HOST_TOOL_SERVER, LifecycleId, OperationalEvent, ProviderCoords, RunEvent,
-    RunFailure, SeenIds, SessionState, StreamPayload, TerminalPayload, ToolScope, Transcript,
-    TranscriptItem, TranscriptKind, Usage, describe_exit,
+    CapabilityKind, Checkpoint, HOST_TOOL_SERVER, LifecycleId, OperationalEvent, ProviderCoords,
+    RunEvent, RunFailure, SeenIds, SessionState, StreamPayload, TerminalPayload, ToolScope,
+    Transcript, TranscriptItem, TranscriptKind, Usage, describe_exit,
 };
 use serde_json::{Value, json};
 
@@ -168,6 +169,8 @@ pub(crate) struct Recorder {
     usage: Option<Usage>,
     /// Terminal lines the parser did not believe (named in a missing-terminal failure).
     ignored: IgnoredTerminals,
+    /// Todo lists and MCP capability invocations.
+    observer: Observer,
 }
 
 impl Recorder {
@@ -201,6 +204,18 @@ impl Recorder {
             cumulative: None,
             usage: None,
             ignored: IgnoredTerminals::new(),
+            observer: Observer::new(super::OBSERVATION),
+        }
+    }
+
+    /// The agent's todo list as of now (`source`: the protocol element it
+    /// was read from); a list that did not change is left out, one that
+    /// makes no valid list is a notice.
+    pub(crate) fn todos(&mut self, out: &mut Vec<Out>, facts: Vec<TodoFact>, source: &str) {
+        match self.observer.todos(None, facts, source) {
+            Ok(Some(p)) if self.live() => self.emit(out, p),
+            Ok(_) => {}
+            Err(e) => out.push(Out::Event(crate::observe::notice("codex", &e))),
         }
     }
 
@@ -496,10 +511,28 @@ impl Recorder {
         let ToolCall { name, args, scope } = call;
         let (id, announced) = self.open_lifecycle(out, Family::Tool, item_id);
         if announced {
+            let invocation = match &scope {
+                ToolScope::Mcp { server, tool } => Some(CapabilityFact {
+                    kind: CapabilityKind::Mcp,
+                    name: tool.clone(),
+                    server: Some(server.clone()),
+                }),
+                _ => None,
+            };
             self.emit(
                 out,
                 StreamPayload::tool_call_start_in(id.clone(), &name, Some(args.clone()), scope),
             );
+            if let Some(fact) = invocation {
+                match self
+                    .observer
+                    .capability_started(&id, None, fact, "codex.mcp_tool_call")
+                {
+                    Ok(Some(p)) => self.emit(out, p),
+                    Ok(None) => {}
+                    Err(e) => out.push(Out::Event(crate::observe::notice("codex", &e))),
+                }
+            }
         }
         self.item(out, TranscriptItem::tool_call(id, name, Some(args)));
     }
@@ -520,6 +553,10 @@ impl Recorder {
                 out,
                 StreamPayload::tool_call_result(o.id.clone(), Some(tool.result)),
             );
+            let error = tool.is_error.then(|| tool.text.clone());
+            if let Some(p) = self.observer.capability_finished(&o.id, error, None) {
+                self.emit(out, p);
+            }
         }
         self.item(
             out,
@@ -529,6 +566,9 @@ impl Recorder {
 
     /// Close every open lifecycle (before a terminal frame).
     fn close_all(&mut self, out: &mut Vec<Out>) {
+        for p in self.observer.finish() {
+            self.emit(out, p);
+        }
         for o in std::mem::take(&mut self.open) {
             if o.announced {
                 let p = match o.family {

@@ -137,6 +137,8 @@ tagged_enum! {
         "web_search" => WebSearch(WebSearch),
         /// A non-fatal error (a warning).
         "error" => Error(ItemError),
+        /// The agent's todo list (started, updated, completed).
+        "todo_list" => TodoList(TodoList),
         /// Anything else (todo_list, plan, collab_tool_call …).
         _ => Other,
     }
@@ -180,6 +182,38 @@ pub struct FileChange {
     pub changes: Value,
     /// `completed`, `failed`.
     pub status: String,
+}
+
+/// `todo_list`: the agent's whole todo list.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct TodoList {
+    /// The items, in order.
+    pub items: Vec<TodoListItem>,
+}
+
+/// One item of a `todo_list`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct TodoListItem {
+    /// What is to be done.
+    pub text: String,
+    /// Whether it is done.
+    pub completed: bool,
+}
+
+impl TodoList {
+    /// The list as todo facts: done or pending (exec has no in-progress state).
+    pub fn facts(&self) -> Vec<crate::observe::TodoFact> {
+        self.items
+            .iter()
+            .map(|i| crate::observe::TodoFact {
+                content: i.text.clone(),
+                status: if i.completed { "completed" } else { "pending" }.to_owned(),
+                ..Default::default()
+            })
+            .collect()
+    }
 }
 
 /// `mcp_tool_call`: an MCP tool call.

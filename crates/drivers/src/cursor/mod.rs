@@ -22,7 +22,7 @@ pub mod config;
 pub mod equip;
 pub mod parse;
 pub mod policy;
-mod probe;
+pub(crate) mod probe;
 pub mod wire;
 
 use std::sync::Arc;

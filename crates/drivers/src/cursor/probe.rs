@@ -12,7 +12,7 @@ use crate::probe_common::{self, CliFacts, ModelKey};
 /// whose shape is not documented: a string `model` or `model.modelId` is
 /// read, anything else is not detected). Credentials: the API key
 /// variables; an `agent login` keeps them where a file probe does not look.
-static FACTS: CliFacts = CliFacts {
+pub(crate) static FACTS: CliFacts = CliFacts {
     driver_type: "cursor",
     provider: "cursor",
     home_var: "CURSOR_CONFIG_DIR",
@@ -26,6 +26,7 @@ static FACTS: CliFacts = CliFacts {
     login_hint: "run `agent login`, or set CURSOR_API_KEY",
     quota_reason: "Cursor Agent reports no usage quota",
     skill_mode: SkillMode::Ephemeral,
+    data_subdir: None,
 };
 
 crate::probed::impl_probed!(

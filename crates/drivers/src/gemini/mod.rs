@@ -28,7 +28,7 @@ pub mod home;
 pub mod mcp;
 pub mod parse;
 pub mod policy;
-mod probe;
+pub(crate) mod probe;
 pub mod wire;
 
 use std::sync::Arc;

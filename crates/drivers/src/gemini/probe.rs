@@ -12,7 +12,7 @@ use crate::probe_common::{self, CliFacts, ModelKey};
 /// `settings.json` `model.name` (a string `model` in older settings), as
 /// its bundle reads them; credentials are the API key variables or the
 /// OAuth login's `oauth_creds.json`.
-static FACTS: CliFacts = CliFacts {
+pub(crate) static FACTS: CliFacts = CliFacts {
     driver_type: "gemini",
     provider: "google",
     home_var: "GEMINI_CLI_HOME",
@@ -30,6 +30,7 @@ static FACTS: CliFacts = CliFacts {
     login_hint: "run `gemini` once and log in, or set GEMINI_API_KEY",
     quota_reason: "Gemini CLI reports no usage quota a hermetic probe can read",
     skill_mode: SkillMode::Ephemeral,
+    data_subdir: Some("tmp"),
 };
 
 crate::probed::impl_probed!(

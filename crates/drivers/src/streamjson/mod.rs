@@ -49,9 +49,10 @@ pub mod config;
 pub mod control;
 mod equip;
 mod host;
+mod observe;
 pub mod parse;
 pub mod policy;
-mod probe;
+pub(crate) mod probe;
 mod resident;
 mod transport;
 pub mod wire;
@@ -333,7 +334,7 @@ impl Driver for StreamJsonDriver {
             reasoning: true,
             tool_call_args: true,
             hitl: self.config.host_approvals,
-            observation: agent_adaptor_driver::ObservationSupport::NONE,
+            observation: observe::SUPPORT,
         })
     }
 

@@ -21,12 +21,15 @@ use agent_adaptor_driver::{
 use serde_json::{Value, json};
 
 use super::Family;
+use super::observe as sj;
 use super::wire::{
     AssistantLine, Block, ContentBlockDelta, ContentBlockStart, ContentBlockStop, Delta,
     InputJsonDelta, Line, MessageStart, ResultLine, SseEvent, SystemLine, TextBlock, TextDelta,
     ThinkingBlock, ThinkingDelta, ToolResultBlock, ToolUseBlock, UserContent, UserLine,
 };
+use crate::observe::{ObserveError, Observer};
 use crate::terminal_guard::{IgnoredTerminals, session_mismatch};
+use agent_adaptor_driver::StreamKind;
 
 pub use crate::exit::ExitFacts;
 pub use crate::pump::{ControlFrame, Out};
@@ -107,6 +110,8 @@ pub struct Parser {
     ignored: IgnoredTerminals,
     /// The run's MCP servers (the CLI's name, the run's), longest first.
     mcp_servers: Vec<(String, String)>,
+    /// Todos, subagents, capability invocations and images.
+    observer: Observer,
 }
 
 impl Parser {
@@ -158,6 +163,7 @@ impl Parser {
             awaiting_initialize: false,
             ignored: IgnoredTerminals::new(),
             mcp_servers: Vec::new(),
+            observer: Observer::new(super::observe::SUPPORT),
         }
     }
 
@@ -391,6 +397,9 @@ impl Parser {
                     let mut item = TranscriptItem::assistant(text.clone());
                     if let Some(p) = &nested {
                         item.metadata.insert("parent_tool_use_id".into(), p.clone());
+                        if let Some(d) = self.observer.subagent_delta(p, &text) {
+                            self.emit(out, d);
+                        }
                     } else {
                         if self.last_message != msg {
                             self.last_message.clone_from(&msg);
@@ -436,14 +445,132 @@ impl Parser {
                         self.emit(out, start);
                         self.emit(out, StreamPayload::tool_call_end(&call, None));
                     }
+                    self.observe_tool_use(&call, &name, &input, nested.as_deref(), out);
                     let mut item = TranscriptItem::tool_call(call, name, Some(input));
                     if let Some(p) = &nested {
                         item.metadata.insert("parent_tool_use_id".into(), p.clone());
                     }
                     self.item(out, item);
                 }
+                Block::Image(img) => {
+                    let (mime, data, uri) = sj::image_source(&img.source);
+                    let r = self
+                        .observer
+                        .image(Some(&msg), &mime, data, uri, "stream-json.image");
+                    self.observed(out, r);
+                }
                 _ => {}
             }
+        }
+    }
+
+    /// Observations of one `tool_use` block: a todo list, a subagent, a
+    /// capability invocation; and, inside an open subagent, the call
+    /// itself, attributed to that subagent's scope.
+    fn observe_tool_use(
+        &mut self,
+        call: &str,
+        name: &str,
+        input: &Value,
+        nested: Option<&str>,
+        out: &mut Vec<Out>,
+    ) {
+        let scope = nested.map(str::to_owned);
+        if let Some(delegation) = nested.and_then(|p| self.observer.delegation(p))
+            && self.tools.insert(call.to_owned())
+        {
+            let (scope, shown) = super::equip::tool_scope(&self.mcp_servers, name);
+            let start = StreamKind::ToolCallStart {
+                tool_call_id: LifecycleId::from(call),
+                name: shown.to_owned(),
+                args: Some(input.clone()),
+                scope,
+                delegation: Box::new(delegation),
+            };
+            self.emit(out, start.into());
+            self.emit(out, StreamPayload::tool_call_end(call, None));
+        }
+        if name == sj::TODO_TOOL
+            && let Some(facts) = sj::todo_facts(input)
+        {
+            let r = self
+                .observer
+                .todos(scope.clone(), facts, "claude.TodoWrite");
+            self.observed(out, r);
+        }
+        if let Some(fact) = sj::capability_of(name, input) {
+            let r = self
+                .observer
+                .capability_started(call, scope, fact, "claude.tool_use");
+            self.observed(out, r);
+        }
+        if sj::is_subagent_tool(name) {
+            let agent = sj::subagent_name(input);
+            let data = input
+                .get("description")
+                .map(|d| json!({ "description": d }));
+            let r = self
+                .observer
+                .subagent_started(call, &agent, Some(call), data, "claude.Task");
+            self.observed(out, r);
+        }
+    }
+
+    /// Observations of one `tool_result`: the end of the invocation or
+    /// subagent its call started, its images, and — inside an open
+    /// subagent — the result itself, attributed to that scope.
+    fn observe_tool_result(
+        &mut self,
+        call: &str,
+        content: &Value,
+        is_error: bool,
+        nested: Option<&str>,
+        out: &mut Vec<Out>,
+    ) {
+        if let Some(delegation) = nested.and_then(|p| self.observer.delegation(p))
+            && self.tools.contains(call)
+            && self.results.insert(call.to_owned())
+        {
+            let result = StreamKind::ToolCallResult {
+                tool_call_id: LifecycleId::from(call),
+                result: Some(json!({ "content": content, "is_error": is_error })),
+                delegation: Box::new(delegation),
+            };
+            self.emit(out, result.into());
+        }
+        for source in sj::result_images(content) {
+            let (mime, data, uri) = sj::image_source(source);
+            let r = self
+                .observer
+                .image(None, &mime, data, uri, "stream-json.tool_result");
+            self.observed(out, r);
+        }
+        let text = text_of_result(content);
+        let error = is_error.then(|| text.clone());
+        if let Some(end) = self.observer.capability_finished(call, error, None) {
+            self.emit(out, end);
+        }
+        if let Some(end) = self.observer.subagent_finished(call, is_error, text) {
+            self.emit(out, end);
+        }
+    }
+
+    /// Emit an observation, or report why the fact made none.
+    fn observed(&mut self, out: &mut Vec<Out>, r: Result<Option<StreamPayload>, ObserveError>) {
+        match r {
+            Ok(Some(p)) => self.emit(out, p),
+            Ok(None) => {}
+            Err(e) => out.push(Out::Event(crate::observe::notice(
+                self.family.driver_type,
+                &e,
+            ))),
+        }
+    }
+
+    /// Close every observation still open (before the terminal frame).
+    fn close_observations(&mut self, out: &mut Vec<Out>) {
+        for p in self.observer.finish() {
+            self.emit(out, p);
         }
     }
 
@@ -483,6 +610,7 @@ impl Parser {
                     StreamPayload::tool_call_result(&tool_use_id, Some(result)),
                 );
             }
+            self.observe_tool_result(&tool_use_id, &content, is_error, nested.as_deref(), out);
             let mut item = TranscriptItem::tool_result(tool_use_id, text, is_error);
             if let Some(p) = nested {
                 item.metadata.insert("parent_tool_use_id".into(), p);
@@ -604,6 +732,7 @@ impl Parser {
         item.errors.clone_from(&r.errors);
         self.item(out, item);
         self.close_all(out);
+        self.close_observations(out);
         let failure = failure_of(&r, self.api_error.as_deref());
         if let Some(f) = &failure {
             let mut item = TranscriptItem::new(TranscriptKind::Failure, f.message.clone());
@@ -641,6 +770,7 @@ impl Parser {
         }
         self.ensure_started(&mut out);
         self.close_all(&mut out);
+        self.close_observations(&mut out);
         let mut item = TranscriptItem::new(TranscriptKind::Failure, failure.message.clone());
         item.metadata
             .insert("code".into(), failure.code.as_str().to_owned());
@@ -671,6 +801,7 @@ impl Parser {
         if !self.terminated {
             let exit = exit.unwrap_or_default();
             self.close_all(&mut out);
+            self.close_observations(&mut out);
             let mut f = RunFailure::missing_terminal(format!(
                 "{} ended without a result line ({})",
                 self.family.driver_type,

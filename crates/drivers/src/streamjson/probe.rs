@@ -12,7 +12,7 @@ use crate::probed::{Probed, setup_of};
 /// `settings.json` `model` unless `ANTHROPIC_MODEL` is set, credentials in
 /// `.credentials.json` (Linux; the macOS keychain is not visible to a file
 /// probe) or the API key variables.
-static CLAUDE_FACTS: CliFacts = CliFacts {
+pub(crate) static CLAUDE_FACTS: CliFacts = CliFacts {
     driver_type: "claude",
     provider: "anthropic",
     home_var: "CLAUDE_CONFIG_DIR",
@@ -31,13 +31,14 @@ static CLAUDE_FACTS: CliFacts = CliFacts {
     quota_reason: "Claude Code's usage is known only to Anthropic's usage endpoint, which a \
                    hermetic probe does not call",
     skill_mode: SkillMode::Ephemeral,
+    data_subdir: Some("projects"),
 };
 
 /// CodeBuddy Code: `CODEBUDDY_CONFIG_DIR` (default `~/.codebuddy`), the
 /// model in `settings.json` `model` unless `CODEBUDDY_MODEL` is set
 /// (read in its bundle), credentials in `.credentials.json` or the API
 /// key variables.
-static CODEBUDDY_FACTS: CliFacts = CliFacts {
+pub(crate) static CODEBUDDY_FACTS: CliFacts = CliFacts {
     driver_type: "codebuddy",
     provider: "codebuddy",
     home_var: "CODEBUDDY_CONFIG_DIR",
@@ -51,6 +52,7 @@ static CODEBUDDY_FACTS: CliFacts = CliFacts {
     login_hint: "run `codebuddy` once and log in, or set CODEBUDDY_API_KEY",
     quota_reason: "CodeBuddy Code reports no usage quota",
     skill_mode: SkillMode::Ephemeral,
+    data_subdir: Some("projects"),
 };
 
 impl Probed for StreamJsonDriver {

@@ -100,6 +100,8 @@ tagged_enum! {
         "tool_use" => ToolUse(ToolUseBlock),
         /// A tool result.
         "tool_result" => ToolResult(ToolResultBlock),
+        /// An image.
+        "image" => Image(ImageBlock),
         /// Any other block type.
         _ => Other,
     }
@@ -131,6 +133,15 @@ pub struct ToolUseBlock {
     pub name: String,
     /// Its input.
     pub input: Value,
+}
+
+/// An `image` block: its `source` is `{type:"base64", media_type, data}`
+/// or `{type:"url", url}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ImageBlock {
+    /// Where the image is.
+    pub source: Value,
 }
 
 /// A `tool_result` block.

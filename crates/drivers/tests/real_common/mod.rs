@@ -11,10 +11,14 @@
 
 mod equip;
 mod host_tools;
+#[allow(dead_code)] // Claude Code only: CodeBuddy has no TodoWrite
+mod observe;
 mod scenarios;
 
 pub use equip::*;
 pub use host_tools::*;
+#[allow(unused_imports)]
+pub use observe::*;
 pub use scenarios::*;
 
 use std::path::PathBuf;

@@ -20,6 +20,11 @@
 //!     takes KEY's lease as a run (`acquire_run_lease`, owner OWNER, TTL
 //!     one hour) and prints `HELD`; end of input exits 0. For faults
 //!     injected between turns, and for a holder killed mid-run.
+//! store_worker record (--sqlite PATH | --pg URL) --key KEY [--words 2000]
+//!     run a recorded thread (`record_events`, keep all) on KEY over a
+//!     scripted driver answering WORDS deltas, one run after another,
+//!     forever, printing `RUN <n>` before run n; meant to be killed with
+//!     SIGKILL mid-run (the event log must then hold a prefix).
 //! ```
 //!
 //! Records carry `values["turn"]` (the key's turn count), `values["owner"]`
@@ -80,7 +85,8 @@ fn main() -> ExitCode {
             Some("crash") => crash(&args, store).await,
             Some("race") => race(&args, store).await,
             Some("turns") => turns(&args, store).await,
-            _ => Err("usage: store_worker (crash|race|turns) …".to_owned()),
+            Some("record") => record(&args, store).await,
+            _ => Err("usage: store_worker (crash|race|turns|record) …".to_owned()),
         }
     });
     match outcome {
@@ -316,4 +322,30 @@ async fn take_turn(
             Err(e) => return Err(format!("finalize: {e}")),
         }
     }
+}
+
+/// `record` mode: recorded thread runs, forever (see the module docs).
+async fn record(args: &Args, store: Arc<dyn ThreadStore>) -> Result<(), String> {
+    use agent_adaptor_core::Runner;
+    use agent_adaptor_core::scripted::ScriptedDriver;
+    use agent_adaptor_core::thread::Retention;
+    let key = args.required("--key")?;
+    let words: String = (0..args.number("--words", 2000)?)
+        .map(|i| format!("w{i} "))
+        .collect();
+    let agent = agent_adaptor_core::Agent::builder(ScriptedDriver::resumable_reply(&words, "s"))
+        .thread_store(store)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let thread = agent.thread(key).record_events(Retention::keep_all());
+    let mut out = std::io::stdout();
+    for n in 0u64.. {
+        writeln!(out, "RUN {n}").map_err(|e| e.to_string())?;
+        out.flush().map_err(|e| e.to_string())?;
+        thread
+            .run(&format!("prompt {n}"))
+            .await
+            .map_err(|e| format!("run {n}: {e}"))?;
+    }
+    Ok(())
 }

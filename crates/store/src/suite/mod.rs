@@ -44,10 +44,13 @@
 //! (`Agent::builder(…).thread_store(store)`: two turns resume, concurrent
 //! runs on one key, resume-only on a missing key, fork, failed runs);
 //! lease recovery after a holder's process died (`recover_instance`,
-//! interrupted runs) and a finalize that fails half way.
+//! interrupted runs) and a finalize that fails half way; the event log
+//! (cursors across runs, `since`/range/tail paging, retention by count and
+//! age, concurrent appenders, cursors never reused after `delete`).
 
 mod agent;
 mod cases;
+mod event_log;
 mod recovery;
 
 use std::sync::Arc;
@@ -65,6 +68,10 @@ pub use cases::{
     fork_onto_occupied_key_already_exists, lease_busy_renew_release, lease_expiry_takeover,
     lease_same_owner_reacquires, list_and_delete, resolve_with_and_without_archived, sample_record,
     turn_of,
+};
+pub use event_log::{
+    event_log_concurrent_appenders, event_log_cursors_and_since, event_log_many_runs,
+    event_log_retention, event_log_windows_and_paging, read_all, sample_event, sample_run,
 };
 pub use recovery::{
     failed_finalize_leaves_nothing_locked, recover_instance_frees_dead_incarnations,
@@ -99,6 +106,10 @@ macro_rules! __thread_store_cases {
             recovered_prompt_is_the_current_holders,
             recover_instance_rejects_separators,
             failed_finalize_leaves_nothing_locked,
+            event_log_cursors_and_since,
+            event_log_windows_and_paging,
+            event_log_retention,
+            event_log_concurrent_appenders,
             agent_two_turns_resume,
             agent_concurrent_runs_one_is_busy,
             agent_resume_only_missing_is_not_found,

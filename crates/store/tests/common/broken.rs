@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
+use agent_adaptor_core::thread::{EventPage, EventQuery, NewEvent, Retention};
 use agent_adaptor_store::suite::{self, Failure};
 use agent_adaptor_store::{
     FinalizeRequest, InterruptedRun, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
@@ -27,6 +28,9 @@ pub enum Fault {
     /// A lease held by another owner does not make `acquire_lease` busy:
     /// the newcomer gets a lease of its own (two leases coexist).
     LeasesCoexist,
+    /// `append_events` of several events writes only the first half but
+    /// answers the cursors of all (a torn batch).
+    TornAppend,
 }
 
 /// The wrapper.
@@ -148,6 +152,32 @@ impl ThreadStore for Broken {
     async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
         self.inner.interrupted_runs(key).await
     }
+
+    async fn append_events(
+        &self,
+        key: &str,
+        run_id: &str,
+        events: &[NewEvent],
+    ) -> Result<Vec<u64>, StoreError> {
+        if self.fault == Fault::TornAppend && events.len() > 1 {
+            // Writes the first half, answers as if all were written.
+            let half = self
+                .inner
+                .append_events(key, run_id, &events[..events.len() / 2])
+                .await?;
+            let first = half.first().copied().unwrap_or(1);
+            return Ok((first..first + events.len() as u64).collect());
+        }
+        self.inner.append_events(key, run_id, events).await
+    }
+
+    async fn events(&self, key: &str, query: &EventQuery) -> Result<EventPage, StoreError> {
+        self.inner.events(key, query).await
+    }
+
+    async fn prune_events(&self, key: &str, retention: &Retention) -> Result<u64, StoreError> {
+        self.inner.prune_events(key, retention).await
+    }
 }
 
 /// Run the whole suite on `inner` broken by `fault`: with [`Fault::None`]
@@ -219,6 +249,20 @@ macro_rules! suite_checker_tests {
                     "lease_busy_renew_release",
                     "concurrent_acquires_exactly_one_wins",
                     "agent_concurrent_runs_one_is_busy",
+                ],
+            )
+            .await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn the_suite_fails_a_store_that_tears_an_append() {
+            suite_judges(
+                $factory().await,
+                Fault::TornAppend,
+                &[
+                    "event_log_cursors_and_since",
+                    "event_log_windows_and_paging",
+                    "event_log_concurrent_appenders",
                 ],
             )
             .await;

@@ -37,6 +37,7 @@
 //! protocol-violation notice ([`crate::terminal_guard`]) and the run goes on
 //! (without its own, it fails as a missing terminal that names it).
 
+use crate::observe::{TodoFact, str_field};
 use std::collections::HashMap;
 
 use agent_adaptor_driver::{
@@ -327,6 +328,20 @@ impl AppServerParser {
                     self.rec.custom(out, format!("codex.{method}"), raw);
                 }
             }
+            "turn/plan/updated" => match params.get("plan").and_then(Value::as_array) {
+                Some(steps) => {
+                    let facts = steps
+                        .iter()
+                        .map(|st| TodoFact {
+                            content: str_field(st, "step").unwrap_or_default(),
+                            status: str_field(st, "status").unwrap_or_default(),
+                            ..TodoFact::default()
+                        })
+                        .collect();
+                    self.rec.todos(out, facts, "codex.turn/plan/updated");
+                }
+                None => self.malformed(method, raw, out),
+            },
             m if QUIET.contains(&m) => {}
             _ => self.rec.custom(out, format!("codex.{method}"), raw),
         }
