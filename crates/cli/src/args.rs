@@ -251,6 +251,11 @@ pub struct RunArgs {
     /// The agent's working directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Run in a git worktree of the `--cwd` repository, on a new branch from
+    /// HEAD: `agent/<thread>` for a thread (kept across its turns, removed
+    /// by `threads delete`), else `agent/<run id>` (kept after the run).
+    #[arg(long)]
+    pub worktree: bool,
     /// Request structured output matching this JSON Schema file.
     #[arg(long, value_name = "FILE")]
     pub schema: Option<PathBuf>,
@@ -396,6 +401,10 @@ pub struct ThreadsArgs {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// The repository whose thread worktrees `show` and `delete` look at
+    /// (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub command: ThreadsCommand,

@@ -13,7 +13,10 @@
 //! line is `{"type": "result", "ok": bool, "run_id", "text", "usage",
 //! "failure": null | {"reason", "message", ["stderr_tail"]}, "raw": {"stdout_bytes",
 //! "stderr_bytes", "terminal"}, "provider", "model", "exit_code",
-//! "structured_output"}`.
+//! "structured_output", "workspace": null | {"strategy", "path", "branch",
+//! "base_commit", "changes": {"files": [{"path", "kind", "insertions",
+//! "deletions"}], "insertions", "deletions"}}, "services": [{"name",
+//! "status", "endpoint", "health"}]}`.
 //!
 //! Observation lines (their field names are stable; optional fields are
 //! left out when empty):
@@ -141,6 +144,8 @@ fn result_fields(r: &RunResult, out: &mut Map<String, Value>) {
     if let Some(cp) = r.checkpoint().and_then(|c| c.state.as_ref()) {
         out.insert("session".into(), json!(cp.display_id));
     }
+    out.insert("workspace".into(), json!(r.workspace()));
+    out.insert("services".into(), json!(r.services()));
 }
 
 /// `failure.reason` of a run refused for its arguments (empty prompt,

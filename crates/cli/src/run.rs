@@ -9,6 +9,7 @@ use agent_adaptor_core::{
     Agent, Error, Event, FailureReason, RunOptions, RunResult, RunStream, Runner, approve_all,
     deny_all,
 };
+use agent_adaptor_workspace::{GitWorktreeSpec, WorkspaceResources, WorkspaceSpec};
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
@@ -163,6 +164,38 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
             .thread_store(store.store.clone())
             .lease_owner(host.instance(), host.epoch());
         _host = Some(host);
+    }
+    if args.worktree {
+        let base = match &args.cwd {
+            Some(d) => std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()),
+            None => std::env::current_dir().map_err(|e| {
+                Stop::NotStarted(json_out::INVALID_ARGUMENTS, CliError::usage(e.to_string()))
+            })?,
+        };
+        // Worktrees a killed run left behind: reclaimed when they hold no
+        // work, reported otherwise.
+        if let Ok(report) = agent_adaptor_workspace::sweep(&base, true).await
+            && !report.orphans.is_empty()
+            && !args.json
+        {
+            renderer.dim_note(&format!(
+                "▸ {} orphaned worktree(s) found: {}",
+                report.orphans.len(),
+                report
+                    .orphans
+                    .iter()
+                    .map(|o| format!("{} ({})", o.lease.path.display(), orphan_state(&o.state)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let template = if args.thread.is_some() {
+            "agent/{thread}"
+        } else {
+            "agent/{run_id}"
+        };
+        let spec = WorkspaceSpec::GitWorktree(GitWorktreeSpec::new("HEAD", template));
+        builder = builder.resources(Arc::new(WorkspaceResources::new(spec).base_dir(base)));
     }
     let agent = builder.build().map_err(|e| {
         Stop::NotStarted(json_out::INVALID_CONFIG, CliError::failure(e.to_string()))
@@ -341,6 +374,16 @@ fn print_ready(
 }
 
 /// Print the end of the run and turn its outcome into the exit status.
+fn orphan_state(state: &agent_adaptor_workspace::OrphanState) -> &'static str {
+    use agent_adaptor_workspace::OrphanState as S;
+    match state {
+        S::Reclaimed => "reclaimed",
+        S::Missing => "missing, forgotten",
+        S::KeptWork { .. } => "kept: it holds work",
+        S::Reported => "reported",
+    }
+}
+
 fn report(
     outcome: Outcome,
     renderer: &mut Renderer,

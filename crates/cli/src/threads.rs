@@ -1,6 +1,7 @@
 //! `agent-adaptor threads list|show|fork|delete`: the thread store, read and
 //! edited without running anything.
 
+use agent_adaptor_workspace::{ReleaseMode, WorkspaceLease, WorkspaceManager};
 use std::time::Duration;
 
 use agent_adaptor_core::thread::{
@@ -61,7 +62,12 @@ pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
             };
             crate::thread_events::show_events(&opened, &key, query, args.json).await?
         }
-        ThreadsCommand::Show { key, .. } => show(&opened, &key, args.json).await?,
+        ThreadsCommand::Show { key, .. } => {
+            let worktree = thread_worktree(args.cwd.as_deref(), &key)
+                .await
+                .map(|(_, lease)| lease);
+            show(&opened, &key, args.json, worktree.as_ref()).await?;
+        }
         ThreadsCommand::Fork { key, new } => {
             let record = store
                 .resolve(&key, false)
@@ -85,6 +91,14 @@ pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
             }
         }
         ThreadsCommand::Delete { key } => {
+            // The thread's worktree goes first, and only when that loses no
+            // work; a refusal keeps the thread too.
+            if let Some((manager, lease)) = thread_worktree(args.cwd.as_deref(), &key).await {
+                manager
+                    .release(&lease, ReleaseMode::Remove)
+                    .await
+                    .map_err(|e| CliError::failure(format!("thread {key:?} not deleted: {e}")))?;
+            }
             let n = store
                 .delete(&key)
                 .await
@@ -112,7 +126,12 @@ pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
 /// its conversation when the store keeps it, and the runs whose process
 /// died while they held the thread. A thread whose only run was
 /// interrupted has no record, only those runs.
-async fn show(opened: &OpenedStore, key: &str, json_out: bool) -> Result<(), CliError> {
+async fn show(
+    opened: &OpenedStore,
+    key: &str,
+    json_out: bool,
+    worktree: Option<&WorkspaceLease>,
+) -> Result<(), CliError> {
     let failed = |e: StoreError| CliError::failure(format!("cannot read the thread: {e}"));
     let record = opened.store.resolve(key, true).await.map_err(failed)?;
     let interrupted = opened.store.interrupted_runs(key).await.map_err(failed)?;
@@ -131,10 +150,18 @@ async fn show(opened: &OpenedStore, key: &str, json_out: bool) -> Result<(), Cli
         v["record"] = json!(record);
         v["messages"] = json!(messages);
         v["interrupted"] = json!(interrupted);
+        v["worktree"] = json!(
+            worktree
+                .map(|l| json!({"path": l.path, "branch": l.branch, "base_commit": l.base_commit}))
+        );
         println!("{v}");
         return Ok(());
     }
     println!("key:      {key}");
+    if let Some(l) = worktree {
+        println!("worktree: {}", l.path.display());
+        println!("branch:   {}", l.branch.as_deref().unwrap_or(""));
+    }
     if let Some(record) = &record {
         println!(
             "status:   {}",
@@ -226,4 +253,19 @@ async fn copy(
         .await;
     let _ = store.release_lease(&lease).await;
     outcome
+}
+
+/// The git worktree thread `key` holds in the repository of `cwd` (default:
+/// the current directory); `None` outside a repository or without one.
+async fn thread_worktree(
+    cwd: Option<&std::path::Path>,
+    key: &str,
+) -> Option<(WorkspaceManager, WorkspaceLease)> {
+    let dir = match cwd {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().ok()?,
+    };
+    let manager = WorkspaceManager::new();
+    let lease = manager.thread_lease(&dir, key).await.ok()??;
+    Some((manager, lease))
 }

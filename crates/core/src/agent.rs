@@ -61,6 +61,7 @@ struct AgentInner {
     identity: AgentIdentity,
     thread_store: Option<Arc<dyn ThreadStore>>,
     lease_owner: Option<Arc<str>>,
+    resources: Option<Arc<dyn crate::resources::RunResources>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -98,6 +99,7 @@ impl Agent {
                 identity: s.identity,
                 thread_store: s.thread_store,
                 lease_owner: s.lease_owner,
+                resources: s.resources,
             }),
         }
     }
@@ -262,6 +264,7 @@ impl Agent {
             thread,
             structured,
             skills: equipped.skills,
+            resources: self.inner.resources.clone(),
         })
     }
 }
@@ -273,6 +276,7 @@ struct Settings {
     identity: AgentIdentity,
     thread_store: Option<Arc<dyn ThreadStore>>,
     lease_owner: Option<Arc<str>>,
+    resources: Option<Arc<dyn crate::resources::RunResources>>,
 }
 
 /// Builds an [`Agent`]: construction-only settings plus the shared options
@@ -291,6 +295,7 @@ impl AgentBuilder {
             identity: AgentIdentity::default(),
             thread_store: None,
             lease_owner: None,
+            resources: None,
         }
     }
 
@@ -344,6 +349,16 @@ impl AgentBuilder {
     /// `@` or `/` (`build` refuses them).
     pub fn lease_owner(mut self, instance: &str, epoch: &str) -> Self {
         self.settings.lease_owner = Some(Arc::from(format!("{instance}@{epoch}")));
+        self
+    }
+
+    /// A manager of run resources (a git worktree per thread or run,
+    /// runtime services): each run's workspace and services are made ready
+    /// before the driver is called, released after, and reported in
+    /// [`RunResult::workspace`](crate::RunResult::workspace) and
+    /// [`RunResult::services`](crate::RunResult::services).
+    pub fn resources(mut self, resources: Arc<dyn crate::resources::RunResources>) -> Self {
+        self.settings.resources = Some(resources);
         self
     }
 

@@ -52,6 +52,7 @@ pub mod event;
 mod id;
 pub mod options;
 pub mod policy;
+pub mod resources;
 pub mod result;
 mod run;
 pub mod scripted;
@@ -77,6 +78,10 @@ pub use event::{
 };
 pub use options::{DEFAULT_APPROVAL_TIMEOUT, RunOptions};
 pub use policy::{ApprovalPolicy, DecidedBy, DecisionRecord, Policy};
+pub use resources::{
+    ChangeKind, ChangeSummary, FileChange, Prepared, ResourceError, ResourceRun, RunResources,
+    WorkspaceReport,
+};
 pub use result::{DecodeError, Error, FailureReason, RunCause, RunError, RunResult};
 pub use stream::{RunHandle, RunStream};
 pub use structured::{InvalidOutputSchemaError, RunAs, StructuredOutputUnsupportedError, run_as};

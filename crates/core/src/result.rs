@@ -132,6 +132,7 @@ pub struct RunResult {
     pub(crate) raw: RawStreams,
     pub(crate) transcript: Arc<Transcript>,
     pub(crate) services: Arc<[RuntimeServiceReport]>,
+    pub(crate) workspace: Option<Arc<crate::resources::WorkspaceReport>>,
     pub(crate) structured: Option<StructuredOutput>,
     pub(crate) checkpoint: Option<Checkpoint>,
     pub(crate) exit_code: Option<i32>,
@@ -154,6 +155,12 @@ impl RunResult {
     /// Runtime services the driver observed.
     pub fn services(&self) -> &[RuntimeServiceReport] {
         &self.services
+    }
+
+    /// The workspace the run worked in and what it changed there, when the
+    /// agent has [`RunResources`](crate::RunResources) that resolved one.
+    pub fn workspace(&self) -> Option<&crate::resources::WorkspaceReport> {
+        self.workspace.as_deref()
     }
 
     /// The structured output, when a schema was requested.
@@ -248,6 +255,9 @@ pub enum RunCause {
     /// The thread could not be persisted (lease lost, no checkpoint …).
     #[error(transparent)]
     Thread(crate::thread::error::ThreadError),
+    /// Releasing the run's resources (workspace, services) failed.
+    #[error("run resources: {0}")]
+    Resources(crate::resources::ResourceError),
     /// A human rejected a decision and the run policy said abort
     /// (`on_reject`).
     #[error("{} denied: {}", .0.kind.as_str(), .0.title)]
@@ -365,6 +375,10 @@ pub enum Error {
         /// What was asked for (`instructions`).
         capability: &'static str,
     },
+    /// The run's resources (workspace, services) could not be made ready;
+    /// the driver was never called. The cause is the manager's typed error.
+    #[error("run resources: {0}")]
+    Resources(crate::resources::ResourceError),
     /// An MCP server of the run is unusable (refused before anything
     /// started).
     #[error(transparent)]

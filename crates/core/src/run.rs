@@ -36,6 +36,8 @@ pub(crate) struct Launch {
     pub(crate) cancel_grace: Duration,
     pub(crate) thread_key: Option<Arc<str>>,
     pub(crate) thread: Option<ThreadPlan>,
+    /// The agent's resource manager (workspace, services), if any.
+    pub(crate) resources: Option<Arc<dyn crate::resources::RunResources>>,
     /// The compiled schema and mechanism of a structured-output run.
     pub(crate) structured: Option<crate::structured::Prepared>,
     /// The run's skill handles, alive until the run ends.
@@ -137,6 +139,41 @@ async fn execute(
         },
     };
 
+    // Resources (workspace, services) are made ready after the thread lease
+    // and before the driver; failing that, the driver is never called.
+    let resources = match launch.resources.take() {
+        None => None,
+        Some(manager) => {
+            let run = crate::resources::ResourceRun {
+                run_id: launch.request.run_id.to_string(),
+                thread_key: launch.thread_key.as_deref().map(str::to_owned),
+                base_dir: launch.request.workspace.clone(),
+            };
+            match manager.prepare(&run).await {
+                Ok(prepared) => {
+                    if let Some(ws) = &prepared.workspace {
+                        launch.request.workspace = Some(ws.path.clone());
+                    }
+                    Some((manager, run, prepared))
+                }
+                Err(e) => {
+                    if let Some(r) = &mut recorder {
+                        r.go(false);
+                    }
+                    if let Some(t) = thread {
+                        let _ = t.finish(None, false).await;
+                    }
+                    let mut st = sink.state.lock().await;
+                    let outcome = Err(Error::Resources(e));
+                    let finished = finished_event(st.publisher.meta(), &outcome, &st);
+                    outcome_tx.send_replace(Some(Arc::new(outcome)));
+                    st.publisher.finish(finished);
+                    return;
+                }
+            }
+        }
+    };
+
     if let Some(r) = &mut recorder {
         r.go(true);
     }
@@ -181,6 +218,9 @@ async fn execute(
     let mut outcome = conclude(&*launch.driver, &mut st, driven, stop, launch.timeout).await;
     if let Some(prepared) = &launch.structured {
         outcome = crate::structured::finish(prepared, outcome);
+    }
+    if let Some((manager, run, prepared)) = resources {
+        outcome = release_resources(&*manager, &run, &prepared, outcome).await;
     }
     // Everything recorded so far is written before the record is saved:
     // a run whose log failed saves nothing.
@@ -235,6 +275,52 @@ fn event_log_failure(
         result,
         None,
     )
+}
+
+/// Release the run's resources and attach what they report to the result
+/// (a failed run's partial result too); a release failure fails the run.
+async fn release_resources(
+    manager: &dyn crate::resources::RunResources,
+    run: &crate::resources::ResourceRun,
+    prepared: &crate::resources::Prepared,
+    outcome: Result<RunResult, Error>,
+) -> Result<RunResult, Error> {
+    let released = manager.finish(run, prepared, outcome.is_ok()).await;
+    let attach = |r: &mut RunResult, ws: Option<crate::resources::WorkspaceReport>| {
+        if !prepared.services.is_empty() {
+            let services: Vec<_> = prepared
+                .services
+                .iter()
+                .chain(r.services.iter())
+                .cloned()
+                .collect();
+            r.services = services.into();
+        }
+        r.workspace = ws.or_else(|| prepared.workspace.clone()).map(Arc::new);
+    };
+    match (outcome, released) {
+        (Ok(mut r), Ok(ws)) => {
+            attach(&mut r, ws);
+            Ok(r)
+        }
+        (Ok(mut r), Err(e)) => {
+            attach(&mut r, None);
+            fail(
+                FailureReason::Infrastructure,
+                format!("releasing the run's resources failed: {e}"),
+                Some(RunCause::Resources(e)),
+                Some(r),
+                None,
+            )
+        }
+        (Err(Error::Run(mut run_err)), released) => {
+            if let Some(r) = run_err.result.as_deref_mut() {
+                attach(r, released.ok().flatten());
+            }
+            Err(Error::Run(run_err))
+        }
+        (Err(e), _) => Err(e),
+    }
 }
 
 /// `keep_alive` never returns: it renews, or stops the run and waits.
@@ -637,6 +723,7 @@ fn build_result(
         raw: resp.raw,
         transcript: Arc::new(resp.transcript),
         services: resp.runtime_services.into(),
+        workspace: None,
         structured: resp.structured_output,
         checkpoint,
         exit_code: resp.exit_code,

@@ -1,0 +1,191 @@
+//! [`WorkspaceResources`]: the [`RunResources`] core calls around each run —
+//! the workspace spec resolved to a lease before the driver, the services
+//! ensured, and after the run the change summary reported and the lease
+//! released (a thread's worktree stays for its next turn).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agent_adaptor_core::{Prepared, ResourceError, ResourceRun, RunResources, WorkspaceReport};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+use crate::changes::summarize;
+use crate::lease::{Strategy, WorkspaceLease};
+use crate::manager::{ReleaseMode, WorkspaceManager};
+use crate::services::{ServiceManager, ServiceSpec};
+use crate::spec::{WorkspaceRequest, WorkspaceSpec};
+
+/// Workspaces and services for an agent's runs.
+#[derive(Clone)]
+pub struct WorkspaceResources {
+    manager: WorkspaceManager,
+    spec: WorkspaceSpec,
+    base_dir: Option<PathBuf>,
+    run_release: ReleaseMode,
+    with_diff: bool,
+    services: ServiceManager,
+    service_specs: Vec<ServiceSpec>,
+    leases: Arc<Mutex<HashMap<String, WorkspaceLease>>>,
+}
+
+impl std::fmt::Debug for WorkspaceResources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkspaceResources")
+            .field("spec", &self.spec)
+            .field("services", &self.service_specs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkspaceResources {
+    /// Runs work in what `spec` resolves to (relative to the run's
+    /// workspace option, or the process's current directory). A run's own
+    /// worktree is kept after the run (its branch holds the work); a
+    /// thread's stays for its next turn.
+    pub fn new(spec: WorkspaceSpec) -> Self {
+        WorkspaceResources {
+            manager: WorkspaceManager::new(),
+            spec,
+            base_dir: None,
+            run_release: ReleaseMode::Keep,
+            with_diff: false,
+            services: ServiceManager::new(),
+            service_specs: Vec::new(),
+            leases: Arc::default(),
+        }
+    }
+
+    /// The base directory when the run names none.
+    pub fn base_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.base_dir = Some(dir.into());
+        self
+    }
+
+    /// What to do with a (non-thread) run's workspace afterwards.
+    pub fn run_release(mut self, mode: ReleaseMode) -> Self {
+        self.run_release = mode;
+        self
+    }
+
+    /// Put the unified diff into the change summary.
+    pub fn with_diff(mut self, yes: bool) -> Self {
+        self.with_diff = yes;
+        self
+    }
+
+    /// Ensure `spec` before every run (reused by labels), with `services`.
+    pub fn service(mut self, services: &ServiceManager, spec: ServiceSpec) -> Self {
+        self.services = services.clone();
+        self.service_specs.push(spec);
+        self
+    }
+
+    async fn prepare_run(&self, run: &ResourceRun) -> Result<Prepared, ResourceError> {
+        let base_dir = match run.base_dir.clone().or_else(|| self.base_dir.clone()) {
+            Some(d) => d,
+            None => std::env::current_dir().map_err(|e| Arc::new(e) as ResourceError)?,
+        };
+        let lease = self
+            .manager
+            .resolve(&WorkspaceRequest {
+                base_dir,
+                spec: self.spec.clone(),
+                run_id: run.run_id.clone(),
+                thread: run.thread_key.clone(),
+            })
+            .await
+            .map_err(|e| Arc::new(e) as ResourceError)?;
+        let services = match self.services.ensure(&run.run_id, &self.service_specs).await {
+            Ok(refs) => refs.iter().map(|r| r.report()).collect(),
+            Err(e) => {
+                let _ = self.release(&lease, run).await;
+                return Err(Arc::new(e));
+            }
+        };
+        let report = report_of(&lease);
+        lock(&self.leases).insert(run.run_id.clone(), lease);
+        Ok(Prepared {
+            workspace: Some(report),
+            services,
+        })
+    }
+
+    async fn release(
+        &self,
+        lease: &WorkspaceLease,
+        run: &ResourceRun,
+    ) -> Result<(), ResourceError> {
+        self.services.release_by_run(&run.run_id).await;
+        if run.thread_key.is_some() {
+            return Ok(());
+        }
+        self.manager
+            .release(lease, self.run_release)
+            .await
+            .map_err(|e| Arc::new(e) as ResourceError)
+    }
+
+    async fn finish_run(
+        &self,
+        run: &ResourceRun,
+    ) -> Result<Option<WorkspaceReport>, ResourceError> {
+        let Some(lease) = lock(&self.leases).remove(&run.run_id) else {
+            self.services.release_by_run(&run.run_id).await;
+            return Ok(None);
+        };
+        let mut report = report_of(&lease);
+        if lease.strategy == Strategy::GitWorktree {
+            report.changes = Some(
+                summarize(&lease, self.with_diff)
+                    .await
+                    .map_err(|e| Arc::new(e) as ResourceError)?,
+            );
+        }
+        self.release(&lease, run).await?;
+        Ok(Some(report))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+/// The lease as the run result reports it.
+pub fn report_of(lease: &WorkspaceLease) -> WorkspaceReport {
+    let strategy = match lease.strategy {
+        Strategy::Shared => "shared",
+        Strategy::GitWorktree => "git_worktree",
+        Strategy::Temp => "temp",
+        Strategy::DriverManaged => "driver_managed",
+    };
+    WorkspaceReport {
+        strategy: strategy.into(),
+        path: lease.path.clone(),
+        branch: lease.branch.clone(),
+        base_commit: lease.base_commit.clone(),
+        changes: None,
+    }
+}
+
+impl RunResources for WorkspaceResources {
+    fn prepare<'a>(
+        &'a self,
+        run: &'a ResourceRun,
+    ) -> BoxFuture<'a, Result<Prepared, ResourceError>> {
+        self.prepare_run(run).boxed()
+    }
+
+    fn finish<'a>(
+        &'a self,
+        run: &'a ResourceRun,
+        _prepared: &'a Prepared,
+        _succeeded: bool,
+    ) -> BoxFuture<'a, Result<Option<WorkspaceReport>, ResourceError>> {
+        self.finish_run(run).boxed()
+    }
+}

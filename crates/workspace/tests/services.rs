@@ -1,0 +1,128 @@
+//! Runtime services: readiness before launch, reuse by labels, release.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by design
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use agent_adaptor_workspace::{Lifecycle, Readiness, ServiceError, ServiceManager, ServiceSpec};
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_agent-adaptor-workspace-fixture");
+
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn never_ready_fails_with_stderr_tail_and_no_secret() {
+    let m = ServiceManager::new();
+    let spec = ServiceSpec::new("db", FIXTURE, Readiness::Tcp(free_addr()))
+        .args(["stall"])
+        .secret_env("SERVICE_TOKEN", "s3cr3t-value")
+        .ready_timeout(Duration::from_millis(800));
+    let err = m.ensure("run-1", &[spec]).await.unwrap_err();
+    match &err {
+        ServiceError::NotReady {
+            name, stderr_tail, ..
+        } => {
+            assert_eq!(name, "db");
+            assert!(stderr_tail.contains("boom: cannot bind"), "{stderr_tail:?}");
+            assert!(!stderr_tail.contains("s3cr3t-value"));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(!err.to_string().contains("s3cr3t-value"));
+    assert_eq!(m.running().await, 0);
+}
+
+#[tokio::test]
+async fn exit_before_ready_fails_fast() {
+    let m = ServiceManager::new();
+    let spec = ServiceSpec::new("bad", FIXTURE, Readiness::Tcp(free_addr()))
+        .args(["no-such-mode"])
+        .ready_timeout(Duration::from_secs(60));
+    let err = m.ensure("run-1", &[spec]).await.unwrap_err();
+    match err {
+        ServiceError::NotReady {
+            why, stderr_tail, ..
+        } => {
+            assert!(why.contains("exited with code"), "{why}");
+            assert!(stderr_tail.contains("usage:"), "{stderr_tail:?}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn unsupported_readiness_is_refused_before_spawn() {
+    let m = ServiceManager::new();
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let spec = ServiceSpec::new(
+        "web",
+        FIXTURE,
+        Readiness::Http("https://127.0.0.1:1/".into()),
+    )
+    .args(["listen", "127.0.0.1:1", count.to_str().unwrap()]);
+    let err = m.ensure("run-1", &[spec]).await.unwrap_err();
+    assert!(
+        matches!(err, ServiceError::InvalidReadiness { .. }),
+        "{err:?}"
+    );
+    assert!(!count.exists(), "nothing was spawned");
+}
+
+#[tokio::test]
+async fn labelled_service_is_started_once_for_three_runs() {
+    let m = ServiceManager::new();
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let addr = free_addr();
+    let url = format!("http://{addr}/health");
+    let spec = ServiceSpec::new("web", FIXTURE, Readiness::Http(url.clone()))
+        .args(["listen", &addr, count.to_str().unwrap()])
+        .label("project", "demo")
+        .secret_env("SERVICE_TOKEN", "s3cr3t-value");
+    let mut reused = Vec::new();
+    for run in ["r1", "r2", "r3"] {
+        let refs = m.ensure(run, std::slice::from_ref(&spec)).await.unwrap();
+        assert_eq!(refs.len(), 1);
+        assert_eq!(refs[0].address, url);
+        reused.push(refs[0].reused);
+        let report = refs[0].report();
+        assert_eq!(report.status, "running");
+        assert_eq!(report.endpoint.as_deref(), Some(url.as_str()));
+        assert!(!serde_json::to_string(&report).unwrap().contains("s3cr3t"));
+        m.release_by_run(run).await;
+    }
+    assert_eq!(reused, [false, true, true]);
+    assert_eq!(std::fs::read_to_string(&count).unwrap(), "start\n");
+    assert_eq!(m.running().await, 1, "a shared service outlives its runs");
+
+    m.release_by_labels(&BTreeMap::from([("project".into(), "demo".into())]))
+        .await;
+    assert_eq!(m.running().await, 0);
+    assert!(
+        std::net::TcpStream::connect(&addr).is_err(),
+        "the service was stopped"
+    );
+}
+
+#[tokio::test]
+async fn ephemeral_service_stops_with_its_last_run() {
+    let m = ServiceManager::new();
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let addr = free_addr();
+    let spec = ServiceSpec::new("tmp", FIXTURE, Readiness::Tcp(addr.clone()))
+        .args(["listen", &addr, count.to_str().unwrap()])
+        .label("k", "v")
+        .lifecycle(Lifecycle::Ephemeral);
+    m.ensure("a", std::slice::from_ref(&spec)).await.unwrap();
+    m.ensure("b", std::slice::from_ref(&spec)).await.unwrap();
+    m.release_by_run("a").await;
+    assert_eq!(m.running().await, 1);
+    m.release_by_run("b").await;
+    assert_eq!(m.running().await, 0);
+    assert!(std::net::TcpStream::connect(&addr).is_err());
+}
