@@ -28,3 +28,4 @@ pub mod mcp;
 pub mod mock;
 pub mod proc_tree;
 pub mod replay;
+pub mod scenarios;

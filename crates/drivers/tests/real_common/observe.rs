@@ -5,62 +5,27 @@
 
 use agent_adaptor_core::{Event, Phase, SubagentKind};
 use agent_adaptor_driver::TodoStatus;
-use agent_adaptor_testkit::mock::{Reply, Script};
-use serde_json::json;
+use agent_adaptor_testkit::scenarios::observe::{
+    CHILD_COMMAND, CHILD_OUTPUT, CLAUDE_ENV, OBSERVE_PARENT, script,
+};
 
 use super::{Cli, Harness, drain};
 
-/// The parent's prompt keyword, and the subagent's (its Task prompt).
-const PARENT: &str = "OBSPARENT";
-const CHILD: &str = "OBSCHILD";
-const CHILD_COMMAND: &str = "printf '%s-%s\\n' from sub-agent";
-
-fn todos(first: &str, second: &str) -> Reply {
-    Reply::ToolCall {
-        name: "TodoWrite".into(),
-        arguments: json!({"todos": [
-            {"content": "Plan the work", "status": first, "activeForm": "Planning the work"},
-            {"content": "Delegate the listing", "status": second, "activeForm": "Delegating the listing"}
-        ]}),
-    }
-}
-
 /// `TodoWrite` twice, then `Task` with a subagent that runs one command.
 pub async fn todos_and_a_subagent_are_observed(cli: &'static Cli) {
-    let script = Script::new()
-        .on_prompt(
-            CHILD,
-            vec![
-                Reply::ToolCall {
-                    name: cli.shell_tool.into(),
-                    arguments: json!({"command": CHILD_COMMAND, "description": "Print a word"}),
-                },
-                Reply::Text("The sub-agent ran the command.".into()),
-            ],
-        )
-        .on_prompt(
-            PARENT,
-            vec![
-                todos("in_progress", "pending"),
-                todos("completed", "in_progress"),
-                Reply::ToolCall {
-                    name: "Task".into(),
-                    arguments: json!({
-                        "description": "Print a word",
-                        "prompt": format!("{CHILD}: run the command"),
-                        "subagent_type": "general-purpose",
-                        "run_in_background": false
-                    }),
-                },
-                Reply::Text("All done.".into()),
-            ],
-        );
+    let script = script(cli.shell_tool);
     let h = Harness::start(cli, script).await;
     let mut cfg = h.config(false);
-    cfg.env
-        .insert("CLAUDE_CODE_ENABLE_TASKS".into(), "false".into());
+    for (k, v) in CLAUDE_ENV {
+        cfg.env.insert((*k).into(), (*v).into());
+    }
     let agent = h.agent(cfg);
-    let run = drain(&agent, &format!("{PARENT}: plan and delegate"), |_, _| {}).await;
+    let run = drain(
+        &agent,
+        &format!("{OBSERVE_PARENT}: plan and delegate"),
+        |_, _| {},
+    )
+    .await;
     run.ok("observe");
     let ev = &run.events;
     let todo_pos: Vec<usize> = (0..ev.len())
@@ -119,7 +84,7 @@ pub async fn todos_and_a_subagent_are_observed(cli: &'static Cli) {
         result
             .result
             .as_ref()
-            .is_some_and(|r| r.to_string().contains("from-sub-agent")),
+            .is_some_and(|r| r.to_string().contains(CHILD_OUTPUT)),
         "the command ran for real: {:?}",
         result.result
     );
