@@ -8,8 +8,8 @@ use crate::mock::{Reply, Script};
 
 /// The observation scenario: the model writes a todo list, updates it, and
 /// delegates to a subagent (Claude Code's `Task`) that runs one shell
-/// command. Prompt with [`OBSERVE_PARENT`]; the subagent's prompt carries
-/// [`OBSERVE_CHILD`].
+/// command. Prompt with [`observe::OBSERVE_PARENT`]; the subagent's prompt carries
+/// [`observe::OBSERVE_CHILD`].
 pub mod observe {
     use super::{Reply, Script, json};
 
