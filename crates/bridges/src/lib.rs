@@ -14,6 +14,7 @@ pub mod acp;
 pub mod agui;
 pub mod guard;
 pub mod http;
+mod observation_json;
 mod principal;
 mod public_error;
 mod secret;

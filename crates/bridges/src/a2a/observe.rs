@@ -54,25 +54,7 @@ impl Observer {
                 let i = &c.invocation;
                 let mut d = Map::new();
                 d.insert("id".into(), json!(i.id));
-                d.insert("capability".into(), json!(i.kind));
-                d.insert("name".into(), json!(i.name));
-                if let Some(s) = &i.server {
-                    d.insert("server".into(), json!(s));
-                }
-                d.insert("operation".into(), json!(i.operation));
-                d.insert("phase".into(), json!(i.phase));
-                if let Some(id) = &i.tool_call_id {
-                    d.insert("toolCallId".into(), json!(id.to_string()));
-                }
-                if let Some(ms) = i.duration_ms {
-                    d.insert("durationMs".into(), json!(ms));
-                }
-                if let Some(e) = &i.error {
-                    d.insert("error".into(), json!(e));
-                }
-                if let Some(s) = &i.scope_id {
-                    d.insert("scopeId".into(), json!(s));
-                }
+                d.extend(crate::observation_json::capability(i));
                 let append = self.capabilities > 0;
                 self.capabilities += 1;
                 slot.artifact(

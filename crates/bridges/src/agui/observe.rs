@@ -27,7 +27,7 @@ use std::collections::{HashMap, HashSet};
 
 use agent_adaptor_core::driver::TodoItem;
 use agent_adaptor_core::{CapabilityInvoked, Event, ImageContent, SubagentKind, SubagentUpdate};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::wire::{
     ActivitySnapshotEvent, AguiEvent, CustomEvent, EventBody, SubagentErrorEvent,
@@ -258,28 +258,9 @@ fn todo_item(item: &TodoItem) -> Value {
 
 fn capability(c: &CapabilityInvoked, ts: Option<i64>) -> AguiEvent {
     let i = &c.invocation;
-    let mut content = Map::new();
-    content.insert("capability".into(), json!(i.kind));
-    content.insert("name".into(), json!(i.name));
-    if let Some(server) = &i.server {
-        content.insert("server".into(), json!(server));
-    }
-    content.insert("operation".into(), json!(i.operation));
-    content.insert("phase".into(), json!(i.phase));
-    if let Some(id) = &i.tool_call_id {
-        content.insert("toolCallId".into(), json!(id.to_string()));
-    }
-    if let Some(ms) = i.duration_ms {
-        content.insert("durationMs".into(), json!(ms));
-    }
-    if let Some(e) = &i.error {
-        content.insert("error".into(), json!(e));
-    }
+    let content = crate::observation_json::capability(i);
     let id = match &i.scope_id {
-        Some(scope) => {
-            content.insert("scopeId".into(), json!(scope));
-            format!("{}:capability:{scope}:{}", c.meta.run_id, i.id)
-        }
+        Some(scope) => format!("{}:capability:{scope}:{}", c.meta.run_id, i.id),
         None => format!("{}:capability:{}", c.meta.run_id, i.id),
     };
     activity(id, ACTIVITY_CAPABILITY, Value::Object(content), ts).in_subagent(i.scope_id.clone())
