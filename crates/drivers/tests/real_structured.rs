@@ -102,19 +102,8 @@ impl Harness {
             env_policy: EnvPolicy::only(["PATH", "USER"]),
             ..Default::default()
         };
-        for (k, v) in [
-            ("model_provider", "mock".to_owned()),
-            ("model_providers.mock.name", "Mock".to_owned()),
-            ("model_providers.mock.base_url", format!("{base}/v1")),
-            ("model_providers.mock.wire_api", "responses".to_owned()),
-            ("model_providers.mock.env_key", "MOCK_API_KEY".to_owned()),
-            ("model_providers.mock.request_max_retries", "0".to_owned()),
-            ("model_providers.mock.stream_max_retries", "0".to_owned()),
-            ("features.plugins", "false".to_owned()),
-            ("analytics.enabled", "false".to_owned()),
-            ("check_for_update_on_startup", "false".to_owned()),
-        ] {
-            cfg.overrides.insert(k.into(), v);
+        for (k, v) in agent_adaptor_testkit::clis::codex_mock_overrides(&base) {
+            cfg.overrides.insert(k, v);
         }
         cfg.env.extend(self.env.iter().cloned());
         Agent::new(codex::driver(cfg))

@@ -231,6 +231,20 @@ pub const CODEX: CliRecipe = CliRecipe {
     files: &[],
 };
 
+/// The `-c key=value` overrides of [`CODEX`]'s arguments that point Codex at
+/// the mock at `base_url` (the model itself excluded), in order: for a
+/// driver configuration's `overrides`, so the offline settings live once.
+pub fn codex_mock_overrides(base_url: &str) -> Vec<(String, String)> {
+    CODEX
+        .args
+        .windows(2)
+        .filter(|pair| pair[0] == "-c")
+        .filter_map(|pair| pair[1].split_once('='))
+        .filter(|(key, _)| *key != "model")
+        .map(|(key, value)| (key.to_owned(), value.replace("{base_url}", base_url)))
+        .collect()
+}
+
 /// Gemini CLI `0.61.0`, `gemini -p ... --output-format stream-json`
 /// (protocols.md §5).
 ///
@@ -642,7 +656,19 @@ impl Drop for ScratchDir {
 
 #[cfg(test)]
 mod tests {
-    use super::substitute;
+    use super::{codex_mock_overrides, substitute};
+
+    #[test]
+    fn codex_overrides_point_at_the_mock_without_the_model() {
+        let o = codex_mock_overrides("http://127.0.0.1:9");
+        assert_eq!(o[0], ("model_provider".to_owned(), "mock".to_owned()));
+        assert!(o.contains(&(
+            "model_providers.mock.base_url".to_owned(),
+            "http://127.0.0.1:9/v1".to_owned()
+        )));
+        assert!(o.iter().all(|(k, v)| k != "model" && !v.contains('{')));
+        assert_eq!(o.len(), 10);
+    }
 
     #[test]
     fn substitute_fills_known_placeholders_once() {
