@@ -1,12 +1,15 @@
 //! `agent-adaptor threads list|show|fork|delete`: the thread store, read and
 //! edited without running anything.
 
-use agent_adaptor_workspace::{ReleaseMode, WorkspaceLease, WorkspaceManager};
+use agent_adaptor_workspace::{
+    WorkspaceLease, WorkspaceManager, WorkspaceResources, WorkspaceSpec,
+};
 use std::time::Duration;
 
 use agent_adaptor_core::thread::{
     EventQuery, FinalizeRequest, RecordStatus, StoreError, ThreadRecord,
 };
+use agent_adaptor_core::{Error, ResourceThread, RunResources};
 use serde_json::{Value, json};
 
 use crate::args::{ThreadsArgs, ThreadsCommand};
@@ -63,9 +66,7 @@ pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
             crate::thread_events::show_events(&opened, &key, query, args.json).await?
         }
         ThreadsCommand::Show { key, .. } => {
-            let worktree = thread_worktree(args.cwd.as_deref(), &key)
-                .await
-                .map(|(_, lease)| lease);
+            let worktree = thread_worktree(args.cwd.as_deref(), &key).await;
             show(&opened, &key, args.json, worktree.as_ref()).await?;
         }
         ThreadsCommand::Fork { key, new } => {
@@ -93,16 +94,7 @@ pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
         ThreadsCommand::Delete { key } => {
             // The thread's worktree goes first, and only when that loses no
             // work; a refusal keeps the thread too.
-            if let Some((manager, lease)) = thread_worktree(args.cwd.as_deref(), &key).await {
-                manager
-                    .release(&lease, ReleaseMode::Remove)
-                    .await
-                    .map_err(|e| CliError::failure(format!("thread {key:?} not deleted: {e}")))?;
-            }
-            let n = store
-                .delete(&key)
-                .await
-                .map_err(|e| failed("cannot delete the thread", e))?;
+            let n = delete(&opened, args.cwd.as_deref(), &key).await?;
             if n == 0 {
                 return Err(CliError::failure(format!(
                     "no thread {key:?} in {}",
@@ -255,17 +247,41 @@ async fn copy(
     outcome
 }
 
-/// The git worktree thread `key` holds in the repository of `cwd` (default:
-/// the current directory); `None` outside a repository or without one.
-async fn thread_worktree(
+/// Delete thread `key` through core's path: its worktree in the repository
+/// of `cwd` (default: the current directory) is released first.
+async fn delete(
+    opened: &OpenedStore,
     cwd: Option<&std::path::Path>,
     key: &str,
-) -> Option<(WorkspaceManager, WorkspaceLease)> {
+) -> Result<u64, CliError> {
+    let base = match cwd {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| CliError::failure(format!("no current directory: {e}")))?,
+    };
+    let resources = WorkspaceResources::new(WorkspaceSpec::Shared).base_dir(base);
+    let thread = ResourceThread {
+        key: key.to_owned(),
+        base_dir: None,
+    };
+    let resources: &dyn RunResources = &resources;
+    agent_adaptor_core::thread::delete(&*opened.store, Some(resources), &thread, None)
+        .await
+        .map_err(|e| match e {
+            Error::Resources(cause) => {
+                CliError::failure(format!("thread {key:?} not deleted: {cause}"))
+            }
+            e => CliError::failure(format!("cannot delete the thread: {e}")),
+        })
+}
+
+/// The git worktree thread `key` holds in the repository of `cwd` (default:
+/// the current directory); `None` outside a repository or without one.
+async fn thread_worktree(cwd: Option<&std::path::Path>, key: &str) -> Option<WorkspaceLease> {
     let dir = match cwd {
         Some(d) => d.to_path_buf(),
         None => std::env::current_dir().ok()?,
     };
     let manager = WorkspaceManager::new();
-    let lease = manager.thread_lease(&dir, key).await.ok()??;
-    Some((manager, lease))
+    manager.thread_lease(&dir, key).await.ok()?
 }

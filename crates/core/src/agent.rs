@@ -179,6 +179,16 @@ impl Agent {
         self.inner.lease_owner.clone()
     }
 
+    /// The run resources manager, if the host configured one.
+    pub(crate) fn resources(&self) -> Option<Arc<dyn crate::resources::RunResources>> {
+        self.inner.resources.clone()
+    }
+
+    /// The agent's default working directory.
+    pub(crate) fn default_workspace(&self) -> Option<std::path::PathBuf> {
+        self.inner.defaults.workspace.clone()
+    }
+
     /// The driver.
     pub(crate) fn driver_arc(&self) -> Arc<dyn Driver> {
         self.inner.driver.clone()

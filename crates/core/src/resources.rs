@@ -92,6 +92,16 @@ pub struct Prepared {
     pub services: Vec<RuntimeServiceReport>,
 }
 
+/// The thread a [`RunResources::release_thread`] call is about.
+#[derive(Debug, Clone)]
+pub struct ResourceThread {
+    /// The thread key.
+    pub key: String,
+    /// The directory the thread's runs would otherwise work in (the agent's
+    /// default [`RunOptions::workspace`](crate::RunOptions::workspace)).
+    pub base_dir: Option<PathBuf>,
+}
+
 /// A resource manager's failure, kept as its typed cause (downcast it).
 pub type ResourceError = Arc<dyn std::error::Error + Send + Sync>;
 
@@ -114,4 +124,17 @@ pub trait RunResources: Send + Sync + 'static {
         prepared: &'a Prepared,
         succeeded: bool,
     ) -> BoxFuture<'a, Result<Option<WorkspaceReport>, ResourceError>>;
+
+    /// The thread is being deleted
+    /// ([`Thread::delete`](crate::Thread::delete)): release what it holds
+    /// across turns (its worktree). Refuse with a typed error when that
+    /// would lose work; the thread's record is then kept. The default holds
+    /// nothing per thread.
+    fn release_thread<'a>(
+        &'a self,
+        thread: &'a ResourceThread,
+    ) -> BoxFuture<'a, Result<(), ResourceError>> {
+        let _ = thread;
+        Box::pin(std::future::ready(Ok(())))
+    }
 }

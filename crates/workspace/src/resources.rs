@@ -7,11 +7,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use agent_adaptor_core::{Prepared, ResourceError, ResourceRun, RunResources, WorkspaceReport};
+use agent_adaptor_core::{
+    Prepared, ResourceError, ResourceRun, ResourceThread, RunResources, WorkspaceReport,
+};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use crate::changes::summarize;
+use crate::error::WorkspaceError;
 use crate::lease::{Strategy, WorkspaceLease};
 use crate::manager::{ReleaseMode, WorkspaceManager};
 use crate::services::{ServiceManager, ServiceSpec};
@@ -82,11 +85,34 @@ impl WorkspaceResources {
         self
     }
 
-    async fn prepare_run(&self, run: &ResourceRun) -> Result<Prepared, ResourceError> {
-        let base_dir = match run.base_dir.clone().or_else(|| self.base_dir.clone()) {
-            Some(d) => d,
-            None => std::env::current_dir().map_err(|e| Arc::new(e) as ResourceError)?,
+    /// The directory a run (or thread) works in: its own, else this
+    /// manager's, else the process's current directory.
+    fn base_of(&self, dir: Option<&PathBuf>) -> Result<PathBuf, ResourceError> {
+        match dir.or(self.base_dir.as_ref()) {
+            Some(d) => Ok(d.clone()),
+            None => std::env::current_dir().map_err(|e| Arc::new(e) as ResourceError),
+        }
+    }
+
+    /// Remove the worktree (and branch) thread `key` holds, refusing with
+    /// [`WorkspaceError::UncommittedChanges`](crate::WorkspaceError) or
+    /// `UnmergedCommits` when that would lose work. Outside a repository,
+    /// or without a worktree, there is nothing to release.
+    async fn release_thread_worktree(&self, thread: &ResourceThread) -> Result<(), ResourceError> {
+        let base_dir = self.base_of(thread.base_dir.as_ref())?;
+        let lease = match self.manager.thread_lease(&base_dir, &thread.key).await {
+            Ok(Some(lease)) => lease,
+            Ok(None) | Err(WorkspaceError::NotARepository { .. }) => return Ok(()),
+            Err(e) => return Err(Arc::new(e)),
         };
+        self.manager
+            .release(&lease, ReleaseMode::Remove)
+            .await
+            .map_err(|e| Arc::new(e) as ResourceError)
+    }
+
+    async fn prepare_run(&self, run: &ResourceRun) -> Result<Prepared, ResourceError> {
+        let base_dir = self.base_of(run.base_dir.as_ref())?;
         let lease = self
             .manager
             .resolve(&WorkspaceRequest {
@@ -187,5 +213,12 @@ impl RunResources for WorkspaceResources {
         _succeeded: bool,
     ) -> BoxFuture<'a, Result<Option<WorkspaceReport>, ResourceError>> {
         self.finish_run(run).boxed()
+    }
+
+    fn release_thread<'a>(
+        &'a self,
+        thread: &'a ResourceThread,
+    ) -> BoxFuture<'a, Result<(), ResourceError>> {
+        self.release_thread_worktree(thread).boxed()
     }
 }

@@ -8,10 +8,6 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_adaptor_core::driver::{
-    ConfigError, Descriptor, Driver, DriverError, EventSink, FingerprintError, Request, Response,
-    RunContext, SessionCodec, async_trait,
-};
 use agent_adaptor_core::scripted::ScriptedDriver;
 use agent_adaptor_core::{Agent, ChangeKind, Error, MemoryStore, RunOptions, Runner};
 use agent_adaptor_workspace::{
@@ -19,45 +15,9 @@ use agent_adaptor_workspace::{
     WorkspaceManager, WorkspaceResources, WorkspaceSpec,
 };
 use common::TempRepo;
+use common::editor::Editor;
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_agent-adaptor-workspace-fixture");
-
-/// Appends the prompt to README.md in the run's workspace, then answers
-/// like the scripted driver.
-struct Editor(ScriptedDriver);
-
-#[async_trait]
-impl Driver for Editor {
-    fn descriptor(&self) -> Descriptor {
-        self.0.descriptor()
-    }
-    fn validate_config(&self) -> Result<(), ConfigError> {
-        self.0.validate_config()
-    }
-    fn session_codec(&self) -> Option<Arc<dyn SessionCodec>> {
-        self.0.session_codec()
-    }
-    fn session_config_fingerprint(&self) -> Option<Result<String, FingerprintError>> {
-        self.0.session_config_fingerprint()
-    }
-    async fn run(
-        &self,
-        ctx: RunContext,
-        req: Request,
-        sink: &dyn EventSink,
-    ) -> Result<Response, DriverError> {
-        let dir = req
-            .workspace
-            .clone()
-            .expect("core passes the lease's directory");
-        let readme = dir.join("README.md");
-        let mut text = std::fs::read_to_string(&readme).unwrap_or_default();
-        text.push_str(&req.prompt);
-        text.push('\n');
-        std::fs::write(&readme, text).map_err(|e| DriverError::Other(Box::new(e)))?;
-        self.0.run(ctx, req, sink).await
-    }
-}
 
 fn agent(t: &TempRepo, resources: WorkspaceResources) -> Agent {
     Agent::builder(Editor(ScriptedDriver::resumable_reply("done", "s1")))

@@ -126,3 +126,93 @@ async fn ephemeral_service_stops_with_its_last_run() {
     assert_eq!(m.running().await, 0);
     assert!(std::net::TcpStream::connect(&addr).is_err());
 }
+
+#[tokio::test]
+async fn three_concurrent_runs_sharing_a_label_start_it_once() {
+    let m = ServiceManager::new();
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let addr = free_addr();
+    let spec = ServiceSpec::new("web", FIXTURE, Readiness::Tcp(addr.clone()))
+        .args(["listen", &addr, count.to_str().unwrap()])
+        .label("project", "demo");
+    let one = std::slice::from_ref(&spec);
+    let (a, b, c) = tokio::join!(
+        m.ensure("r1", one),
+        m.ensure("r2", one),
+        m.ensure("r3", one)
+    );
+    let reused: Vec<bool> = [a, b, c]
+        .into_iter()
+        .map(|r| r.unwrap()[0].reused)
+        .collect();
+    assert_eq!(
+        reused.iter().filter(|r| !**r).count(),
+        1,
+        "one run started it, two reused it: {reused:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&count).unwrap(), "start\n");
+    assert_eq!(m.running().await, 1);
+}
+
+#[tokio::test]
+async fn different_services_start_concurrently() {
+    // `slow` is ready only once `fast` has started: were the manager locked
+    // while `slow` waits for readiness, `fast` could not start and `slow`
+    // would time out.
+    let m = ServiceManager::new();
+    let dir = tempfile::tempdir().unwrap();
+    let (slow_count, fast_count) = (dir.path().join("slow"), dir.path().join("fast"));
+    let (slow_addr, fast_addr) = (free_addr(), free_addr());
+    let slow = ServiceSpec::new("slow", FIXTURE, Readiness::Tcp(slow_addr.clone()))
+        .args([
+            "listen-after",
+            &slow_addr,
+            slow_count.to_str().unwrap(),
+            fast_count.to_str().unwrap(),
+        ])
+        .ready_timeout(Duration::from_secs(30));
+    let fast = ServiceSpec::new("fast", FIXTURE, Readiness::Tcp(fast_addr.clone())).args([
+        "listen",
+        &fast_addr,
+        fast_count.to_str().unwrap(),
+    ]);
+    let (a, b) = tokio::join!(
+        m.ensure("r1", std::slice::from_ref(&slow)),
+        m.ensure("r2", std::slice::from_ref(&fast))
+    );
+    assert_eq!(a.unwrap()[0].name, "slow");
+    assert_eq!(b.unwrap()[0].name, "fast");
+    assert_eq!(m.running().await, 2);
+}
+
+#[tokio::test]
+async fn a_reused_service_that_exited_is_started_anew() {
+    let m = ServiceManager::new();
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let addr = free_addr();
+    let spec = ServiceSpec::new("web", FIXTURE, Readiness::Tcp(addr.clone()))
+        .args(["listen", &addr, count.to_str().unwrap()])
+        .label("project", "demo");
+    let one = std::slice::from_ref(&spec);
+    assert!(!m.ensure("r1", one).await.unwrap()[0].reused);
+    m.release_by_run("r1").await;
+    // The service dies between runs.
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(&mut conn, b"GET /exit HTTP/1.0\r\n\r\n").unwrap();
+    drop(conn);
+    // Its port closes when the process is gone.
+    let mut waited = 0;
+    while std::net::TcpStream::connect(&addr).is_ok() {
+        waited += 1;
+        assert!(waited < 1000, "the service did not exit");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let refs = m.ensure("r2", one).await.unwrap();
+    assert!(!refs[0].reused, "the dead service is not handed out");
+    assert_eq!(std::fs::read_to_string(&count).unwrap(), "start\nstart\n");
+    assert_eq!(m.running().await, 1, "the dead one is forgotten");
+    assert!(std::net::TcpStream::connect(&addr).is_ok());
+}

@@ -31,6 +31,8 @@
 //! appends them to the store's event log (see [`event_log`]), read back
 //! with [`ThreadStore::events`].
 
+mod delete;
+pub use delete::delete;
 pub(crate) mod error;
 pub mod event_log;
 pub(crate) mod recorder;

@@ -4,7 +4,11 @@
 //!   the run, optionally leave an uncommitted file in it, print
 //!   `ready <path>` and wait to be killed (the crash the sweep recovers from);
 //! * `listen <host:port> <count_file>` — append a line to `count_file`, then
-//!   answer every connection with `HTTP/1.0 200 OK`;
+//!   answer every connection with `HTTP/1.0 200 OK` (a `GET /exit` makes it
+//!   exit instead);
+//! * `listen-after <host:port> <count_file> <wait_file>` — `listen`, once
+//!   `wait_file` exists (a service that is ready only after another one
+//!   started);
 //! * `stall` — write an error to stderr and never become ready.
 
 use std::io::{Read, Write};
@@ -18,6 +22,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     match args.first().map(String::as_str) {
         Some("hold") if args.len() == 4 => hold(&args[1], &args[2], &args[3] == "1"),
         Some("listen") if args.len() == 3 => listen(&args[1], &args[2]),
+        Some("listen-after") if args.len() == 4 => {
+            while !std::path::Path::new(&args[3]).exists() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            listen(&args[1], &args[2])
+        }
         Some("stall") => {
             eprintln!(
                 "boom: cannot bind the port, secret={}",
@@ -27,9 +37,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 std::thread::sleep(Duration::from_secs(60));
             }
         }
-        _ => {
-            Err("usage: hold <base_dir> <run_id> <0|1> | listen <addr> <count_file> | stall".into())
-        }
+        _ => Err(
+            "usage: hold <base_dir> <run_id> <0|1> | listen <addr> <count_file> \
+                 | listen-after <addr> <count_file> <wait_file> | stall"
+                .into(),
+        ),
     }
 }
 
@@ -63,7 +75,10 @@ fn listen(addr: &str, count_file: &str) -> Result<(), Box<dyn std::error::Error>
     for conn in listener.incoming() {
         let mut conn = conn?;
         let mut buf = [0u8; 1024];
-        let _ = conn.read(&mut buf);
+        let n = conn.read(&mut buf).unwrap_or(0);
+        if buf[..n].starts_with(b"GET /exit ") {
+            std::process::exit(0);
+        }
         let _ = conn.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok");
     }
     Ok(())

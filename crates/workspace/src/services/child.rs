@@ -22,7 +22,8 @@ pub(crate) struct Child {
     /// Set (to a description of the exit) once the process has ended.
     pub(crate) exited: Arc<Mutex<Option<String>>>,
     stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+    /// The pump; taken by the first [`Child::stop`].
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Child {
@@ -55,7 +56,7 @@ impl Child {
             tail,
             exited,
             stop,
-            task,
+            task: Mutex::new(Some(task)),
         })
     }
 
@@ -67,10 +68,17 @@ impl Child {
         }
     }
 
-    /// Stop the process group and wait for it to be reaped.
-    pub(crate) async fn stop(mut self) {
+    /// Stop the process group and wait for it to be reaped (a second call
+    /// returns at once).
+    pub(crate) async fn stop(&self) {
         self.stop.cancel();
-        let _ = (&mut self.task).await;
+        let task = match self.task.lock() {
+            Ok(mut g) => g.take(),
+            Err(p) => p.into_inner().take(),
+        };
+        if let Some(task) = task {
+            let _ = task.await;
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! Temp repositories driven by the real `git` CLI.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod editor;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
