@@ -43,6 +43,9 @@ pub enum Command {
     Acp(AcpArgs),
     /// List, show, fork or delete stored threads.
     Threads(ThreadsArgs),
+    /// List the agent worktrees of a repository (runs' kept worktrees,
+    /// threads' worktrees) or remove a run's kept worktree.
+    Worktrees(crate::worktrees::WorktreesArgs),
     /// Report which drivers are usable here: binary, version, auth, models.
     Inspect(InspectArgs),
     /// Run the scripted mock model server (for trying real CLIs offline).
@@ -256,6 +259,9 @@ pub struct RunArgs {
     /// by `threads delete`), else `agent/<run id>` (kept after the run).
     #[arg(long)]
     pub worktree: bool,
+    /// `--diff`, `--service`, `--service-ready`.
+    #[command(flatten)]
+    pub resources: crate::run_resources::ResourceArgs,
     /// Request structured output matching this JSON Schema file.
     #[arg(long, value_name = "FILE")]
     pub schema: Option<PathBuf>,

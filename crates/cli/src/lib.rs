@@ -53,6 +53,7 @@ pub mod playground;
 pub mod render;
 pub mod render_observe;
 pub mod run;
+pub mod run_resources;
 pub mod select;
 pub mod serve;
 pub mod signals;
@@ -60,6 +61,7 @@ pub mod store;
 pub mod thread_events;
 pub mod threads;
 pub mod tools;
+pub mod worktrees;
 
 use std::process::ExitCode;
 
@@ -138,6 +140,7 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
         Command::Serve(args) => serve::serve(args).await,
         Command::Acp(args) => acp::acp(args).await,
         Command::Threads(args) => threads::threads(args).await,
+        Command::Worktrees(args) => worktrees::worktrees(args).await,
         Command::Inspect(args) => inspect::inspect(args).await,
         Command::MockModel(args) => mock_model::mock_model(args).await,
     }

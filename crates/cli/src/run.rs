@@ -9,7 +9,6 @@ use agent_adaptor_core::{
     Agent, Error, Event, FailureReason, RunOptions, RunResult, RunStream, Runner, approve_all,
     deny_all,
 };
-use agent_adaptor_workspace::{GitWorktreeSpec, WorkspaceResources, WorkspaceSpec};
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
@@ -118,6 +117,10 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
         .equip
         .load()
         .map_err(not_started(json_out::INVALID_ARGUMENTS))?;
+    let services = args
+        .resources
+        .service_specs(&crate::tools::workspace(args.cwd.as_deref()))
+        .map_err(not_started(json_out::INVALID_ARGUMENTS))?;
     let mode = approve_mode(args.approve);
     let store = if args.thread.is_some() || args.store.is_some() {
         let spec = StoreSpec::parse(args.store.as_deref())
@@ -165,37 +168,22 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
             .lease_owner(host.instance(), host.epoch());
         _host = Some(host);
     }
-    if args.worktree {
-        let base = match &args.cwd {
-            Some(d) => std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()),
-            None => std::env::current_dir().map_err(|e| {
-                Stop::NotStarted(json_out::INVALID_ARGUMENTS, CliError::usage(e.to_string()))
-            })?,
-        };
-        // Worktrees a killed run left behind: reclaimed when they hold no
-        // work, reported otherwise.
-        if let Ok(report) = agent_adaptor_workspace::sweep(&base, true).await
-            && !report.orphans.is_empty()
-            && !args.json
-        {
-            renderer.dim_note(&format!(
-                "▸ {} orphaned worktree(s) found: {}",
-                report.orphans.len(),
-                report
-                    .orphans
-                    .iter()
-                    .map(|o| format!("{} ({})", o.lease.path.display(), orphan_state(&o.state)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        let template = if args.thread.is_some() {
-            "agent/{thread}"
-        } else {
-            "agent/{run_id}"
-        };
-        let spec = WorkspaceSpec::GitWorktree(GitWorktreeSpec::new("HEAD", template));
-        builder = builder.resources(Arc::new(WorkspaceResources::new(spec).base_dir(base)));
+    let quiet = args.json;
+    if let Some(resources) = crate::run_resources::resources(
+        &args.resources,
+        args.worktree,
+        args.thread.is_some(),
+        &workspace,
+        services,
+        |line| {
+            if !quiet {
+                renderer.dim_note(line)
+            }
+        },
+    )
+    .await
+    {
+        builder = builder.resources(Arc::new(resources));
     }
     let agent = builder.build().map_err(|e| {
         Stop::NotStarted(json_out::INVALID_CONFIG, CliError::failure(e.to_string()))
@@ -374,16 +362,6 @@ fn print_ready(
 }
 
 /// Print the end of the run and turn its outcome into the exit status.
-fn orphan_state(state: &agent_adaptor_workspace::OrphanState) -> &'static str {
-    use agent_adaptor_workspace::OrphanState as S;
-    match state {
-        S::Reclaimed => "reclaimed",
-        S::Missing => "missing, forgotten",
-        S::KeptWork { .. } => "kept: it holds work",
-        S::Reported => "reported",
-    }
-}
-
 fn report(
     outcome: Outcome,
     renderer: &mut Renderer,
@@ -412,6 +390,7 @@ fn report(
                     let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
                     renderer.out(&format!("{pretty}\n"));
                 }
+                crate::run_resources::render(&result, renderer);
                 renderer.usage(result.usage.as_ref(), started.elapsed(), &what);
             }
             output_failure(renderer).map_or(Ok(()), Err)

@@ -218,7 +218,14 @@ impl Agent {
         if let Err(e) = opts.policy.validate(&descriptor) {
             return refused(run_id.into(), e);
         }
+        // A workspace the driver would not work in is refused, never dropped.
+        let need = self.inner.resources.as_ref().map(|r| r.workspace_need());
+        if let Err(e) = crate::resources::check_carried(need.unwrap_or_default(), &descriptor) {
+            return refused(run_id.into(), e);
+        }
         let mut request = Request::new(run_id, prompt);
+        request.driver_managed_workspace =
+            need == Some(crate::resources::WorkspaceNeed::DriverManaged);
         // Instructions, MCP servers, skills and profile: each one the driver
         // carries, or a refusal now.
         let equipped = match crate::equip::equip(

@@ -80,7 +80,7 @@ pub use options::{DEFAULT_APPROVAL_TIMEOUT, RunOptions};
 pub use policy::{ApprovalPolicy, DecidedBy, DecisionRecord, Policy};
 pub use resources::{
     ChangeKind, ChangeSummary, FileChange, Prepared, ResourceError, ResourceRun, ResourceThread,
-    RunResources, WorkspaceReport,
+    RunResources, WorkspaceNeed, WorkspaceReport,
 };
 pub use result::{DecodeError, Error, FailureReason, RunCause, RunError, RunResult};
 pub use stream::{RunHandle, RunStream};

@@ -102,6 +102,48 @@ pub struct ResourceThread {
     pub base_dir: Option<PathBuf>,
 }
 
+/// What a [`RunResources`]'s workspace needs the driver to carry
+/// ([`Descriptor::workspace`](agent_adaptor_driver::Descriptor::workspace));
+/// core refuses a run whose driver does not declare it, before anything
+/// starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorkspaceNeed {
+    /// Nothing of the driver: the run works in the base directory, as it
+    /// would without the manager.
+    #[default]
+    None,
+    /// The agent must work in the directory `prepare` resolves (a git
+    /// worktree, a temporary directory).
+    Directory,
+    /// The driver provides the workspace itself.
+    DriverManaged,
+}
+
+/// Refuse a run whose driver cannot carry what `need` asks for.
+pub(crate) fn check_carried(
+    need: WorkspaceNeed,
+    descriptor: &agent_adaptor_driver::Descriptor,
+) -> Result<(), crate::Error> {
+    let missing = match need {
+        WorkspaceNeed::None => None,
+        WorkspaceNeed::Directory if !descriptor.workspace.directory => {
+            Some("a workspace directory")
+        }
+        WorkspaceNeed::DriverManaged if !descriptor.workspace.driver_managed => {
+            Some("a driver-managed workspace")
+        }
+        WorkspaceNeed::Directory | WorkspaceNeed::DriverManaged => None,
+    };
+    match missing {
+        None => Ok(()),
+        Some(capability) => Err(crate::Error::CapabilityUnsupported {
+            driver: descriptor.driver_type.clone(),
+            capability,
+        }),
+    }
+}
+
 /// A resource manager's failure, kept as its typed cause (downcast it).
 pub type ResourceError = Arc<dyn std::error::Error + Send + Sync>;
 
@@ -111,6 +153,13 @@ pub type ResourceError = Arc<dyn std::error::Error + Send + Sync>;
 /// is never called); `finish` runs after the driver returned, whatever the
 /// outcome, and reports the workspace with its changes.
 pub trait RunResources: Send + Sync + 'static {
+    /// What the workspace this manager resolves needs of the driver
+    /// (checked before every run, against the driver's descriptor). The
+    /// default needs nothing.
+    fn workspace_need(&self) -> WorkspaceNeed {
+        WorkspaceNeed::None
+    }
+
     /// Resolve the workspace and ensure the services of `run`.
     fn prepare<'a>(
         &'a self,

@@ -372,7 +372,7 @@ pub enum Error {
     CapabilityUnsupported {
         /// The driver type.
         driver: String,
-        /// What was asked for (`instructions`).
+        /// What was asked for (`instructions`, `a workspace directory` …).
         capability: &'static str,
     },
     /// The run's resources (workspace, services) could not be made ready;

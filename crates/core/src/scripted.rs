@@ -97,8 +97,11 @@ impl ScriptedDriver {
     /// stream capability and no run-policy capability (see
     /// [`with_run_policy`](Self::with_run_policy)).
     pub fn new(steps: impl Into<Vec<Step>>, ending: Ending) -> Self {
+        let mut descriptor = Descriptor::new("scripted", "Scripted driver");
+        // Every request, its workspace included, is recorded for the test.
+        descriptor.workspace.directory = true;
         ScriptedDriver {
-            descriptor: Descriptor::new("scripted", "Scripted driver"),
+            descriptor,
             capability: Some(StreamCapability::FULL),
             steps: steps.into().into(),
             ending,

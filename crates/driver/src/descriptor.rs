@@ -47,6 +47,27 @@ pub struct Descriptor {
     /// cannot, and core refuses a run with any).
     #[serde(default, skip_serializing_if = "HostToolChannel::is_none")]
     pub host_tools: HostToolChannel,
+    /// Which workspaces the driver carries. Core refuses, before anything
+    /// starts, a run whose host resolved a workspace the driver would not
+    /// work in: a workspace is never silently dropped.
+    #[serde(default)]
+    pub workspace: WorkspaceSupport,
+}
+
+/// How a driver treats the run's working directory
+/// ([`Request::workspace`](crate::Request::workspace)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceSupport {
+    /// The agent works in `Request::workspace` (its process starts there,
+    /// its file tools are rooted there). Needed for a workspace of the
+    /// host's own (a git worktree, a temporary directory).
+    #[serde(default)]
+    pub directory: bool,
+    /// The driver provides an isolated workspace of its own when
+    /// [`Request::driver_managed_workspace`](crate::Request::driver_managed_workspace)
+    /// asks for one.
+    #[serde(default)]
+    pub driver_managed: bool,
 }
 
 impl Descriptor {

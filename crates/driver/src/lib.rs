@@ -85,7 +85,7 @@ pub use decision::{
 pub use descriptor::{
     Descriptor, HumanDecisionSupport, McpSupport, ModelInfo, ProcessCapabilities, ProfileSupport,
     QuestionSupport, RunPolicyCapabilities, SessionCapabilities, StreamCapability,
-    StructuredOutputCapability,
+    StructuredOutputCapability, WorkspaceSupport,
 };
 pub use descriptor::{FeatureSupport, SandboxSupport};
 pub use driver::{ConfigError, Driver, DriverError, RunContext};

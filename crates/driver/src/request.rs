@@ -65,6 +65,11 @@ pub struct Request {
     pub model_override: Option<String>,
     /// The working directory for the provider.
     pub workspace: Option<PathBuf>,
+    /// The host asks the driver for an isolated workspace of its own (only
+    /// set for a driver whose descriptor declares
+    /// [`WorkspaceSupport::driver_managed`](crate::WorkspaceSupport)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub driver_managed_workspace: bool,
     /// Host metadata for this run.
     pub metadata: BTreeMap<String, String>,
     /// Who the agent is (for scoping host components, never for routing).

@@ -85,6 +85,20 @@ pub enum WorkspaceError {
         /// How many commits would be lost.
         count: usize,
     },
+    /// No lease has that id, branch or path.
+    #[error("no agent worktree {which:?} (not a lease id, branch or worktree path)")]
+    NoSuchLease {
+        /// What was asked for.
+        which: String,
+    },
+    /// The worktree is not the caller's to remove.
+    #[error("worktree {path} not removed: {why}")]
+    NotRemovable {
+        /// The worktree.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
     /// A git command failed.
     #[error("git {args} failed (exit {code:?}): {stderr}")]
     Git {

@@ -13,7 +13,10 @@ use crate::spec::{GitWorktreeSpec, WorkspaceRequest, WorkspaceSpec};
 /// What to do with a lease's directory on release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReleaseMode {
-    /// Leave the directory (and branch) for the host; forget the lease.
+    /// Leave the directory (and branch) for the host. A run's worktree
+    /// lease is kept, owned by [`LeaseOwner::Kept`], so listings find it and
+    /// [`WorkspaceManager::remove`] can delete it; other leases are
+    /// forgotten.
     Keep,
     /// Remove the directory (and the worktree's branch), refusing when that
     /// would lose uncommitted changes or unmerged, unpushed commits.
@@ -161,12 +164,19 @@ impl WorkspaceManager {
             }
             Strategy::GitWorktree => {
                 let repo = Repo::of(lease.repo.as_deref().unwrap_or(&lease.path)).await?;
+                let leases = LeaseDir::new(&repo.common_dir);
                 if mode == ReleaseMode::Remove {
                     check_removable(&repo, lease).await?;
                     repo.remove_worktree(&lease.path, lease.branch.as_deref())
                         .await?;
+                } else if let LeaseOwner::Run { run_id, .. } = &lease.owner {
+                    let mut kept = lease.clone();
+                    kept.owner = LeaseOwner::Kept {
+                        run_id: run_id.clone(),
+                    };
+                    return leases.write(&kept);
                 }
-                LeaseDir::new(&repo.common_dir).remove(&lease.id)
+                leases.remove(&lease.id)
             }
         }
     }
@@ -183,6 +193,50 @@ impl WorkspaceManager {
     ) -> Result<Option<WorkspaceLease>, WorkspaceError> {
         let repo = Repo::of(base_dir).await?;
         LeaseDir::new(&repo.common_dir).for_thread(key)
+    }
+
+    /// Remove the kept (or orphaned) run worktree `which` names — a lease
+    /// id, a branch or a worktree path — with its branch and lease; refused
+    /// when that would lose work. Returns the removed lease.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkspaceError::NoSuchLease`]; [`WorkspaceError::NotRemovable`]
+    /// for a thread's worktree (it goes with the thread) or one a live run
+    /// works in; [`WorkspaceError::UncommittedChanges`] or
+    /// [`WorkspaceError::UnmergedCommits`] (nothing is removed then).
+    pub async fn remove(
+        &self,
+        base_dir: &Path,
+        which: &str,
+    ) -> Result<WorkspaceLease, WorkspaceError> {
+        let lease = self
+            .leases(base_dir)
+            .await?
+            .into_iter()
+            .find(|l| {
+                l.id == which || l.branch.as_deref() == Some(which) || l.path == Path::new(which)
+            })
+            .ok_or_else(|| WorkspaceError::NoSuchLease {
+                which: which.to_owned(),
+            })?;
+        let why = match &lease.owner {
+            LeaseOwner::Thread { key } => Some(format!(
+                "it belongs to thread {key:?} (deleting the thread removes it)"
+            )),
+            owner @ LeaseOwner::Run { run_id, .. } if owner.is_alive() => {
+                Some(format!("run {run_id} still works in it"))
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Err(WorkspaceError::NotRemovable {
+                path: lease.path.clone(),
+                why,
+            });
+        }
+        self.release(&lease, ReleaseMode::Remove).await?;
+        Ok(lease)
     }
 
     /// Every lease recorded for the repository of `base_dir`.

@@ -24,6 +24,13 @@ pub enum LeaseOwner {
         /// The thread key.
         key: String,
     },
+    /// A finished run's worktree, kept for the host (it holds the run's
+    /// work): listed, never swept, removed by
+    /// [`WorkspaceManager::remove`](crate::WorkspaceManager::remove).
+    Kept {
+        /// The run that worked in it.
+        run_id: String,
+    },
 }
 
 impl LeaseOwner {
@@ -37,11 +44,12 @@ impl LeaseOwner {
         }
     }
 
-    /// Whether a run owner's process still runs (a thread owner is always
-    /// "alive": only deleting the thread ends it).
+    /// Whether a run owner's process still runs (a thread or kept owner
+    /// is always "alive": only deleting the thread, or removing the
+    /// worktree, ends it).
     pub fn is_alive(&self) -> bool {
         match self {
-            LeaseOwner::Thread { .. } => true,
+            LeaseOwner::Thread { .. } | LeaseOwner::Kept { .. } => true,
             LeaseOwner::Run {
                 pid,
                 start_time: recorded,

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use agent_adaptor_core::{
-    Prepared, ResourceError, ResourceRun, ResourceThread, RunResources, WorkspaceReport,
+    Prepared, ResourceError, ResourceRun, ResourceThread, RunResources, WorkspaceNeed,
+    WorkspaceReport,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -199,6 +200,14 @@ pub fn report_of(lease: &WorkspaceLease) -> WorkspaceReport {
 }
 
 impl RunResources for WorkspaceResources {
+    fn workspace_need(&self) -> WorkspaceNeed {
+        match self.spec {
+            WorkspaceSpec::GitWorktree(_) | WorkspaceSpec::Temp => WorkspaceNeed::Directory,
+            WorkspaceSpec::DriverManaged => WorkspaceNeed::DriverManaged,
+            _ => WorkspaceNeed::None,
+        }
+    }
+
     fn prepare<'a>(
         &'a self,
         run: &'a ResourceRun,

@@ -15,7 +15,10 @@ pub enum WorkspaceSpec {
     GitWorktree(GitWorktreeSpec),
     /// A fresh empty temporary directory, removed on release.
     Temp,
-    /// The driver provides its own isolation; the manager passes through.
+    /// The driver provides its own isolated workspace: the manager passes
+    /// the base directory through and core asks the driver for one
+    /// (`Request::driver_managed_workspace`), refusing a driver that does
+    /// not declare it.
     DriverManaged,
 }
 

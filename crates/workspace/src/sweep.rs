@@ -42,7 +42,8 @@ pub struct Orphan {
 pub struct SweepReport {
     /// Leases whose owner is gone.
     pub orphans: Vec<Orphan>,
-    /// Leases whose owner still runs, or that belong to a thread.
+    /// Leases whose owner still runs, that belong to a thread, or that a
+    /// finished run's host kept.
     pub live: usize,
 }
 

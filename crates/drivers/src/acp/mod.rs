@@ -142,6 +142,8 @@ impl Driver for AcpDriver {
     fn descriptor(&self) -> Descriptor {
         let recipe = self.recipe();
         let mut d = Descriptor::new(recipe.driver_type, recipe.display_name);
+        // The session's cwd and the client file system are the workspace.
+        d.workspace.directory = true;
         d.sessions.supports_resume = true;
         policy::table().declare(&mut d.run_policy);
         // `session/new` carries stdio, http and sse servers with headers;

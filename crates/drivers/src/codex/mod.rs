@@ -152,6 +152,8 @@ impl CodexDriver {
 impl Driver for CodexDriver {
     fn descriptor(&self) -> Descriptor {
         let mut d = Descriptor::new("codex", "OpenAI Codex");
+        // The app server starts in, and its thread is rooted at, the workspace.
+        d.workspace.directory = true;
         d.sessions.supports_resume = true;
         d.structured_output = StructuredOutputCapability {
             json_schema_native: true,

@@ -60,6 +60,8 @@ pub fn driver(config: Config) -> CursorDriver {
 impl Driver for CursorDriver {
     fn descriptor(&self) -> Descriptor {
         let mut d = Descriptor::new("cursor", "Cursor Agent");
+        // The CLI process starts in the run's workspace.
+        d.workspace.directory = true;
         d.sessions.supports_resume = true;
         d.structured_output = crate::structured::prompt_only("Cursor Agent");
         policy::table().declare(&mut d.run_policy);

@@ -77,6 +77,8 @@ pub fn driver(config: Config) -> GeminiDriver {
 impl Driver for GeminiDriver {
     fn descriptor(&self) -> Descriptor {
         let mut d = Descriptor::new("gemini", "Gemini CLI");
+        // The CLI process starts in the run's workspace.
+        d.workspace.directory = true;
         d.sessions.supports_resume = true;
         d.structured_output = crate::structured::prompt_only("Gemini CLI");
         policy::table().declare(&mut d.run_policy);

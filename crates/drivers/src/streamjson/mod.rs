@@ -294,6 +294,8 @@ fn structured_output_capability(family: &Family) -> StructuredOutputCapability {
 impl Driver for StreamJsonDriver {
     fn descriptor(&self) -> Descriptor {
         let mut d = Descriptor::new(self.family.driver_type, self.family.display_name);
+        // The CLI process starts in the run's workspace.
+        d.workspace.directory = true;
         d.sessions.supports_resume = true;
         d.process.persistent = self.config.resident;
         d.structured_output = structured_output_capability(self.family);
