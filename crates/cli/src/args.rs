@@ -256,7 +256,8 @@ pub struct RunArgs {
     pub cwd: Option<PathBuf>,
     /// Run in a git worktree of the `--cwd` repository, on a new branch from
     /// HEAD: `agent/<thread>` for a thread (kept across its turns, removed
-    /// by `threads delete`), else `agent/<run id>` (kept after the run).
+    /// by `threads delete`), else `agent/<run id>` (kept after the run; see
+    /// `worktrees list` and `worktrees remove`).
     #[arg(long)]
     pub worktree: bool,
     /// `--diff`, `--service`, `--service-ready`.

@@ -15,7 +15,7 @@
 //! "stderr_bytes", "terminal"}, "provider", "model", "exit_code",
 //! "structured_output", "workspace": null | {"strategy", "path", "branch",
 //! "base_commit", "changes": {"files": [{"path", "kind", "insertions",
-//! "deletions"}], "insertions", "deletions"}}, "services": [{"name",
+//! "deletions"}], "insertions", "deletions", ["diff"] (`--diff`)}}, "services": [{"name",
 //! "status", "endpoint", "health"}]}`.
 //!
 //! Observation lines (their field names are stable; optional fields are

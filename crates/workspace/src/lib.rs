@@ -6,8 +6,11 @@
 //!   agent is launched, and released (kept or removed) after. A thread's
 //!   worktree is reused by its later turns and removed with the thread —
 //!   only when that loses no uncommitted change and no unmerged, unpushed
-//!   commit. Lease files live in the repository's common git directory, so
-//!   a [`sweep`] on start finds worktrees whose host process died.
+//!   commit. A run's own worktree is kept after the run (it holds the run's
+//!   work), tracked as [`LeaseOwner::Kept`] until [`WorkspaceManager::remove`]
+//!   deletes it under the same rule. Lease files live in the repository's
+//!   common git directory, so a [`sweep`] on start finds worktrees whose host
+//!   process died.
 //!   [`summarize`] says what a run changed against its base commit.
 //! * **Services.** The [`ServiceManager`] ensures the services a run needs
 //!   (command, env, readiness by TCP or HTTP) before launch, reuses them by
