@@ -33,6 +33,7 @@
 
 pub(crate) mod error;
 pub mod event_log;
+pub(crate) mod grants;
 pub(crate) mod recorder;
 pub mod store;
 
@@ -56,8 +57,8 @@ pub use event_log::{
     EventPage, EventQuery, EventWindow, NewEvent, RecordedEvent, Retention, StoredEventRow,
 };
 pub use store::{
-    FinalizeRequest, InterruptedRun, Lease, MemoryStore, RecordStatus, StoreError, ThreadRecord,
-    ThreadStore, recovery_prefixes,
+    FinalizeRequest, InterruptedRun, Lease, MemoryStore, RecordStatus, StoreError, ThreadPolicy,
+    ThreadRecord, ThreadStore, check_tool_name, recovery_prefixes,
 };
 
 /// How long a thread lease lasts without renewal.
