@@ -143,7 +143,13 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
         if let Some(line) = &swept {
             renderer.dim_note(&format!("▸ {line}"));
         }
-        renderer.dim_note(&format!("▸ {}", selected.label));
+        let model = args
+            .driver
+            .model
+            .as_deref()
+            .map(|m| format!(" · model {m}"))
+            .unwrap_or_default();
+        renderer.dim_note(&format!("▸ {}{model}", selected.label));
         if let Some(store) = &store {
             renderer.dim_note(&format!("▸ threads: {}", store.description));
         }
@@ -233,7 +239,7 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
     };
     let started = Instant::now();
     let stream = runner.stream_with(&prompt, options);
-    let outcome = drive(stream, &mut renderer, args.json, mode, styled).await;
+    let outcome = drive(stream, &mut renderer, args.json, mode).await;
     agent.close().await;
     report(outcome, &mut renderer, args.json, started, &selected).map_err(Stop::Run)
 }
@@ -253,7 +259,6 @@ async fn drive(
     renderer: &mut Renderer,
     json: bool,
     mode: ApproveMode,
-    styled: bool,
 ) -> Outcome {
     let run_id = stream.run_id().to_owned();
     let handle = stream.handle();
@@ -295,7 +300,7 @@ async fn drive(
                     && !output_closed
                 {
                     renderer.suspend();
-                    eprint!("{}", approve::prompt_text(req, styled));
+                    eprint!("{}", renderer.approval_prompt(req));
                     let _ = std::io::stderr().flush();
                     tokio::select! {
                         line = approve::read_line() => {
@@ -412,6 +417,11 @@ fn report(
                     let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
                     renderer.out(&format!("{pretty}\n"));
                 }
+                let what = if result.model.is_empty() {
+                    what
+                } else {
+                    format!("{what} · {}", result.model)
+                };
                 renderer.usage(result.usage.as_ref(), started.elapsed(), &what);
             }
             output_failure(renderer).map_or(Ok(()), Err)
