@@ -417,7 +417,7 @@ fn report(
                     let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
                     renderer.out(&format!("{pretty}\n"));
                 }
-                let what = if result.model.is_empty() {
+                let what = if result.model.is_empty() || result.model == what {
                     what
                 } else {
                     format!("{what} · {}", result.model)

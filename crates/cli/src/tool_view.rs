@@ -380,8 +380,8 @@ impl ToolView {
                 .map(|f| f.path.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-            ToolView::Tool { label, input } => format!("{label} {}", first_line(&compact(input))),
-            ToolView::Other { input } => first_line(&compact(input)),
+            // The tool's name heads the line already.
+            ToolView::Tool { input, .. } | ToolView::Other { input } => first_line(&compact(input)),
         }
     }
 
@@ -535,7 +535,7 @@ mod tests {
             tool: "search".into(),
         };
         let mcp = classify("search", &scope, &json!({"q": "x"}));
-        assert_eq!(mcp.summary(), r#"docs/search {"q":"x"}"#);
+        assert_eq!(mcp.summary(), r#"{"q":"x"}"#);
         assert_eq!(mcp.detail_lines(false, ""), ["{", r#"  "q": "x""#, "}"]);
         let claude_mcp = classify("mcp__docs__search", &ToolScope::Builtin, &json!({}));
         assert!(matches!(claude_mcp, ToolView::Tool { ref label, .. } if label == "docs/search"));
