@@ -303,6 +303,7 @@ pub fn outcome(result: Option<&Value>) -> Outcome {
                 .or_else(|| map.get("aggregated_output"))
                 .or_else(|| map.get("aggregatedOutput"))
                 .or_else(|| map.get("output"))
+                .or_else(|| map.get("result").filter(|r| !r.is_null()))
                 .or(error_text);
             Outcome {
                 text: body.map_or_else(|| result.to_string(), content_text),
@@ -316,11 +317,13 @@ pub fn outcome(result: Option<&Value>) -> Outcome {
     }
 }
 
-/// A content value as text: a string, or the text blocks of an array
-/// (`[{"type":"text","text":…}]`), else its JSON.
+/// A content value as text: a string, the text blocks of an array
+/// (`[{"type":"text","text":…}]`), an MCP result's `content`, else its
+/// JSON.
 fn content_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
+        Value::Object(map) if map.contains_key("content") => content_text(&map["content"]),
         Value::Array(blocks) => blocks
             .iter()
             .map(|b| text(b, &["text"]).map_or_else(|| b.to_string(), str::to_owned))
@@ -561,6 +564,12 @@ mod tests {
         assert_eq!(codex.text, "boom");
         assert!(codex.is_error);
         assert!(outcome(Some(&json!({"status": "declined"}))).is_error);
+        let mcp = outcome(Some(&json!({
+            "result": {"content": [{"type": "text", "text": "found"}]},
+            "error": null, "status": "completed"
+        })));
+        assert_eq!(mcp.text, "found");
+        assert!(!mcp.is_error);
         assert_eq!(outcome(Some(&json!("plain"))).text, "plain");
         assert_eq!(outcome(None).text, "");
     }

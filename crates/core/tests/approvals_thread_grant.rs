@@ -8,11 +8,13 @@ mod common;
 
 use std::sync::Arc;
 
+use agent_adaptor_core::driver::async_trait;
 use agent_adaptor_core::driver::{
     Checkpoint, DecisionKind, DecisionRequest, RawStreams, Response, RunEvent, SessionState,
     StandardSessionCodec, StreamPayload, TerminalPayload, TranscriptItem,
 };
 use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
+use agent_adaptor_core::thread::{FinalizeRequest, Lease, StoreError, ThreadRecord};
 use agent_adaptor_core::{
     Agent, ApprovalError, ApprovalRequest, Event, MemoryStore, Runner, Thread, ThreadStore,
     notice_kind,
@@ -142,4 +144,56 @@ async fn always_allow_outside_a_thread_is_refused() {
         }
     }
     stream.result().await.unwrap();
+}
+
+/// A memory store whose policy cannot be written.
+struct NoPolicyWrites(MemoryStore);
+
+#[async_trait]
+impl ThreadStore for NoPolicyWrites {
+    async fn resolve(&self, key: &str, archived: bool) -> Result<Option<ThreadRecord>, StoreError> {
+        self.0.resolve(key, archived).await
+    }
+    async fn acquire_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: std::time::Duration,
+    ) -> Result<Lease, StoreError> {
+        self.0.acquire_lease(target, owner, ttl).await
+    }
+    async fn renew_lease(
+        &self,
+        lease: &Lease,
+        ttl: std::time::Duration,
+    ) -> Result<Lease, StoreError> {
+        self.0.renew_lease(lease, ttl).await
+    }
+    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
+        self.0.release_lease(lease).await
+    }
+    async fn finalize(&self, request: FinalizeRequest) -> Result<ThreadRecord, StoreError> {
+        self.0.finalize(request).await
+    }
+    async fn set_tool_allowed(&self, _: &str, _: &str, _: bool) -> Result<bool, StoreError> {
+        Err(StoreError::Backend("disk full".into()))
+    }
+}
+
+#[tokio::test]
+async fn a_grant_the_store_refuses_is_reported_and_the_approval_stands() {
+    let agent = Agent::builder(asking_driver())
+        .thread_store(Arc::new(NoPolicyWrites(MemoryStore::new())))
+        .build()
+        .unwrap();
+    let thread = agent.thread("t-full");
+    let events = turn(&thread, |req| req.approve_always().unwrap()).await;
+    let resolved = notices(&events, notice_kind::APPROVAL_RESOLVED);
+    let grant = &resolved[0].data.as_ref().unwrap()["thread_grant"];
+    assert_eq!(grant["granted"], false, "{grant}");
+    assert!(
+        grant["error"].as_str().unwrap().contains("disk full"),
+        "{grant}"
+    );
+    assert!(thread.always_allowed().await.unwrap().is_empty());
 }
