@@ -252,13 +252,18 @@ impl Renderer {
     }
 
     /// The question for an approval request, with the exact input it
-    /// approves (the tool call's, else the request's details).
+    /// approves (the tool call's, else the request's details; none for a
+    /// question).
     pub fn approval_prompt(&self, req: &ApprovalRequest) -> String {
-        let view = self
-            .tools
-            .get(req.tool_call_id.as_str())
-            .map(Tool::view)
-            .or_else(|| crate::approve::details_view(req));
+        // A question shows its choices, not the tool call that asks it.
+        let view = (req.kind != agent_adaptor_core::ApprovalKind::Question)
+            .then(|| {
+                self.tools
+                    .get(req.tool_call_id.as_str())
+                    .map(Tool::view)
+                    .or_else(|| crate::approve::details_view(req))
+            })
+            .flatten();
         crate::approve::prompt_text(req, view.as_ref(), self.styled)
     }
 
@@ -598,6 +603,39 @@ mod tests {
         timing.resume(at(20_300));
         timing.resume(at(20_350));
         assert_eq!(timing.elapsed(at(20_400)), Duration::from_millis(400));
+    }
+
+    #[test]
+    fn the_prompt_shows_the_tool_calls_own_arguments_by_id() {
+        let meta: agent_adaptor_core::EventMeta = serde_json::from_value(serde_json::json!({
+            "run_id": "r", "sequence": 1, "time": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        let mut renderer = Renderer::new(false);
+        renderer.event(&Event::ToolCall(agent_adaptor_core::ToolCall {
+            meta: meta.clone(),
+            id: "t1".into(),
+            name: "Edit".into(),
+            args: Some(serde_json::json!({
+                "file_path": "src/a.rs", "old_string": "let x = 1;", "new_string": "let x = 2;"
+            })),
+            args_delta: String::new(),
+            result: None,
+            phase: Phase::Start,
+            scope: ToolScope::Builtin,
+            delegation: None,
+        }));
+        let req: ApprovalRequest = serde_json::from_value(serde_json::json!({
+            "meta": meta, "id": "apr_1", "kind": "permission", "title": "Allow Edit?",
+            "source": "claude.can_use_tool", "tool_call_id": "t1",
+            "created_at": "2026-01-01T00:00:00Z", "attempt": 0
+        }))
+        .unwrap();
+        let prompt = renderer.approval_prompt(&req);
+        assert!(
+            prompt.contains("    src/a.rs\n    - let x = 1;\n    + let x = 2;\n"),
+            "{prompt}"
+        );
     }
 
     #[test]
