@@ -422,7 +422,8 @@ pub struct ThreadsArgs {
 pub enum ThreadsCommand {
     /// List the threads that have an active record.
     List,
-    /// Show a thread's record (and its conversation, for llm threads).
+    /// Show a thread's record (and its conversation, for llm threads) and
+    /// the tools always allowed in it.
     Show {
         /// The thread key.
         key: String,
@@ -444,6 +445,14 @@ pub enum ThreadsCommand {
         key: String,
         /// The new key (must not exist).
         new: String,
+    },
+    /// Stop always allowing TOOL in thread KEY (granted by answering `a`
+    /// at a `run --thread` approval prompt); its next request asks again.
+    Revoke {
+        /// The thread key.
+        key: String,
+        /// The tool name, as `threads show KEY` lists it.
+        tool: String,
     },
     /// Delete a thread: every record and its lease.
     Delete {

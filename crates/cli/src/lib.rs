@@ -59,7 +59,9 @@ pub mod serve;
 pub mod signals;
 pub mod store;
 pub mod thread_events;
+pub mod thread_policy;
 pub mod threads;
+pub mod tool_view;
 pub mod tools;
 pub mod worktrees;
 

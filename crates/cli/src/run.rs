@@ -146,7 +146,13 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
         if let Some(line) = &swept {
             renderer.dim_note(&format!("▸ {line}"));
         }
-        renderer.dim_note(&format!("▸ {}", selected.label));
+        let model = args
+            .driver
+            .model
+            .as_deref()
+            .map(|m| format!(" · model {m}"))
+            .unwrap_or_default();
+        renderer.dim_note(&format!("▸ {}{model}", selected.label));
         if let Some(store) = &store {
             renderer.dim_note(&format!("▸ threads: {}", store.description));
         }
@@ -221,7 +227,7 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
     };
     let started = Instant::now();
     let stream = runner.stream_with(&prompt, options);
-    let outcome = drive(stream, &mut renderer, args.json, mode, styled).await;
+    let outcome = drive(stream, &mut renderer, args.json, mode).await;
     agent.close().await;
     report(outcome, &mut renderer, args.json, started, &selected).map_err(Stop::Run)
 }
@@ -241,7 +247,6 @@ async fn drive(
     renderer: &mut Renderer,
     json: bool,
     mode: ApproveMode,
-    styled: bool,
 ) -> Outcome {
     let run_id = stream.run_id().to_owned();
     let handle = stream.handle();
@@ -283,7 +288,7 @@ async fn drive(
                     && !output_closed
                 {
                     renderer.suspend();
-                    eprint!("{}", approve::prompt_text(req, styled));
+                    eprint!("{}", renderer.approval_prompt(req));
                     let _ = std::io::stderr().flush();
                     tokio::select! {
                         line = approve::read_line() => {
@@ -391,6 +396,11 @@ fn report(
                     renderer.out(&format!("{pretty}\n"));
                 }
                 crate::run_resources::render(&result, renderer);
+                let what = if result.model.is_empty() || result.model == what {
+                    what
+                } else {
+                    format!("{what} · {}", result.model)
+                };
                 renderer.usage(result.usage.as_ref(), started.elapsed(), &what);
             }
             output_failure(renderer).map_or(Ok(()), Err)

@@ -1,5 +1,5 @@
-//! `agent-adaptor threads list|show|fork|delete`: the thread store, read and
-//! edited without running anything.
+//! `agent-adaptor threads list|show|fork|revoke|delete`: the thread store,
+//! read and edited without running anything.
 
 use agent_adaptor_workspace::{
     WorkspaceLease, WorkspaceManager, WorkspaceResources, WorkspaceSpec,
@@ -91,6 +91,9 @@ pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
                 println!("forked {key:?} to {new:?}");
             }
         }
+        ThreadsCommand::Revoke { key, tool } => {
+            crate::thread_policy::revoke(&opened, &key, &tool, args.json).await?
+        }
         ThreadsCommand::Delete { key } => {
             // The thread's worktree goes first, and only when that loses no
             // work; a refusal keeps the thread too.
@@ -127,7 +130,8 @@ async fn show(
     let failed = |e: StoreError| CliError::failure(format!("cannot read the thread: {e}"));
     let record = opened.store.resolve(key, true).await.map_err(failed)?;
     let interrupted = opened.store.interrupted_runs(key).await.map_err(failed)?;
-    if record.is_none() && interrupted.is_empty() {
+    let allowed = crate::thread_policy::always_allowed(opened, key).await?;
+    if record.is_none() && interrupted.is_empty() && allowed.is_empty() {
         return Err(CliError::failure(format!(
             "no thread {key:?} in {}",
             opened.description
@@ -142,6 +146,7 @@ async fn show(
         v["record"] = json!(record);
         v["messages"] = json!(messages);
         v["interrupted"] = json!(interrupted);
+        v["always_allowed"] = json!(allowed);
         v["worktree"] = json!(
             worktree
                 .map(|l| json!({"path": l.path, "branch": l.branch, "base_commit": l.base_commit}))
@@ -169,6 +174,7 @@ async fn show(
     } else {
         println!("status:   no record (no run of it finished)");
     }
+    println!("{}", crate::thread_policy::show_line(&allowed));
     for run in &interrupted {
         println!(
             "interrupted: run {} started {} (its process died){}",

@@ -5,6 +5,10 @@
 
 mod support;
 
+#[cfg(feature = "real-clis")]
+#[path = "pty_claude/mod.rs"]
+mod real_claude;
+
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::mpsc;
@@ -119,7 +123,7 @@ fn a_terminal_shows_the_run_live_and_asks_before_a_tool_runs() {
     term.expect("playground: llm driver against the built-in scripted model server");
     // The tool call waits for the person at the terminal.
     term.expect("? Allow list_files {\"path\":\".\"}?");
-    term.expect("[y] approve  [n] deny");
+    term.expect("[y] allow once  [n] deny");
     term.send(b"y\r");
     term.expect("approval approved");
     term.expect("README.md");
@@ -165,7 +169,7 @@ fn a_denial_typed_at_the_terminal_reaches_the_model() {
         ],
         &[],
     );
-    term.expect("[y] approve  [n] deny");
+    term.expect("[y] allow once  [n] deny");
     term.send(b"not now\r");
     term.expect("approval rejected");
     term.expect("✗");

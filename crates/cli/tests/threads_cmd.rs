@@ -205,3 +205,17 @@ fn keep_events_bounds_the_log_and_zero_records_nothing() {
     let out = run(home.path(), &["threads", "show", "off", "--since", "3"]);
     assert_ne!(out.status.code(), Some(0), "--since needs --events");
 }
+
+#[test]
+fn revoking_a_tool_that_is_not_allowed_says_so() {
+    let home = tempfile::tempdir().unwrap();
+    let out = run(home.path(), &["threads", "revoke", "nobody", "Bash"]);
+    assert_one_line_failure(
+        &out,
+        1,
+        "\"Bash\" is not always allowed in thread \"nobody\"",
+    );
+    // A thread with neither a record nor grants is unknown to `show`.
+    let out = run(home.path(), &["threads", "show", "nobody"]);
+    assert_one_line_failure(&out, 1, "no thread \"nobody\"");
+}

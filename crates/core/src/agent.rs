@@ -274,6 +274,7 @@ impl Agent {
                     .policy
                     .active_execution_timeout
                     .map(|budget| Arc::new(crate::policy::ActiveClock::new(budget))),
+                thread: thread.as_ref().map(ThreadPlan::grants),
             },
             broker: self.inner.broker,
             cancel_grace: self.inner.cancel_grace,

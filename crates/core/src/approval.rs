@@ -52,6 +52,10 @@ pub struct ApprovalRequest {
     /// [`detached`](Self::detached).
     #[serde(skip)]
     pub(crate) responder: Responder,
+    /// The tool [`approve_always`](Self::approve_always) would always
+    /// allow: set for a thread run's permission request that names its tool.
+    #[serde(skip)]
+    pub(crate) grant: Option<Arc<str>>,
 }
 
 /// Why a response to an [`ApprovalRequest`] was refused.
@@ -75,6 +79,10 @@ pub enum ApprovalError {
     /// The request has no responder (a copy made for replay, or deserialized).
     #[error("approval request has no responder")]
     Unavailable,
+    /// `approve_always` on a request that cannot be granted for good: not
+    /// a thread run, or the request names no tool.
+    #[error("always allow needs a thread run's permission request that names its tool")]
+    NotGrantable,
 }
 
 /// The answer a responder delivers to the waiting driver.
@@ -83,6 +91,8 @@ pub(crate) struct Answer {
     pub(crate) result: DecisionResult,
     pub(crate) choice: String,
     pub(crate) text: String,
+    /// Approved, and the tool is to be always allowed in the thread.
+    pub(crate) grant: bool,
 }
 
 #[derive(Debug)]
@@ -147,7 +157,37 @@ impl ApprovalRequest {
             result: DecisionResult::Approved,
             choice: String::new(),
             text: String::new(),
+            grant: false,
         })
+    }
+
+    /// Approve a permission request and always allow its tool in this
+    /// thread: the thread's later requests for the tool are approved
+    /// without asking (see [`Thread::always_allowed`](crate::Thread::always_allowed)).
+    /// [`ApprovalError::NotGrantable`] when [`always_allow_tool`](Self::always_allow_tool)
+    /// is `None` (nothing is answered then).
+    pub fn approve_always(&self) -> Result<(), ApprovalError> {
+        if self.kind != DecisionKind::Permission {
+            return Err(ApprovalError::KindMismatch {
+                kind: self.kind,
+                op: "approve_always",
+            });
+        }
+        if self.grant.is_none() {
+            return Err(ApprovalError::NotGrantable);
+        }
+        self.responder.resolve(Answer {
+            result: DecisionResult::Approved,
+            choice: String::new(),
+            text: String::new(),
+            grant: true,
+        })
+    }
+
+    /// The tool [`approve_always`](Self::approve_always) would always allow
+    /// in this thread; `None` when it cannot be offered.
+    pub fn always_allow_tool(&self) -> Option<&str> {
+        self.grant.as_deref()
     }
 
     /// Deny (or, for a question, decline) the request, with a reason.
@@ -156,6 +196,7 @@ impl ApprovalRequest {
             result: DecisionResult::Rejected,
             choice: String::new(),
             text: reason.into(),
+            grant: false,
         })
     }
 
@@ -177,6 +218,7 @@ impl ApprovalRequest {
                 String::new()
             },
             text: answer,
+            grant: false,
         })
     }
 
@@ -185,6 +227,7 @@ impl ApprovalRequest {
     pub fn detached(&self) -> Self {
         let mut copy = self.clone();
         copy.responder = Responder::default();
+        copy.grant = None;
         copy
     }
 }

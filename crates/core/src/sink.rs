@@ -30,6 +30,8 @@ pub(crate) struct ApprovalRouting {
     pub(crate) policy: Effective,
     /// The active-execution clock, paused while a human is asked.
     pub(crate) clock: Option<Arc<ActiveClock>>,
+    /// The run's thread (its "always allow" grants), for a thread run.
+    pub(crate) thread: Option<crate::thread::grants::ThreadGrants>,
 }
 
 /// Everything the sink tracks, behind one FIFO lock: publication order is
@@ -313,6 +315,12 @@ impl CoreSink {
             .map(|t| now + t);
         let expiry = timeout.map(|t| Instant::now() + t);
         let (responder, rx) = Responder::new();
+        let grant: Option<Arc<str>> = self
+            .approvals
+            .thread
+            .as_ref()
+            .and_then(|_| crate::thread::grants::grant_name(req))
+            .map(Arc::from);
         let build = |meta| ApprovalRequest {
             meta,
             id: req.request_id.clone(),
@@ -326,6 +334,7 @@ impl CoreSink {
             deadline: req.deadline,
             attempt: req.retry_attempt,
             responder: responder.clone(),
+            grant: grant.clone(),
         };
         match &self.approvals.handler {
             Some(handler) => {
@@ -353,6 +362,7 @@ impl CoreSink {
                         result: DecisionResult::Aborted,
                         choice: String::new(),
                         text: String::new(),
+                        grant: false,
                     }),
                     () = sleep_until(expiry) => {
                         responder.expire();
@@ -402,6 +412,7 @@ fn timed_out() -> Answer {
         result: DecisionResult::TimedOut,
         choice: String::new(),
         text: String::new(),
+        grant: false,
     }
 }
 

@@ -44,7 +44,7 @@
 //!
 //! ## Schema
 //!
-//! Both stores keep four tables (SQL in `migrations/`, embedded and
+//! Both stores keep these tables (SQL in `migrations/`, embedded and
 //! applied at open/connect under a lock, version recorded in
 //! `agent_adaptor_schema_migrations`; a database newer than the build is
 //! refused):
@@ -54,6 +54,7 @@
 //! | `agent_adaptor_thread_records` | `seq` (insertion order), `id`, `key` (verbatim), `status` (`active`/`archived`), `driver_type`, `fingerprint`, `codec`, `params` (JSON object), `previous_id`, `created_at`, `updated_at`; a partial unique index allows one `active` row per key |
 //! | `agent_adaptor_thread_leases` | `target` (`key:<thread key>`), `owner`, `token` (new on every acquisition), `expires_at`, `prompt` and `acquired_at` (kept by `acquire_run_lease`; v2) |
 //! | `agent_adaptor_interrupted_runs` | `seq`, `key`, `run_id`, `prompt`, `started_at`, `interrupted_at`: leases that `recover_instance` took back from a dead process (v2) |
+//! | `agent_adaptor_thread_tool_grants` | `key`, `tool`, `granted_at`: the thread policy, tools always allowed per key (v4) |
 //! | `agent_adaptor_schema_migrations` | applied versions |
 //!
 //! SQLite stores times as INTEGER microseconds since the Unix epoch (UTC);
@@ -101,6 +102,8 @@
 mod error;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod events;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod grants;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod pool;
 #[cfg(feature = "postgres")]

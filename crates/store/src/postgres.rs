@@ -4,10 +4,10 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
-use agent_adaptor_core::thread::store::{InterruptedRun, recovery_prefixes};
+use agent_adaptor_core::thread::store::{InterruptedRun, check_tool_name, recovery_prefixes};
 use agent_adaptor_core::thread::{
     EventPage, EventQuery, FinalizeRequest, Lease, NewEvent, RecordStatus, Retention, StoreError,
-    ThreadRecord, ThreadStore,
+    ThreadPolicy, ThreadRecord, ThreadStore,
 };
 use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
@@ -26,6 +26,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../migrations/postgres/0002_interrupted_runs.sql"),
     ),
     (3, include_str!("../migrations/postgres/0003_event_log.sql")),
+    (
+        4,
+        include_str!("../migrations/postgres/0004_thread_policy.sql"),
+    ),
 ];
 
 /// Serializes concurrent migrations (`pg_advisory_xact_lock` key).
@@ -414,6 +418,20 @@ impl ThreadStore for PgStore {
         crate::recovery::pg_interrupted_runs(&self.pool, key).await
     }
 
+    async fn thread_policy(&self, key: &str) -> Result<ThreadPolicy, StoreError> {
+        crate::grants::pg_policy(&self.pool, key).await
+    }
+
+    async fn set_tool_allowed(
+        &self,
+        key: &str,
+        tool: &str,
+        allowed: bool,
+    ) -> Result<bool, StoreError> {
+        check_tool_name(tool)?;
+        crate::grants::pg_set(&self.pool, key, tool, allowed).await
+    }
+
     async fn append_events(
         &self,
         key: &str,
@@ -475,6 +493,7 @@ async fn delete_in(tx: &mut Transaction<'static, Postgres>, key: &str) -> Result
         .execute(&mut **tx)
         .await
         .map_err(err)?;
+    crate::grants::pg_delete_in(tx, key).await?;
     // The events go; the head stays, so cursors are never reused.
     sqlx::query("DELETE FROM agent_adaptor_events WHERE key = $1")
         .bind(key)

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
-use agent_adaptor_core::thread::store::{InterruptedRun, recovery_prefixes};
+use agent_adaptor_core::thread::store::{InterruptedRun, check_tool_name, recovery_prefixes};
 use agent_adaptor_core::thread::{
     EventPage, EventQuery, FinalizeRequest, Lease, NewEvent, RecordStatus, Retention, StoreError,
-    ThreadRecord, ThreadStore,
+    ThreadPolicy, ThreadRecord, ThreadStore,
 };
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::{
@@ -31,6 +31,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../migrations/sqlite/0002_interrupted_runs.sql"),
     ),
     (3, include_str!("../migrations/sqlite/0003_event_log.sql")),
+    (
+        4,
+        include_str!("../migrations/sqlite/0004_thread_policy.sql"),
+    ),
 ];
 
 pub(crate) const RECORD_COLUMNS: &str = "id, key, status, driver_type, fingerprint, codec, params, \
@@ -544,6 +548,24 @@ impl ThreadStore for SqliteStore {
 
     async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
         crate::recovery::sqlite_interrupted_runs(&self.pool, key).await
+    }
+
+    async fn thread_policy(&self, key: &str) -> Result<ThreadPolicy, StoreError> {
+        crate::grants::sqlite_policy(&self.pool, key).await
+    }
+
+    async fn set_tool_allowed(
+        &self,
+        key: &str,
+        tool: &str,
+        allowed: bool,
+    ) -> Result<bool, StoreError> {
+        const OP: &str = "sqlite set_tool_allowed";
+        check_tool_name(tool)?;
+        let _gate = self.write_gate.lock().await;
+        let mut tx = self.begin(OP).await?;
+        let outcome = crate::grants::sqlite_set_in(&mut tx, key, tool, allowed).await;
+        settle(tx, OP, outcome).await
     }
 
     async fn append_events(

@@ -37,6 +37,11 @@ pub(crate) async fn delete_in(
         .execute(&mut **tx)
         .await
         .map_err(err)?;
+    sqlx::query("DELETE FROM agent_adaptor_thread_tool_grants WHERE key = ?1")
+        .bind(key)
+        .execute(&mut **tx)
+        .await
+        .map_err(err)?;
     // The events go; the head stays, so cursors are never reused.
     sqlx::query("DELETE FROM agent_adaptor_events WHERE key = ?1")
         .bind(key)

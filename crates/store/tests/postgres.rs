@@ -197,7 +197,7 @@ mod postgres_only {
                 .fetch_all(&mut conn)
                 .await
                 .unwrap();
-        assert_eq!(versions, [1, 2, 3]);
+        assert_eq!(versions, [1, 2, 3, 4]);
         conn.close().await.unwrap();
         for s in &stores {
             s.close().await;

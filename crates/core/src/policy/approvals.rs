@@ -20,6 +20,7 @@ use crate::approval::Answer;
 use crate::control::StopReason;
 use crate::event::notice_kind;
 use crate::sink::CoreSink;
+use crate::thread::grants::grant_name;
 
 /// The approval policy of one run, resolved against the driver's
 /// declarations: no inherit left.
@@ -179,8 +180,37 @@ pub(crate) async fn decide(
             eff.modes[i]
         };
     let started = Instant::now();
+    // The thread's grant of this tool, when it has one: approved without
+    // asking. The tool a human's "always" would grant, otherwise.
+    let grant = match (&routing.thread, grant_name(&req)) {
+        (Some(thread), Some(tool)) if mode == ApprovalMode::Ask => Some((thread, tool)),
+        _ => None,
+    };
+    let granted = match &grant {
+        Some((thread, tool)) if thread.allows(tool).await => Some(tool.clone()),
+        _ => None,
+    };
+    // What the resolved notice says about the thread's grant.
+    let mut grant_audit = Value::Null;
 
-    let settled = if mode == ApprovalMode::Ask {
+    let settled = if let Some(tool) = &granted {
+        req.created_at = Some(Utc::now());
+        grant_audit = json!({"tool": tool, "source": "thread"});
+        let audit = json!({"request": &req, "decided_by": "policy", "thread_grant": &grant_audit});
+        sink.notice(notice_kind::APPROVAL_REQUESTED, req.prompt.clone(), audit)
+            .await?;
+        Ok(Settled {
+            answer: Answer {
+                result: DecisionResult::Approved,
+                choice: String::new(),
+                text: String::new(),
+                grant: false,
+            },
+            decided_by: DecidedBy::Policy,
+            attempts: 0,
+            fallback: None,
+        })
+    } else if mode == ApprovalMode::Ask {
         ask(sink, &mut req, eff, i).await
     } else {
         let approve = mode == ApprovalMode::AutoApprove;
@@ -201,6 +231,7 @@ pub(crate) async fn decide(
                 } else {
                     format!("denied by the run policy ({})", mode.as_str())
                 },
+                grant: false,
             },
             decided_by: DecidedBy::Policy,
             attempts: 0,
@@ -216,6 +247,7 @@ pub(crate) async fn decide(
                     result: DecisionResult::Aborted,
                     choice: String::new(),
                     text: e.to_string(),
+                    grant: false,
                 },
                 decided_by: DecidedBy::Aborted,
                 attempts,
@@ -224,6 +256,19 @@ pub(crate) async fn decide(
             Some(e),
         ),
     };
+    if settled.answer.grant
+        && settled.answer.result == DecisionResult::Approved
+        && let Some((thread, tool)) = &grant
+    {
+        // The human answered "always": the grant is kept before the driver
+        // is answered, so a failure is reported, never dropped.
+        grant_audit = match thread.grant(tool).await {
+            Ok(()) => json!({"tool": tool, "source": "human", "granted": true}),
+            Err(e) => {
+                json!({"tool": tool, "source": "human", "granted": false, "error": e.to_string()})
+            }
+        };
+    }
     let record = DecisionRecord {
         request_id: req.request_id.clone(),
         kind: req.kind,
@@ -255,6 +300,10 @@ pub(crate) async fn decide(
         "fallback": record.fallback.map(FallbackAction::as_str),
         "latency_ms": u64::try_from(record.latency.as_millis()).unwrap_or(u64::MAX),
     });
+    let mut audit = audit;
+    if !grant_audit.is_null() {
+        audit["thread_grant"] = grant_audit;
+    }
     let aborted = record.fallback == Some(FallbackAction::Abort);
     let result = record.result;
     sink.notice(

@@ -35,6 +35,7 @@ mod delete;
 pub use delete::delete;
 pub(crate) mod error;
 pub mod event_log;
+pub(crate) mod grants;
 pub(crate) mod recorder;
 pub mod store;
 
@@ -58,8 +59,8 @@ pub use event_log::{
     EventPage, EventQuery, EventWindow, NewEvent, RecordedEvent, Retention, StoredEventRow,
 };
 pub use store::{
-    FinalizeRequest, InterruptedRun, Lease, MemoryStore, RecordStatus, StoreError, ThreadRecord,
-    ThreadStore, recovery_prefixes,
+    FinalizeRequest, InterruptedRun, Lease, MemoryStore, RecordStatus, StoreError, ThreadPolicy,
+    ThreadRecord, ThreadStore, check_tool_name, recovery_prefixes,
 };
 
 /// How long a thread lease lasts without renewal.

@@ -132,6 +132,23 @@ pub struct FinalizeRequest {
     pub require_key_absent: bool,
 }
 
+/// A thread's policy, kept by the store beside its records: the tools a
+/// human chose to always allow in this thread (see
+/// [`ApprovalRequest::approve_always`](crate::ApprovalRequest::approve_always)).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadPolicy {
+    /// Tool names whose permission requests are approved without asking,
+    /// sorted.
+    pub always_allowed: Vec<String>,
+}
+
+impl ThreadPolicy {
+    /// Whether `tool` is always allowed.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.always_allowed.iter().any(|t| t == tool)
+    }
+}
+
 /// Why a store operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -263,6 +280,28 @@ pub trait ThreadStore: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// `key`'s [`ThreadPolicy`] (empty for an unknown key). The default
+    /// has none: nothing is always allowed.
+    async fn thread_policy(&self, key: &str) -> Result<ThreadPolicy, StoreError> {
+        let _ = key;
+        Ok(ThreadPolicy::default())
+    }
+
+    /// Always allow `tool` in `key` (`allowed`), or stop doing so; returns
+    /// whether the policy changed. Independent of the key's records (a
+    /// thread's first run may grant before its first record is saved);
+    /// [`delete`](Self::delete) removes it with them. `Invalid` for an
+    /// empty tool name. The default says the store cannot.
+    async fn set_tool_allowed(
+        &self,
+        key: &str,
+        tool: &str,
+        allowed: bool,
+    ) -> Result<bool, StoreError> {
+        let _ = (key, tool, allowed);
+        Err(StoreError::Unsupported("keep a thread policy"))
+    }
+
     /// Append `events` of run `run_id` to `key`'s event log, in one atomic
     /// step (all or none), each under the key's next cursor; returns the
     /// cursors, ascending. Cursors grow across runs and are never reused
@@ -295,6 +334,15 @@ pub trait ThreadStore: Send + Sync {
     }
 }
 
+/// `Invalid` for an empty (or blank) tool name: what every store's
+/// [`set_tool_allowed`](ThreadStore::set_tool_allowed) checks first.
+pub fn check_tool_name(tool: &str) -> Result<(), StoreError> {
+    if tool.trim().is_empty() {
+        return Err(StoreError::Invalid("an empty tool name".into()));
+    }
+    Ok(())
+}
+
 /// A lease as the memory store holds it: with its run's prompt and start.
 struct Held {
     lease: Lease,
@@ -308,6 +356,8 @@ struct MemoryInner {
     leases: HashMap<String, Held>,
     interrupted: Vec<InterruptedRun>,
     logs: HashMap<String, EventLog>,
+    /// Per key: the always-allowed tools.
+    policies: HashMap<String, std::collections::BTreeSet<String>>,
 }
 
 /// A key's event log in memory: its rows (as the durable stores keep
@@ -511,6 +561,7 @@ impl ThreadStore for MemoryStore {
         }
         inner.leases.remove(&target);
         inner.interrupted.retain(|run| run.key != key);
+        inner.policies.remove(key);
         if let Some(log) = inner.logs.get_mut(key) {
             log.rows.clear();
         }
@@ -562,6 +613,43 @@ impl ThreadStore for MemoryStore {
             .filter(|run| run.key == key)
             .cloned()
             .collect())
+    }
+
+    async fn thread_policy(&self, key: &str) -> Result<ThreadPolicy, StoreError> {
+        let inner = self.lock();
+        Ok(ThreadPolicy {
+            always_allowed: inner
+                .policies
+                .get(key)
+                .map(|tools| tools.iter().cloned().collect())
+                .unwrap_or_default(),
+        })
+    }
+
+    async fn set_tool_allowed(
+        &self,
+        key: &str,
+        tool: &str,
+        allowed: bool,
+    ) -> Result<bool, StoreError> {
+        check_tool_name(tool)?;
+        let mut inner = self.lock();
+        if allowed {
+            Ok(inner
+                .policies
+                .entry(key.to_owned())
+                .or_default()
+                .insert(tool.to_owned()))
+        } else {
+            let Some(tools) = inner.policies.get_mut(key) else {
+                return Ok(false);
+            };
+            let removed = tools.remove(tool);
+            if tools.is_empty() {
+                inner.policies.remove(key);
+            }
+            Ok(removed)
+        }
     }
 
     async fn append_events(

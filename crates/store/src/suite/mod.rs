@@ -46,11 +46,13 @@
 //! lease recovery after a holder's process died (`recover_instance`,
 //! interrupted runs) and a finalize that fails half way; the event log
 //! (cursors across runs, `since`/range/tail paging, retention by count and
-//! age, concurrent appenders, cursors never reused after `delete`).
+//! age, concurrent appenders, cursors never reused after `delete`); the
+//! thread policy (grants per key, revocation, dropped by `delete`).
 
 mod agent;
 mod cases;
 mod event_log;
+mod policy;
 mod recovery;
 
 use std::sync::Arc;
@@ -73,6 +75,7 @@ pub use event_log::{
     event_log_concurrent_appenders, event_log_cursors_and_since, event_log_many_runs,
     event_log_retention, event_log_windows_and_paging, read_all, sample_event, sample_run,
 };
+pub use policy::thread_policy_grant_revoke_delete;
 pub use recovery::{
     failed_finalize_leaves_nothing_locked, recover_instance_frees_dead_incarnations,
     recover_instance_rejects_separators, recovered_prompt_is_the_current_holders,
@@ -110,6 +113,7 @@ macro_rules! __thread_store_cases {
             event_log_windows_and_paging,
             event_log_retention,
             event_log_concurrent_appenders,
+            thread_policy_grant_revoke_delete,
             agent_two_turns_resume,
             agent_concurrent_runs_one_is_busy,
             agent_resume_only_missing_is_not_found,
