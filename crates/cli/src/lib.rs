@@ -29,7 +29,9 @@
 //! * [`tools`] — the host tools the `llm` agent (the library's
 //!   multi-step `LlmDriver`) gets: `list_files`, approved before each call.
 //! * [`run`], [`render`], [`approve`], [`json_out`] — `run`: live
-//!   rendering, terminal approvals, Ctrl-C, JSON lines.
+//!   rendering, terminal approvals, Ctrl-C, JSON lines;
+//!   [`thread_refusal`] — a thread whose session this driver cannot
+//!   continue is refused with the commands that go on.
 //! * [`serve`] — the web chat page, AG-UI and raw SSE, A2A, thread API.
 //! * [`acp`] — ACP on stdio: every driver for editors.
 //! * [`threads`], [`inspect`], [`mock_model`], [`store`] — the other
@@ -58,6 +60,7 @@ pub mod serve;
 pub mod signals;
 pub mod store;
 pub mod thread_events;
+pub mod thread_refusal;
 pub mod threads;
 pub mod tools;
 
@@ -96,13 +99,12 @@ pub fn main_entry() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
+            // Kept whole: the first line says what is wrong, the rest
+            // names the missing arguments, suggests a mistyped subcommand
+            // or flag ("tip: a similar …") and gives the usage line.
             let text = e.to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
-            eprintln!("agent-adaptor: error: {first} (see agent-adaptor --help)");
+            let text = text.trim_end().trim_start_matches("error: ");
+            eprintln!("agent-adaptor: error: {text}");
             return ExitCode::from(EXIT_USAGE);
         }
     };

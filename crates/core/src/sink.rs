@@ -353,6 +353,7 @@ impl CoreSink {
                         result: DecisionResult::Aborted,
                         choice: String::new(),
                         text: String::new(),
+                        by_policy: false,
                     }),
                     () = sleep_until(expiry) => {
                         responder.expire();
@@ -402,6 +403,7 @@ fn timed_out() -> Answer {
         result: DecisionResult::TimedOut,
         choice: String::new(),
         text: String::new(),
+        by_policy: false,
     }
 }
 

@@ -16,7 +16,52 @@ pub(crate) fn backend_msg(op: &str, msg: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(format!("{op}: {msg}"))
 }
 
-fn describe(e: &sqlx::Error) -> String {
+/// What `e` comes down to, named once: the root cause when it is one a
+/// user can act on (the server is not listening, the host name does not
+/// resolve, the password is wrong, the database is missing, the SQLite
+/// file cannot be opened), found by walking `e`'s source chain once.
+pub(crate) fn describe(e: &sqlx::Error) -> String {
+    root_cause(e).map_or_else(|| detail(e), str::to_owned)
+}
+
+fn root_cause(e: &sqlx::Error) -> Option<&'static str> {
+    if let sqlx::Error::Database(db) = e {
+        return match db.code().as_deref() {
+            // PostgreSQL: invalid_password, invalid_authorization_specification.
+            Some("28P01" | "28000") => Some("authentication failed (check the user and password)"),
+            Some("3D000") => Some("the database does not exist (create it, or fix the URL)"),
+            // SQLite: SQLITE_CANTOPEN, SQLITE_NOTADB, SQLITE_PERM, SQLITE_READONLY.
+            Some("14") => Some("cannot open the SQLite file (bad path, or no permission)"),
+            Some("26") => Some("the file is not a SQLite database"),
+            Some("3" | "8") => Some("no permission to write the SQLite file"),
+            _ => None,
+        };
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            match io.kind() {
+                K::ConnectionRefused => {
+                    return Some(
+                        "connection refused (nothing listens there: is the server running?)",
+                    );
+                }
+                K::TimedOut => return Some("connection timed out"),
+                K::PermissionDenied => return Some("permission denied"),
+                _ => {}
+            }
+            // The resolver's failure has no kind of its own.
+            if io.to_string().contains("lookup address") {
+                return Some("the host name does not resolve (DNS lookup failed)");
+            }
+        }
+        source = err.source();
+    }
+    None
+}
+
+fn detail(e: &sqlx::Error) -> String {
     match e {
         sqlx::Error::Database(db) => match db.code() {
             Some(code) => format!("database error {code}: {}", db.message()),

@@ -201,6 +201,7 @@ pub(crate) async fn decide(
                 } else {
                     format!("denied by the run policy ({})", mode.as_str())
                 },
+                by_policy: true,
             },
             decided_by: DecidedBy::Policy,
             attempts: 0,
@@ -216,6 +217,7 @@ pub(crate) async fn decide(
                     result: DecisionResult::Aborted,
                     choice: String::new(),
                     text: e.to_string(),
+                    by_policy: false,
                 },
                 decided_by: DecidedBy::Aborted,
                 attempts,
@@ -282,6 +284,15 @@ pub(crate) async fn decide(
     })
 }
 
+/// Who gave a host's answer: a prepared rule (`deny_all` …) or a person.
+fn answerer(answer: &Answer) -> DecidedBy {
+    if answer.by_policy {
+        DecidedBy::Policy
+    } else {
+        DecidedBy::Human
+    }
+}
+
 /// Ask the host until the answer settles the decision (with retries).
 async fn ask(
     sink: &CoreSink,
@@ -306,7 +317,7 @@ async fn ask(
                 let decided_by = if answer.result == DecisionResult::Aborted {
                     DecidedBy::Aborted
                 } else {
-                    DecidedBy::Human
+                    answerer(&answer)
                 };
                 return Ok(Settled {
                     answer,
@@ -319,7 +330,7 @@ async fn ask(
         let decided_by = if answer.result == DecisionResult::TimedOut {
             DecidedBy::Timeout
         } else {
-            DecidedBy::Human
+            answerer(&answer)
         };
         let fallback = match fallback {
             FallbackAction::Retry if req.retry_attempt - first_attempt < eff.max_retries => {
