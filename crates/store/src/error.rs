@@ -180,3 +180,67 @@ mod tests {
         assert_eq!(url_password("postgres://a:b@h/db?x=@"), Some("b"));
     }
 }
+
+#[cfg(test)]
+mod cause_tests {
+    use std::borrow::Cow;
+
+    use super::*;
+
+    /// A database error with a SQLSTATE (PostgreSQL) or result code (SQLite).
+    #[derive(Debug)]
+    struct Coded(&'static str);
+
+    impl std::fmt::Display for Coded {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "code {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Coded {}
+
+    impl sqlx::error::DatabaseError for Coded {
+        fn message(&self) -> &str {
+            "the server's own words"
+        }
+        fn code(&self) -> Option<Cow<'_, str>> {
+            Some(Cow::Borrowed(self.0))
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> sqlx::error::ErrorKind {
+            sqlx::error::ErrorKind::Other
+        }
+    }
+
+    fn coded(code: &'static str) -> String {
+        describe(&sqlx::Error::Database(Box::new(Coded(code))))
+    }
+
+    #[test]
+    fn root_causes_are_named() {
+        assert!(coded("28P01").starts_with("authentication failed"));
+        assert!(coded("28000").starts_with("authentication failed"));
+        assert!(coded("3D000").starts_with("the database does not exist"));
+        assert!(coded("14").starts_with("cannot open the SQLite file"));
+        assert!(coded("26").starts_with("the file is not a SQLite database"));
+        // Anything else keeps the database's own message and code.
+        assert_eq!(
+            coded("23505"),
+            "database error 23505: the server's own words"
+        );
+        let refused = sqlx::Error::Io(std::io::ErrorKind::ConnectionRefused.into());
+        assert!(describe(&refused).starts_with("connection refused"));
+        let dns = sqlx::Error::Io(std::io::Error::other(
+            "failed to lookup address information: Name or service not known",
+        ));
+        assert!(describe(&dns).starts_with("the host name does not resolve"));
+    }
+}
