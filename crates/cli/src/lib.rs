@@ -7,6 +7,8 @@
 //! agent-adaptor run "hello"                         # live rendering; the playground when nothing else is usable
 //! agent-adaptor run --driver claude --thread t1 "…" # a real CLI, a durable thread
 //! agent-adaptor run --json "…"                      # one JSON object per event, then a result line
+//! agent-adaptor run --json=result --no-raw "…"      # only the result line (=events: only event lines)
+//! agent-adaptor run --thread t1 --new-session "…"   # a fresh session on t1; the old one stays, archived
 //! agent-adaptor serve                               # web chat at http://127.0.0.1:8787/ (AG-UI, raw SSE, A2A)
 //! agent-adaptor acp [--driver X]                   # ACP (v1) on stdio, for editors
 //! agent-adaptor threads list | show KEY [--events [--since N | --tail N]] | fork KEY NEW | delete KEY

@@ -20,6 +20,10 @@ pub fn refusal(
     args: &RunArgs,
     selected: &Selected,
 ) -> Option<CliError> {
+    // A fork's parent is another key: the core error says which.
+    if args.fork_from.is_some() {
+        return None;
+    }
     let Err(Error::Thread(ThreadError::Incompatible {
         record: Some(m), ..
     })) = result
