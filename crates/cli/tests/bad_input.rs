@@ -137,6 +137,67 @@ fn store_errors_name_their_root_cause_once() {
     assert_cause_once(&support::stderr(&out), "cannot open the SQLite file");
 }
 
+/// A PostgreSQL server that refuses every login with SQLSTATE 28P01, as a
+/// server does for a wrong password (the throwaway server of
+/// `scripts/with-postgres` trusts local users, so it cannot show this).
+fn refusing_postgres() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            // SSLRequest (answered "no") and/or the startup message.
+            loop {
+                let mut head = [0u8; 8];
+                if conn.read_exact(&mut head).is_err() {
+                    break;
+                }
+                let len = u32::from_be_bytes(head[..4].try_into().unwrap()) as usize;
+                let code = u32::from_be_bytes(head[4..].try_into().unwrap());
+                if code == 80_877_103 {
+                    let _ = conn.write_all(b"N");
+                    continue;
+                }
+                let mut rest = vec![0u8; len.saturating_sub(8)];
+                let _ = conn.read_exact(&mut rest);
+                let mut body = Vec::new();
+                for (field, value) in [
+                    (b'S', "FATAL"),
+                    (b'V', "FATAL"),
+                    (b'C', "28P01"),
+                    (b'M', "password authentication failed for user \"someone\""),
+                ] {
+                    body.push(field);
+                    body.extend_from_slice(value.as_bytes());
+                    body.push(0);
+                }
+                body.push(0);
+                let mut frame = vec![b'E'];
+                frame.extend_from_slice(&u32::try_from(body.len() + 4).unwrap().to_be_bytes());
+                frame.extend_from_slice(&body);
+                let _ = conn.write_all(&frame);
+                break;
+            }
+        }
+    });
+    port
+}
+
+#[test]
+fn a_wrong_postgres_password_is_named() {
+    let home = tempfile::tempdir().unwrap();
+    let url = format!(
+        "postgres://someone:wrong-pw@127.0.0.1:{}/agent_adaptor?sslmode=disable",
+        refusing_postgres()
+    );
+    let out = run(home.path(), &["threads", "--store", &url, "list"]);
+    assert_one_line_failure(&out, 1, "cannot connect to the thread store");
+    let err = support::stderr(&out);
+    assert_cause_once(&err, "authentication failed");
+    assert!(!err.contains("wrong-pw"), "{err}");
+}
+
 /// A database the server does not have: named as such (the server of
 /// `scripts/with-postgres` trusts local users, so a wrong password is not
 /// refused there).
