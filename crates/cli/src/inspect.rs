@@ -6,6 +6,7 @@
 //! appear by the names of their variables and files only.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 
 use agent_adaptor_drivers::inspect::{
     AuthState, DriverReport, Inspector, ModelsSource, VersionReport, report_each,
@@ -26,18 +27,27 @@ pub async fn inspect(args: InspectArgs) -> Result<(), CliError> {
         .await
         .map_err(|e| CliError::failure(e.to_string()))?;
     let (driver, why) = AutoChoice::detect().verdict();
-    if args.json {
+    let text = if args.json {
         let verdict = json!({"driver": driver, "why": why});
-        println!(
-            "{}",
+        format!(
+            "{}\n",
             json!({ "run_would_use": verdict, "drivers": reports })
-        );
+        )
     } else {
-        println!("run would use: {driver} ({why})\n");
-        print!("{}", table(&reports));
-        print!("{}", looks_for(&reports));
+        format!(
+            "run would use: {driver} ({why})\n\n{}{}",
+            table(&reports),
+            looks_for(&reports)
+        )
+    };
+    // A reader that went away (`| head`) is not an error of ours.
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::failure(format!("cannot write the report: {e}")))
+        }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// The reports as a table, then each failed check with its hint.

@@ -38,7 +38,7 @@ fn message(m: &Mismatch, flags: &str) -> String {
     let key = shell_word(&m.key);
     let what = m.differs.join(", ");
     format!(
-        "thread {key} holds a {old} session that {flags} cannot continue ({what} differs); nothing ran.\n\
+        "thread {key} holds a {old} session that {flags} cannot continue ({what} differs), so nothing ran\n\
          Continue it with its driver: agent-adaptor run --driver {old} --thread {key} {PROMPT}\n\
          Start a new session on this key (the {old} session stays, archived): \
          agent-adaptor run {flags} --thread {key} --new-session {PROMPT}\n\
