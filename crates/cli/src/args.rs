@@ -63,6 +63,29 @@ pub enum ApproveMode {
     None,
 }
 
+/// Which lines `run --json` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JsonLines {
+    /// Every event line, then the result line.
+    All,
+    /// The event lines only.
+    Events,
+    /// The result line only.
+    Result,
+}
+
+impl JsonLines {
+    /// Whether event lines are printed.
+    pub fn events(self) -> bool {
+        self != JsonLines::Result
+    }
+
+    /// Whether the result line is printed.
+    pub fn result(self) -> bool {
+        self != JsonLines::Events
+    }
+}
+
 /// The LLM API a `--driver llm` run calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProviderName {
@@ -175,7 +198,10 @@ impl DriverName {
                 .ok_or_else(|| {
                     let names: Vec<&str> = AcpAgent::NAMED.iter().map(|(n, _)| *n).collect();
                     CliError::usage(format!(
-                        "unknown ACP agent {agent:?} (expected acp:NAME with NAME one of: {}; or --driver acp --acp-command \"CMD ARGS…\")",
+                        "unknown ACP agent {agent:?}{} (expected acp:NAME with NAME one of: {}; or --driver acp --acp-command \"CMD ARGS…\")",
+                        did_you_mean(agent, names.iter().copied())
+                            .map(|n| format!(": did you mean 'acp:{n}'?"))
+                            .unwrap_or_default(),
                         names.join(", ")
                     ))
                 });
@@ -184,11 +210,29 @@ impl DriverName {
             .into_iter()
             .find(|d| d.as_str() == name)
             .ok_or_else(|| {
+                let names = DriverName::ALL.iter().map(|d| d.as_str()).chain(["acp"]);
                 CliError::usage(format!(
-                    "unknown driver {name:?} (expected one of: claude, codex, cursor, codebuddy, gemini, llm, acp:NAME, acp)"
+                    "unknown driver {name:?}{} (expected one of: claude, codex, cursor, codebuddy, gemini, llm, acp:NAME, acp)",
+                    did_you_mean(name, names)
+                        .map(|n| format!(": did you mean '{n}'?"))
+                        .unwrap_or_default()
                 ))
             })
     }
+}
+
+/// The candidate closest to a mistyped `input`, when one is close enough
+/// (Jaro-Winkler similarity above 0.8, as clap's own suggestions).
+pub fn did_you_mean<'a>(
+    input: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(input, c), c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
 }
 
 /// Which driver a run or server uses.
@@ -243,6 +287,12 @@ pub struct RunArgs {
     /// forks its session on this run).
     #[arg(long, value_name = "KEY", requires = "thread")]
     pub fork_from: Option<String>,
+    /// With `--thread`: start a fresh session on the key instead of
+    /// continuing the stored one (which stays, archived; `threads show KEY`
+    /// lists it). Without it a thread whose session this driver cannot
+    /// continue (another driver, model or configuration) is refused.
+    #[arg(long, requires = "thread", conflicts_with = "fork_from")]
+    pub new_session: bool,
     /// With `--thread`: keep the newest N events of the thread's runs in
     /// its event log (`threads show KEY --events`); 0 records nothing.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_KEEP_EVENTS)]
@@ -266,9 +316,25 @@ pub struct RunArgs {
     /// Request structured output matching this JSON Schema file.
     #[arg(long, value_name = "FILE")]
     pub schema: Option<PathBuf>,
-    /// Print one JSON object per event, one a line, then a result line.
-    #[arg(long)]
-    pub json: bool,
+    /// Print JSON lines instead of rendering: `--json` (or `--json=all`)
+    /// one object per event, then a result line; `--json=events` the
+    /// event lines only; `--json=result` the result line only. With
+    /// `--json`/`--json=result` the last stdout line is the result line,
+    /// also when the run fails before it starts.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "LINES",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "all"
+    )]
+    pub json: Option<JsonLines>,
+    /// With `--json`: leave out the agent CLI's raw output lines
+    /// (`process.stdout`, `process.stderr`; often most of the lines). The
+    /// `process.spawn` line and every parsed event stay.
+    #[arg(long, requires = "json")]
+    pub no_raw: bool,
     /// How approvals are answered (default: ask on a terminal, none otherwise).
     #[arg(long, value_enum, value_name = "MODE")]
     pub approve: Option<ApproveMode>,
@@ -516,6 +582,16 @@ pub fn duration(value: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod duration_tests {
     use super::*;
+
+    #[test]
+    fn a_mistyped_driver_gets_a_suggestion() {
+        let e = DriverName::parse("claud").unwrap_err();
+        assert!(e.message.contains("did you mean 'claude'?"), "{e}");
+        let e = DriverName::parse("acp:qwn").unwrap_err();
+        assert!(e.message.contains("did you mean 'acp:qwen'?"), "{e}");
+        let e = DriverName::parse("zzzzzz").unwrap_err();
+        assert!(!e.message.contains("did you mean"), "{e}");
+    }
 
     #[test]
     fn durations_take_a_unit_or_plain_seconds() {

@@ -1,10 +1,12 @@
 //! `agent-adaptor inspect`: the drivers library's
 //! [`Inspector`] for every
 //! driver (or one, or a family), printed as a table or as
-//! `{"drivers":[…]}`. Credentials appear by the names of their variables
-//! and files only.
+//! `{"run_would_use": {driver, why}, "drivers":[…]}`, after the verdict:
+//! which driver `run` without `--driver` would use, and why. Credentials
+//! appear by the names of their variables and files only.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 
 use agent_adaptor_drivers::inspect::{
     AuthState, DriverReport, Inspector, ModelsSource, VersionReport, report_each,
@@ -13,6 +15,7 @@ use serde_json::json;
 
 use crate::args::InspectArgs;
 use crate::error::CliError;
+use crate::select::AutoChoice;
 
 /// Run `agent-adaptor inspect`.
 pub async fn inspect(args: InspectArgs) -> Result<(), CliError> {
@@ -23,12 +26,28 @@ pub async fn inspect(args: InspectArgs) -> Result<(), CliError> {
     let reports = report_each(&inspectors)
         .await
         .map_err(|e| CliError::failure(e.to_string()))?;
-    if args.json {
-        println!("{}", json!({ "drivers": reports }));
+    let (driver, why) = AutoChoice::detect().verdict();
+    let text = if args.json {
+        let verdict = json!({"driver": driver, "why": why});
+        format!(
+            "{}\n",
+            json!({ "run_would_use": verdict, "drivers": reports })
+        )
     } else {
-        print!("{}", table(&reports));
+        format!(
+            "run would use: {driver} ({why})\n\n{}{}",
+            table(&reports),
+            looks_for(&reports)
+        )
+    };
+    // A reader that went away (`| head`) is not an error of ours.
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::failure(format!("cannot write the report: {e}")))
+        }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// The reports as a table, then each failed check with its hint.
@@ -60,6 +79,29 @@ fn table(reports: &[DriverReport]) -> String {
     }
     if reports.iter().any(|r| !r.healthy()) {
         out.push('\n');
+    }
+    out
+}
+
+/// What each driver that is not ready looks for: its programs on `PATH`
+/// and its credentials (variables and files), so a missing piece reads as
+/// missing, not as broken.
+fn looks_for(reports: &[DriverReport]) -> String {
+    let mut out = String::new();
+    for r in reports.iter().filter(|r| !r.healthy()) {
+        let mut wants = Vec::new();
+        if let Some(b) = r.binary.as_ref().filter(|b| b.path.is_none()) {
+            wants.push(format!("{} on PATH", b.looked_for.join(" or ")));
+        }
+        if r.auth.state == AuthState::Absent && !r.auth.looked.is_empty() {
+            wants.push(format!("credentials in {}", r.auth.looked.join(", ")));
+        }
+        if !wants.is_empty() {
+            if out.is_empty() {
+                out.push_str("\nnot ready, missing:\n");
+            }
+            let _ = writeln!(out, "  {}: {}", r.driver, wants.join("; "));
+        }
     }
     out
 }

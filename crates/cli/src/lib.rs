@@ -7,6 +7,8 @@
 //! agent-adaptor run "hello"                         # live rendering; the playground when nothing else is usable
 //! agent-adaptor run --driver claude --thread t1 "…" # a real CLI, a durable thread
 //! agent-adaptor run --json "…"                      # one JSON object per event, then a result line
+//! agent-adaptor run --json=result --no-raw "…"      # only the result line (=events: only event lines)
+//! agent-adaptor run --thread t1 --new-session "…"   # a fresh session on t1; the old one stays, archived
 //! agent-adaptor serve                               # web chat at http://127.0.0.1:8787/ (AG-UI, raw SSE, A2A)
 //! agent-adaptor acp [--driver X]                   # ACP (v1) on stdio, for editors
 //! agent-adaptor threads list | show KEY [--events [--since N | --tail N]] | fork KEY NEW | delete KEY
@@ -29,7 +31,9 @@
 //! * [`tools`] — the host tools the `llm` agent (the library's
 //!   multi-step `LlmDriver`) gets: `list_files`, approved before each call.
 //! * [`run`], [`render`], [`approve`], [`json_out`] — `run`: live
-//!   rendering, terminal approvals, Ctrl-C, JSON lines.
+//!   rendering, terminal approvals, Ctrl-C, JSON lines;
+//!   [`thread_refusal`] — a thread whose session this driver cannot
+//!   continue is refused with the commands that go on.
 //! * [`serve`] — the web chat page, AG-UI and raw SSE, A2A, thread API.
 //! * [`acp`] — ACP on stdio: every driver for editors.
 //! * [`threads`], [`inspect`], [`mock_model`], [`store`] — the other
@@ -60,6 +64,7 @@ pub mod signals;
 pub mod store;
 pub mod thread_events;
 pub mod thread_policy;
+pub mod thread_refusal;
 pub mod threads;
 pub mod tool_view;
 pub mod tools;
@@ -100,13 +105,12 @@ pub fn main_entry() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
+            // Kept whole: the first line says what is wrong, the rest
+            // names the missing arguments, suggests a mistyped subcommand
+            // or flag ("tip: a similar …") and gives the usage line.
             let text = e.to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
-            eprintln!("agent-adaptor: error: {first} (see agent-adaptor --help)");
+            let text = text.trim_end().trim_start_matches("error: ");
+            eprintln!("agent-adaptor: error: {text}");
             return ExitCode::from(EXIT_USAGE);
         }
     };

@@ -6,15 +6,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_adaptor_core::{
-    Agent, Error, Event, FailureReason, RunOptions, RunResult, RunStream, Runner, approve_all,
-    deny_all,
+    Agent, Error, Event, FailureReason, Phase, ProcessKind, RunOptions, RunResult, RunStream,
+    Runner, approve_all, deny_all,
 };
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use crate::approve;
-use crate::args::{ApproveMode, RunArgs};
-use crate::error::{CliError, EXIT_OUTPUT};
+use crate::args::{ApproveMode, JsonLines, RunArgs};
+use crate::error::{CliError, EXIT_FAILURE, EXIT_OUTPUT};
 use crate::host_record::{HostRecord, recover_dead_runs, sweep_dead_hosts};
 use crate::json_out;
 use crate::render::Renderer;
@@ -59,10 +59,10 @@ pub fn approve_mode(flag: Option<ApproveMode>) -> ApproveMode {
 /// Run `agent-adaptor run`. With `--json`, the last stdout line is the
 /// result line also when the run fails before it starts.
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
-    let json = args.json;
+    let result_line = args.json.is_some_and(JsonLines::result);
     match run_inner(args).await {
         Err(Stop::NotStarted(reason, error)) => {
-            if json {
+            if result_line {
                 let line = json_out::not_started_line(reason, &error.message);
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{line}").and_then(|()| out.flush());
@@ -140,9 +140,10 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
     )
     .await
     .map_err(not_started(json_out::DRIVER_UNAVAILABLE))?;
-    let styled = !args.json && std::io::stderr().is_terminal();
+    let json = args.json.is_some();
+    let styled = !json && std::io::stderr().is_terminal();
     let mut renderer = Renderer::new(styled);
-    if !args.json {
+    if !json {
         if let Some(line) = &swept {
             renderer.dim_note(&format!("▸ {line}"));
         }
@@ -174,7 +175,7 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
             .lease_owner(host.instance(), host.epoch());
         _host = Some(host);
     }
-    let quiet = args.json;
+    let quiet = args.json.is_some();
     if let Some(resources) = crate::run_resources::resources(
         &args.resources,
         args.worktree,
@@ -222,14 +223,35 @@ async fn run_inner(args: RunArgs) -> Result<(), Stop> {
             agent.thread(parent.clone()).fork(key.clone()),
             args.keep_events,
         )),
-        (Some(key), None) => Arc::new(recorded(agent.thread(key.clone()), args.keep_events)),
+        (Some(key), None) => {
+            let thread = agent.thread(key.clone());
+            let thread = if args.new_session {
+                thread.new_session()
+            } else {
+                thread.refuse_incompatible()
+            };
+            Arc::new(recorded(thread, args.keep_events))
+        }
         (None, _) => Arc::new(agent.clone()),
     };
     let started = Instant::now();
     let stream = runner.stream_with(&prompt, options);
-    let outcome = drive(stream, &mut renderer, args.json, mode).await;
+    let view = View {
+        json: args.json.map(|lines| JsonFilter {
+            events: lines.events(),
+            raw: !args.no_raw,
+        }),
+        mode,
+        // With `--schema` stdout gets the structured answer once, at the
+        // end; the streamed text (the same JSON) is not echoed.
+        text: schema.is_none(),
+    };
+    let outcome = drive(stream, &mut renderer, view).await;
     agent.close().await;
-    report(outcome, &mut renderer, args.json, started, &selected).map_err(Stop::Run)
+    let refusal = crate::thread_refusal::refusal(&outcome.result, &args, &selected);
+    let result_line = args.json.map(JsonLines::result);
+    report(outcome, &mut renderer, result_line, started, &selected)
+        .map_err(|e| Stop::Run(refusal.filter(|_| e.code == EXIT_FAILURE).unwrap_or(e)))
 }
 
 /// What the event loop ended with.
@@ -240,14 +262,26 @@ struct Outcome {
     interrupted: Option<signals::Stop>,
 }
 
+/// How `run` shows the run.
+#[derive(Debug, Clone, Copy)]
+struct View {
+    /// `--json`: which event lines go to stdout.
+    json: Option<JsonFilter>,
+    mode: ApproveMode,
+    /// Render the answer's text live (not with `--schema`).
+    text: bool,
+}
+
 /// Drain the stream: render or print each event, answer approvals, cancel
 /// on Ctrl-C, SIGTERM or SIGHUP.
-async fn drive(
-    mut stream: RunStream,
-    renderer: &mut Renderer,
-    json: bool,
-    mode: ApproveMode,
-) -> Outcome {
+async fn drive(mut stream: RunStream, renderer: &mut Renderer, view: View) -> Outcome {
+    let View {
+        json,
+        mode,
+        text,
+    } = view;
+    let filter = json;
+    let json = json.is_some();
     let run_id = stream.run_id().to_owned();
     let handle = stream.handle();
     let mut interrupted: Option<signals::Stop> = None;
@@ -268,10 +302,15 @@ async fn drive(
             }
             event = stream.next() => {
                 let Some(event) = event else { break };
-                let (event, ended) = if json {
-                    print_ready(event, &mut stream, renderer, &mut lines)
+                let (event, ended) = if let Some(filter) = filter {
+                    print_ready(event, &mut stream, renderer, &mut lines, filter)
                 } else {
-                    renderer.event(&event);
+                    if text || !matches!(&event, Event::TextDelta(d) if d.phase == Phase::Content) {
+                        renderer.event(&event);
+                    }
+                    if let Some(line) = crate::thread_refusal::replaced_note(&event) {
+                        renderer.note(&line);
+                    }
                     (event, false)
                 };
                 if let Some(e) = renderer.output_error()
@@ -341,14 +380,17 @@ fn print_ready(
     stream: &mut RunStream,
     renderer: &mut Renderer,
     lines: &mut Vec<u8>,
+    filter: JsonFilter,
 ) -> (Event, bool) {
     lines.clear();
     let mut event = event;
     let mut ended = false;
     let mut written = 0;
     loop {
-        json_out::write_event(lines, &event);
-        lines.push(b'\n');
+        if filter.keeps(&event) {
+            json_out::write_event(lines, &event);
+            lines.push(b'\n');
+        }
         written += 1;
         if written == JSON_BATCH || matches!(event, Event::ApprovalRequest(_)) {
             break;
@@ -362,23 +404,46 @@ fn print_ready(
             None => break,
         }
     }
-    renderer.out_bytes(lines);
+    if !lines.is_empty() {
+        renderer.out_bytes(lines);
+    }
     (event, ended)
 }
 
-/// Print the end of the run and turn its outcome into the exit status.
+/// Which events `run --json` prints.
+#[derive(Debug, Clone, Copy)]
+struct JsonFilter {
+    /// Event lines at all (not with `--json=result`).
+    events: bool,
+    /// Raw process output lines (not with `--no-raw`).
+    raw: bool,
+}
+
+impl JsonFilter {
+    fn keeps(self, event: &Event) -> bool {
+        let raw = matches!(event, Event::ProcessInfo(p)
+            if matches!(p.kind, ProcessKind::Stdout | ProcessKind::Stderr));
+        self.events && (self.raw || !raw)
+    }
+}
+
+/// Print the end of the run (`result_line`: `--json`, and whether it
+/// prints the result line) and turn its outcome into the exit status.
 fn report(
     outcome: Outcome,
     renderer: &mut Renderer,
-    json: bool,
+    result_line: Option<bool>,
     started: Instant,
     selected: &Selected,
 ) -> Result<(), CliError> {
-    if json {
-        let line = json_out::result_line(&outcome.result, &outcome.run_id);
-        renderer.out(&format!("{line}\n"));
-    } else {
-        renderer.finish();
+    let json = result_line.is_some();
+    match result_line {
+        Some(true) => {
+            let line = json_out::result_line(&outcome.result, &outcome.run_id);
+            renderer.out(&format!("{line}\n"));
+        }
+        Some(false) => {}
+        None => renderer.finish(),
     }
     let what = if selected.playground.is_some() {
         "playground".to_owned()

@@ -469,29 +469,107 @@ fn acp(recipe: &'static Recipe, args: &DriverArgs, env: EnvPolicy) -> Result<Sel
     })
 }
 
+/// What `run` without `--driver` picks on this machine, and why.
+#[derive(Debug, Clone)]
+pub enum AutoChoice {
+    /// The first agent CLI on `PATH` with credentials.
+    Cli {
+        /// The driver.
+        name: DriverName,
+        /// Its binary.
+        binary: PathBuf,
+        /// The credentials found (variable names, files).
+        auth: Vec<String>,
+    },
+    /// An LLM API whose key is set.
+    Llm(ProviderName),
+    /// Nothing is usable: the offline playground.
+    Playground,
+}
+
+impl AutoChoice {
+    /// Look at `PATH`, the credentials and the key variables.
+    pub fn detect() -> AutoChoice {
+        for facts in &CLIS {
+            if let Some(probe) = probe_cli(facts.name)
+                && probe.usable()
+                && let Some(binary) = probe.binary.clone()
+            {
+                return AutoChoice::Cli {
+                    name: facts.name,
+                    binary,
+                    auth: probe.auth,
+                };
+            }
+        }
+        match provider_from_env() {
+            Some(provider) => AutoChoice::Llm(provider),
+            None => AutoChoice::Playground,
+        }
+    }
+
+    /// `inspect`'s verdict: the driver and why (`playground (no driver is
+    /// configured: …)`).
+    pub fn verdict(&self) -> (String, String) {
+        match self {
+            AutoChoice::Cli { name, binary, auth } => (
+                name.as_str().to_owned(),
+                format!(
+                    "{} on PATH, credentials in {}",
+                    binary.display(),
+                    auth.join(", ")
+                ),
+            ),
+            AutoChoice::Llm(p) => (
+                format!("llm:{}", p.as_str()),
+                format!(
+                    "{} is set; no agent CLI with credentials is on PATH",
+                    p.key_var()
+                ),
+            ),
+            AutoChoice::Playground => {
+                let keys: Vec<&str> =
+                    ProviderName::ALL
+                        .iter()
+                        .map(|p| p.key_var())
+                        .fold(Vec::new(), |mut v, k| {
+                            if !v.contains(&k) {
+                                v.push(k);
+                            }
+                            v
+                        });
+                let clis: Vec<&str> = CLIS.iter().map(|f| f.name.as_str()).collect();
+                (
+                    "playground".to_owned(),
+                    format!(
+                        "no driver is configured: set {} for an LLM API, or install {} with its credentials; the playground runs offline",
+                        keys.join(" or "),
+                        clis.join(", ")
+                    ),
+                )
+            }
+        }
+    }
+}
+
 async fn auto(
     args: &DriverArgs,
     schema: Option<&Value>,
     env: EnvPolicy,
 ) -> Result<Selected, CliError> {
-    for facts in &CLIS {
-        if let Some(probe) = probe_cli(facts.name)
-            && probe.usable()
-            && let Some(binary) = probe.binary.clone()
-        {
-            let label = format!(
-                "{} driver: {} (picked automatically: on PATH, credentials in {})",
-                facts.name.as_str(),
-                binary.display(),
-                probe.auth.join(", ")
-            );
-            return Ok(Selected {
-                driver: cli_driver(facts.name, args.model.as_deref(), binary, env),
-                name: facts.name,
-                label,
-                playground: None,
-            });
-        }
+    if let AutoChoice::Cli { name, binary, auth } = AutoChoice::detect() {
+        let label = format!(
+            "{} driver: {} (picked automatically: on PATH, credentials in {})",
+            name.as_str(),
+            binary.display(),
+            auth.join(", ")
+        );
+        return Ok(Selected {
+            driver: cli_driver(name, args.model.as_deref(), binary, env),
+            name,
+            label,
+            playground: None,
+        });
     }
     if let Some(provider) = provider_from_env() {
         let driver = llm_driver(provider, args.model.as_deref(), None)?;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_core::ThreadStore;
+use agent_adaptor_core::thread::StoreError;
 use agent_adaptor_store::{PgConfig, PgStore, SqliteStore};
 
 use crate::error::CliError;
@@ -94,8 +95,9 @@ impl StoreSpec {
                 }
                 let store = SqliteStore::open(path).await.map_err(|e| {
                     CliError::failure(format!(
-                        "cannot open the thread store {}: {e}",
-                        path.display()
+                        "cannot open the thread store {}: {}",
+                        path.display(),
+                        cause(&e)
                     ))
                 })?;
                 let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
@@ -116,7 +118,8 @@ impl StoreSpec {
                     Ok(Ok(store)) => store,
                     Ok(Err(e)) => {
                         return Err(CliError::failure(format!(
-                            "cannot connect to the thread store {where_}: {e}"
+                            "cannot connect to the thread store {where_}: {}",
+                            cause(&e)
                         )));
                     }
                     Err(_) => {
@@ -133,6 +136,16 @@ impl StoreSpec {
                 })
             }
         }
+    }
+}
+
+/// A store failure for a message that already says "thread store": the
+/// backend's own text (which names the root cause, see the store crate)
+/// without the "thread store backend:" prefix, else the error.
+pub fn cause(e: &StoreError) -> String {
+    match e {
+        StoreError::Backend(detail) => detail.clone(),
+        other => other.to_string(),
     }
 }
 

@@ -21,6 +21,8 @@ use agent_adaptor_llm::agent::session::CODEC;
 
 /// How many threads `list` shows.
 const LIST_LIMIT: usize = 1000;
+/// How many of a thread's records (sessions) `show` lists.
+const HISTORY_LIMIT: usize = 100;
 
 /// Run `agent-adaptor threads …`.
 pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
@@ -28,7 +30,9 @@ pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
     // Threads a dead `run` still holds are freed, its runs marked interrupted.
     recover_dead_runs(&opened).await;
     let store = opened.store.clone();
-    let failed = |what: &str, e: StoreError| CliError::failure(format!("{what}: {e}"));
+    let failed = |what: &str, e: StoreError| {
+        CliError::failure(format!("{what}: {}", crate::store::cause(&e)))
+    };
     match args.command {
         ThreadsCommand::List => {
             let records = store
@@ -118,6 +122,7 @@ pub async fn threads(args: ThreadsArgs) -> Result<(), CliError> {
 }
 
 /// `threads show KEY`: the record (active, else the newest archived one),
+/// every session the key went through (its records, archived ones too),
 /// its conversation when the store keeps it, and the runs whose process
 /// died while they held the thread. A thread whose only run was
 /// interrupted has no record, only those runs.
@@ -131,6 +136,11 @@ async fn show(
     let record = opened.store.resolve(key, true).await.map_err(failed)?;
     let interrupted = opened.store.interrupted_runs(key).await.map_err(failed)?;
     let allowed = crate::thread_policy::always_allowed(opened, key).await?;
+    let sessions = opened
+        .store
+        .history(key, HISTORY_LIMIT)
+        .await
+        .map_err(failed)?;
     if record.is_none() && interrupted.is_empty() && allowed.is_empty() {
         return Err(CliError::failure(format!(
             "no thread {key:?} in {}",
@@ -147,6 +157,7 @@ async fn show(
         v["messages"] = json!(messages);
         v["interrupted"] = json!(interrupted);
         v["always_allowed"] = json!(allowed);
+        v["sessions"] = sessions.iter().map(session_summary).collect();
         v["worktree"] = json!(
             worktree
                 .map(|l| json!({"path": l.path, "branch": l.branch, "base_commit": l.base_commit}))
@@ -175,6 +186,19 @@ async fn show(
         println!("status:   no record (no run of it finished)");
     }
     println!("{}", crate::thread_policy::show_line(&allowed));
+    if sessions.len() > 1 {
+        println!("sessions: (newest first)");
+        for r in &sessions {
+            println!(
+                "  {:<8} {:<10} {:<24} session {} (updated {})",
+                status_name(r.status),
+                r.driver_type,
+                r.id,
+                r.params.display_id,
+                r.updated_at.format("%Y-%m-%d %H:%M:%S")
+            );
+        }
+    }
     for run in &interrupted {
         println!(
             "interrupted: run {} started {} (its process died){}",
@@ -211,6 +235,21 @@ fn preview(prompt: &str) -> String {
     match line.char_indices().nth(80) {
         Some((at, _)) => format!("{}…", &line[..at]),
         None => line,
+    }
+}
+
+/// A record in `threads show --json`'s `sessions`.
+fn session_summary(r: &ThreadRecord) -> Value {
+    let mut v = summary(r);
+    v["id"] = json!(r.id);
+    v["status"] = json!(status_name(r.status));
+    v
+}
+
+fn status_name(status: RecordStatus) -> &'static str {
+    match status {
+        RecordStatus::Active => "active",
+        RecordStatus::Archived => "archived",
     }
 }
 

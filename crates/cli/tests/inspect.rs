@@ -133,7 +133,11 @@ fn every_driver_is_reported_and_no_secret_shows() {
     let text = stdout(&table);
     assert_no_secret(&text, &secrets);
     assert_no_secret(&stderr(&table), &secrets);
-    assert!(text.starts_with("DRIVER"), "{text}");
+    assert!(
+        text.starts_with("run would use: llm:anthropic (ANTHROPIC_API_KEY is set"),
+        "{text}"
+    );
+    assert!(text.contains("\nDRIVER"), "{text}");
     assert!(text.contains("present ($ANTHROPIC_API_KEY)"), "{text}");
 
     // Without the variables, the login files decide: Claude's token has
@@ -287,4 +291,29 @@ fn the_pinned_clis_report_their_binary_version_and_auth() {
             .unwrap_or_else(|| panic!("no row {driver}:\n{text}"));
         assert!(line.contains(version.as_str()), "{line}");
     }
+}
+
+#[test]
+fn a_fresh_machine_is_told_the_playground_runs_and_what_is_missing() {
+    let home = tempfile::tempdir().unwrap();
+    let out = inspect(home.path(), &[], &[], None);
+    let text = stdout(&out);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with(
+            "run would use: playground (no driver is configured: set ANTHROPIC_API_KEY"
+        ),
+        "{text}"
+    );
+    assert!(first.contains("or install claude, codex"), "{first}");
+    assert!(text.contains("not ready, missing:"), "{text}");
+    assert!(
+        text.contains("  claude: claude on PATH; credentials in $ANTHROPIC_API_KEY"),
+        "{text}"
+    );
+
+    let out = inspect(home.path(), &["--json"], &[], None);
+    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["run_would_use"]["driver"], "playground");
+    assert!(v["drivers"].as_array().is_some_and(|d| !d.is_empty()));
 }

@@ -93,6 +93,9 @@ pub(crate) struct Answer {
     pub(crate) text: String,
     /// Approved, and the tool is to be always allowed in the thread.
     pub(crate) grant: bool,
+    /// A standing rule of the host answered (a prepared handler such as
+    /// [`deny_all`]), not a person: recorded as `decided_by: policy`.
+    pub(crate) by_policy: bool,
 }
 
 #[derive(Debug)]
@@ -147,6 +150,18 @@ impl Responder {
 impl ApprovalRequest {
     /// Approve a permission or plan-review request.
     pub fn approve(&self) -> Result<(), ApprovalError> {
+        self.approve_as(false)
+    }
+
+    /// [`approve`](Self::approve) as a standing rule of the host rather
+    /// than a person's answer: the decision is recorded with
+    /// `decided_by: policy` (in the result's decisions and the
+    /// `approval.resolved` notice).
+    pub fn approve_by_policy(&self) -> Result<(), ApprovalError> {
+        self.approve_as(true)
+    }
+
+    fn approve_as(&self, by_policy: bool) -> Result<(), ApprovalError> {
         if self.kind == DecisionKind::Question {
             return Err(ApprovalError::KindMismatch {
                 kind: self.kind,
@@ -158,6 +173,7 @@ impl ApprovalRequest {
             choice: String::new(),
             text: String::new(),
             grant: false,
+            by_policy,
         })
     }
 
@@ -181,6 +197,7 @@ impl ApprovalRequest {
             choice: String::new(),
             text: String::new(),
             grant: true,
+            by_policy: false,
         })
     }
 
@@ -192,11 +209,22 @@ impl ApprovalRequest {
 
     /// Deny (or, for a question, decline) the request, with a reason.
     pub fn deny(&self, reason: impl Into<String>) -> Result<(), ApprovalError> {
+        self.deny_as(reason.into(), false)
+    }
+
+    /// [`deny`](Self::deny) as a standing rule of the host rather than a
+    /// person's answer: the decision is recorded with `decided_by: policy`.
+    pub fn deny_by_policy(&self, reason: impl Into<String>) -> Result<(), ApprovalError> {
+        self.deny_as(reason.into(), true)
+    }
+
+    fn deny_as(&self, reason: String, by_policy: bool) -> Result<(), ApprovalError> {
         self.responder.resolve(Answer {
             result: DecisionResult::Rejected,
             choice: String::new(),
-            text: reason.into(),
+            text: reason,
             grant: false,
+            by_policy,
         })
     }
 
@@ -219,6 +247,7 @@ impl ApprovalRequest {
             },
             text: answer,
             grant: false,
+            by_policy: false,
         })
     }
 
@@ -243,27 +272,29 @@ pub type ApprovalHandler =
     Arc<dyn Fn(ApprovalRequest) -> BoxFuture<'static, Result<(), BoxError>> + Send + Sync>;
 
 /// A handler that approves every permission and plan review and declines
-/// every question.
+/// every question. Its decisions are the host's policy (`decided_by:
+/// policy`), not a person's.
 pub fn approve_all() -> ApprovalHandler {
     Arc::new(|req: ApprovalRequest| {
         Box::pin(async move {
             if req.kind == DecisionKind::Question {
-                req.deny("questions are declined by approve_all")?;
+                req.deny_by_policy("questions are declined by approve_all")?;
             } else {
-                req.approve()?;
+                req.approve_by_policy()?;
             }
             Ok(())
         })
     })
 }
 
-/// A handler that denies everything with `reason`.
+/// A handler that denies everything with `reason`. Its decisions are the
+/// host's policy (`decided_by: policy`), not a person's.
 pub fn deny_all(reason: impl Into<String>) -> ApprovalHandler {
     let reason: Arc<str> = reason.into().into();
     Arc::new(move |req: ApprovalRequest| {
         let reason = reason.clone();
         Box::pin(async move {
-            req.deny(&*reason)?;
+            req.deny_by_policy(&*reason)?;
             Ok(())
         })
     })

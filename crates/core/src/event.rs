@@ -236,6 +236,12 @@ pub mod notice_kind {
     pub const DRIVER_VIOLATION: &str = "driver.violation";
     /// The driver's checkpoint failed core's validation (`data.reasons`).
     pub const CHECKPOINT_REJECTED: &str = "checkpoint.rejected";
+    /// A thread run starts a fresh session over the key's existing record
+    /// (incompatible, or a new session was asked for); the record is
+    /// archived when the run succeeds. `data`: `key`, `archived_record_id`,
+    /// `driver_type` (the record's), `new_driver_type`, `differs`,
+    /// `reason`.
+    pub const THREAD_SESSION_REPLACED: &str = "thread.session_replaced";
     /// A gap reported by the provider itself was seen.
     pub const PROVIDER_DROPPED: &str = "provider.dropped";
 }

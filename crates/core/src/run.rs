@@ -124,7 +124,22 @@ async fn execute(
     let thread = match launch.thread.take() {
         None => None,
         Some(plan) => match plan.begin(&mut launch.request).await {
-            Ok(active) => Some(active),
+            Ok(active) => {
+                if let Some(replaced) = &active.replaced {
+                    let (text, data) = replaced.notice();
+                    let _ = sink
+                        .publish_core(|meta| {
+                            translate::notice(
+                                meta,
+                                notice_kind::THREAD_SESSION_REPLACED,
+                                text,
+                                Some(data),
+                            )
+                        })
+                        .await;
+                }
+                Some(active)
+            }
             Err(e) => {
                 if let Some(r) = &mut recorder {
                     r.go(false);

@@ -363,6 +363,7 @@ impl CoreSink {
                         choice: String::new(),
                         text: String::new(),
                         grant: false,
+                        by_policy: false,
                     }),
                     () = sleep_until(expiry) => {
                         responder.expire();
@@ -413,6 +414,7 @@ fn timed_out() -> Answer {
         choice: String::new(),
         text: String::new(),
         grant: false,
+        by_policy: false,
     }
 }
 

@@ -221,8 +221,25 @@ async fn ready_made_handlers() {
     assert_eq!(result.metadata["decision.0"], "approved");
     assert_eq!(result.metadata["decision.1"], "rejected");
     let opts = RunOptions::new().approval_handler(deny_all("policy"));
-    let result = agent.run_with("q", opts).await.unwrap();
+    let (events, result) = drain(agent.stream_with("q", opts)).await;
+    let result = result.unwrap();
     assert_eq!(result.metadata["decision.0"], "rejected");
+    // A prepared handler is the host's policy, not a person.
+    assert!(
+        result
+            .decisions()
+            .iter()
+            .all(|d| d.decided_by == agent_adaptor_core::DecidedBy::Policy),
+        "{:?}",
+        result.decisions()
+    );
+    let resolved = notices(&events, notice_kind::APPROVAL_RESOLVED);
+    assert_eq!(resolved.len(), 2);
+    assert!(
+        resolved
+            .iter()
+            .all(|n| n.data.as_ref().unwrap()["decided_by"] == "policy")
+    );
 }
 
 #[tokio::test]

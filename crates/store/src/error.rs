@@ -16,7 +16,52 @@ pub(crate) fn backend_msg(op: &str, msg: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(format!("{op}: {msg}"))
 }
 
-fn describe(e: &sqlx::Error) -> String {
+/// What `e` comes down to, named once: the root cause when it is one a
+/// user can act on (the server is not listening, the host name does not
+/// resolve, the password is wrong, the database is missing, the SQLite
+/// file cannot be opened), found by walking `e`'s source chain once.
+pub(crate) fn describe(e: &sqlx::Error) -> String {
+    root_cause(e).map_or_else(|| detail(e), str::to_owned)
+}
+
+fn root_cause(e: &sqlx::Error) -> Option<&'static str> {
+    if let sqlx::Error::Database(db) = e {
+        return match db.code().as_deref() {
+            // PostgreSQL: invalid_password, invalid_authorization_specification.
+            Some("28P01" | "28000") => Some("authentication failed (check the user and password)"),
+            Some("3D000") => Some("the database does not exist (create it, or fix the URL)"),
+            // SQLite: SQLITE_CANTOPEN, SQLITE_NOTADB, SQLITE_PERM, SQLITE_READONLY.
+            Some("14") => Some("cannot open the SQLite file (bad path, or no permission)"),
+            Some("26") => Some("the file is not a SQLite database"),
+            Some("3" | "8") => Some("no permission to write the SQLite file"),
+            _ => None,
+        };
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            match io.kind() {
+                K::ConnectionRefused => {
+                    return Some(
+                        "connection refused (nothing listens there: is the server running?)",
+                    );
+                }
+                K::TimedOut => return Some("connection timed out"),
+                K::PermissionDenied => return Some("permission denied"),
+                _ => {}
+            }
+            // The resolver's failure has no kind of its own.
+            if io.to_string().contains("lookup address") {
+                return Some("the host name does not resolve (DNS lookup failed)");
+            }
+        }
+        source = err.source();
+    }
+    None
+}
+
+fn detail(e: &sqlx::Error) -> String {
     match e {
         sqlx::Error::Database(db) => match db.code() {
             Some(code) => format!("database error {code}: {}", db.message()),
@@ -133,5 +178,69 @@ mod tests {
         assert_eq!(url_password("postgres://app@h/db"), None);
         assert_eq!(url_password("postgres://h/db"), None);
         assert_eq!(url_password("postgres://a:b@h/db?x=@"), Some("b"));
+    }
+}
+
+#[cfg(test)]
+mod cause_tests {
+    use std::borrow::Cow;
+
+    use super::*;
+
+    /// A database error with a SQLSTATE (PostgreSQL) or result code (SQLite).
+    #[derive(Debug)]
+    struct Coded(&'static str);
+
+    impl std::fmt::Display for Coded {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "code {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Coded {}
+
+    impl sqlx::error::DatabaseError for Coded {
+        fn message(&self) -> &str {
+            "the server's own words"
+        }
+        fn code(&self) -> Option<Cow<'_, str>> {
+            Some(Cow::Borrowed(self.0))
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> sqlx::error::ErrorKind {
+            sqlx::error::ErrorKind::Other
+        }
+    }
+
+    fn coded(code: &'static str) -> String {
+        describe(&sqlx::Error::Database(Box::new(Coded(code))))
+    }
+
+    #[test]
+    fn root_causes_are_named() {
+        assert!(coded("28P01").starts_with("authentication failed"));
+        assert!(coded("28000").starts_with("authentication failed"));
+        assert!(coded("3D000").starts_with("the database does not exist"));
+        assert!(coded("14").starts_with("cannot open the SQLite file"));
+        assert!(coded("26").starts_with("the file is not a SQLite database"));
+        // Anything else keeps the database's own message and code.
+        assert_eq!(
+            coded("23505"),
+            "database error 23505: the server's own words"
+        );
+        let refused = sqlx::Error::Io(std::io::ErrorKind::ConnectionRefused.into());
+        assert!(describe(&refused).starts_with("connection refused"));
+        let dns = sqlx::Error::Io(std::io::Error::other(
+            "failed to lookup address information: Name or service not known",
+        ));
+        assert!(describe(&dns).starts_with("the host name does not resolve"));
     }
 }

@@ -128,12 +128,29 @@ impl PgStore {
             options.get_port(),
             options.get_database().unwrap_or_default()
         );
-        let pool = crate::pool::discard_dirty_connections(PgPoolOptions::new())
+        let pool = match crate::pool::discard_dirty_connections(PgPoolOptions::new())
             .max_connections(config.max_connections.max(1))
             .acquire_timeout(config.acquire_timeout)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
-            .map_err(|e| hide(&backend("connect", &e)))?;
+        {
+            Ok(pool) => pool,
+            // The pool retried until its timeout and kept only that: one
+            // direct attempt says why (refused, DNS, authentication …).
+            Err(sqlx::Error::PoolTimedOut) => {
+                let probe = tokio::time::timeout(
+                    config.acquire_timeout,
+                    sqlx::ConnectOptions::connect(&options),
+                )
+                .await;
+                let why = match probe {
+                    Ok(Err(e)) => crate::error::describe(&e),
+                    _ => crate::error::describe(&sqlx::Error::PoolTimedOut),
+                };
+                return Err(hide(&why));
+            }
+            Err(e) => return Err(hide(&crate::error::describe(&e))),
+        };
         let store = PgStore { pool, endpoint };
         store.migrate().await?;
         Ok(store)
@@ -392,6 +409,20 @@ impl ThreadStore for PgStore {
             .fetch_all(&self.pool)
             .await
             .map_err(|e| backend("postgres list", &e))?;
+        rows.iter().map(decode).collect()
+    }
+
+    async fn history(&self, key: &str, limit: usize) -> Result<Vec<ThreadRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {RECORD_COLUMNS} FROM agent_adaptor_thread_records \
+             WHERE key = $1 ORDER BY (status = 'active') DESC, seq DESC LIMIT $2"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(key)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| backend("postgres history", &e))?;
         rows.iter().map(decode).collect()
     }
 

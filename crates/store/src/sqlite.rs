@@ -525,6 +525,20 @@ impl ThreadStore for SqliteStore {
         rows.iter().map(decode).collect()
     }
 
+    async fn history(&self, key: &str, limit: usize) -> Result<Vec<ThreadRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {RECORD_COLUMNS} FROM agent_adaptor_thread_records \
+             WHERE key = ?1 ORDER BY (status = 'active') DESC, seq DESC LIMIT ?2"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(key)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| backend("sqlite history", &e))?;
+        rows.iter().map(decode).collect()
+    }
+
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
         const OP: &str = "sqlite delete";
         let _gate = self.write_gate.lock().await;

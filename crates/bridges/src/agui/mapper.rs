@@ -41,6 +41,10 @@ pub const REASON_QUESTION: &str = "question";
 /// The `CUSTOM` event name under which a [`Dropped`](agent_adaptor_core::Dropped) report travels.
 pub const CUSTOM_DROPPED: &str = "agent_adaptor.dropped";
 
+/// The `CUSTOM` event name under which a `thread.session_replaced` notice
+/// travels (its `data`: key, archived record id, its driver type, why).
+pub const CUSTOM_SESSION_REPLACED: &str = "agent_adaptor.thread.session_replaced";
+
 /// What the caller does after an event was mapped.
 #[derive(Debug)]
 pub(crate) enum Next {
@@ -402,6 +406,13 @@ impl Mapper {
                     _ => {}
                 }
             }
+            Event::Notice(n) if n.kind == notice_kind::THREAD_SESSION_REPLACED => push(
+                out,
+                EventBody::Custom(CustomEvent {
+                    name: CUSTOM_SESSION_REPLACED.to_owned(),
+                    value: n.data.clone().unwrap_or(Value::Null),
+                }),
+            ),
             Event::Dropped(d) => push(
                 out,
                 EventBody::Custom(CustomEvent {
@@ -810,6 +821,24 @@ mod tests {
             result: None,
             cause: None,
         })))
+    }
+
+    #[test]
+    fn a_replaced_thread_session_is_a_custom_event() {
+        let data = json!({"key": "k", "archived_record_id": "thr_1", "driver_type": "llm"});
+        let notice = Event::Notice(Notice {
+            meta: meta(1),
+            kind: notice_kind::THREAD_SESSION_REPLACED.into(),
+            text: "a new session".into(),
+            item: None,
+            metadata: Default::default(),
+            data: Some(data.clone()),
+        });
+        let out = map(&[notice, finished()], Err(Error::RuntimeShutdown));
+        let custom: Vec<&Value> = out.iter().filter(|e| e["type"] == "CUSTOM").collect();
+        assert_eq!(custom.len(), 1, "{out:?}");
+        assert_eq!(custom[0]["name"], CUSTOM_SESSION_REPLACED);
+        assert_eq!(custom[0]["value"], data);
     }
 
     #[test]

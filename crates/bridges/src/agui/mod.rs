@@ -18,6 +18,7 @@
 //! | `ToolCall` start / content / end | `TOOL_CALL_START` / `TOOL_CALL_ARGS` / `TOOL_CALL_END`; complete arguments known at start are sent as one `TOOL_CALL_ARGS` before the end |
 //! | `ToolCall` end with a result, `ToolResult` | `TOOL_CALL_RESULT {messageId: "<toolCallId>-result", content}` (a string result as is, other JSON as its text), once per call |
 //! | `Notice` of kind `step` | `STEP_STARTED` / `STEP_FINISHED` |
+//! | `Notice` of kind `thread.session_replaced` | `CUSTOM {name: "agent_adaptor.thread.session_replaced", value: <the notice's data>}` (a thread run started a fresh session over the key's record) |
 //! | `Dropped` | `CUSTOM {name: "agent_adaptor.dropped", value}` |
 //! | `ApprovalRequest` | `RUN_FINISHED {outcome: {type: "interrupt", interrupts: [..]}}` (below) |
 //! | `RunFinished` + the run's outcome | `RUN_FINISHED {outcome: success, result, usage}`; a cancelled run `outcome: cancelled`; any other error `RUN_ERROR {message, code}` where `code` is the failure reason (`agent_error`, `approval_denied` …) |
@@ -124,7 +125,10 @@ mod thread_key;
 pub mod wire;
 
 pub use error::RequestError;
-pub use mapper::{CUSTOM_DROPPED, REASON_PLAN_REVIEW, REASON_QUESTION, REASON_TOOL_APPROVAL};
+pub use mapper::{
+    CUSTOM_DROPPED, CUSTOM_SESSION_REPLACED, REASON_PLAN_REVIEW, REASON_QUESTION,
+    REASON_TOOL_APPROVAL,
+};
 pub use observe::{ACTIVITY_CAPABILITY, ACTIVITY_SUBAGENT, ACTIVITY_TODO, CUSTOM_IMAGE};
 pub use options::{
     DEFAULT_INTERRUPT_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_LOG_IDLE, DEFAULT_LOG_POLL,

@@ -205,6 +205,7 @@ pub(crate) async fn decide(
                 choice: String::new(),
                 text: String::new(),
                 grant: false,
+                by_policy: true,
             },
             decided_by: DecidedBy::Policy,
             attempts: 0,
@@ -232,6 +233,7 @@ pub(crate) async fn decide(
                     format!("denied by the run policy ({})", mode.as_str())
                 },
                 grant: false,
+                by_policy: true,
             },
             decided_by: DecidedBy::Policy,
             attempts: 0,
@@ -248,6 +250,7 @@ pub(crate) async fn decide(
                     choice: String::new(),
                     text: e.to_string(),
                     grant: false,
+                    by_policy: false,
                 },
                 decided_by: DecidedBy::Aborted,
                 attempts,
@@ -331,6 +334,15 @@ pub(crate) async fn decide(
     })
 }
 
+/// Who gave a host's answer: a prepared rule (`deny_all` …) or a person.
+fn answerer(answer: &Answer) -> DecidedBy {
+    if answer.by_policy {
+        DecidedBy::Policy
+    } else {
+        DecidedBy::Human
+    }
+}
+
 /// Ask the host until the answer settles the decision (with retries).
 async fn ask(
     sink: &CoreSink,
@@ -355,7 +367,7 @@ async fn ask(
                 let decided_by = if answer.result == DecisionResult::Aborted {
                     DecidedBy::Aborted
                 } else {
-                    DecidedBy::Human
+                    answerer(&answer)
                 };
                 return Ok(Settled {
                     answer,
@@ -368,7 +380,7 @@ async fn ask(
         let decided_by = if answer.result == DecisionResult::TimedOut {
             DecidedBy::Timeout
         } else {
-            DecidedBy::Human
+            answerer(&answer)
         };
         let fallback = match fallback {
             FallbackAction::Retry if req.retry_attempt - first_attempt < eff.max_retries => {

@@ -26,6 +26,10 @@ pub enum ThreadError {
     Incompatible {
         /// Why.
         reason: String,
+        /// The stored record this agent cannot continue, when one is the
+        /// cause (a strict thread, [`Thread::refuse_incompatible`](crate::Thread::refuse_incompatible),
+        /// a resume or a fork).
+        record: Option<Box<Mismatch>>,
     },
     /// The lease expired or was taken over during the run; nothing was saved.
     #[error("lease on thread {key} was lost")]
@@ -50,6 +54,43 @@ pub enum ThreadError {
     /// (its log holds a prefix of its events).
     #[error("event log: {0}")]
     EventLog(StoreError),
+}
+
+/// A stored record this agent cannot continue: which record, whose it is,
+/// and what differs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The thread key.
+    pub key: String,
+    /// The record's id.
+    pub record_id: String,
+    /// The driver type that wrote the record (`claude`, `llm` …).
+    pub record_driver: String,
+    /// This agent's driver type.
+    pub driver: String,
+    /// What differs: `driver`, `codec`, or `configuration` (the driver's
+    /// settings, the model, the workspace or the durable equipment; the
+    /// record keeps only their fingerprint, so which one is not known).
+    pub differs: Vec<&'static str>,
+}
+
+impl Mismatch {
+    /// One phrase: "thread t1 holds a llm session that this claude agent
+    /// cannot continue (driver differs)".
+    pub fn describe(&self) -> String {
+        format!(
+            "thread {} holds a {} session that this {} agent cannot continue ({} {})",
+            self.key,
+            self.record_driver,
+            self.driver,
+            self.differs.join(", "),
+            if self.differs.len() == 1 {
+                "differs"
+            } else {
+                "differ"
+            }
+        )
+    }
 }
 
 impl ThreadError {

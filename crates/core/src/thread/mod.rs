@@ -54,7 +54,7 @@ use crate::options::RunOptions;
 use crate::result::Error;
 use crate::stream::RunStream;
 use crate::{Runner, id};
-pub use error::ThreadError;
+pub use error::{Mismatch, ThreadError};
 pub use event_log::{
     EventPage, EventQuery, EventWindow, NewEvent, RecordedEvent, Retention, StoredEventRow,
 };
@@ -70,9 +70,19 @@ pub const LEASE_RENEW: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Mode {
-    ContinueOrStart,
+    /// Continue a compatible record; over an incompatible one start a fresh
+    /// session (with a `thread.session_replaced` notice), or refuse when
+    /// `strict`.
+    ContinueOrStart {
+        strict: bool,
+    },
     ContinueOnly,
-    Fork { parent: Arc<str> },
+    /// Always a fresh session; the record it replaces is archived when the
+    /// run saves its own.
+    NewSession,
+    Fork {
+        parent: Arc<str>,
+    },
 }
 
 /// A durable conversation under an opaque host key. Same [`Runner`] as an
@@ -91,7 +101,7 @@ impl Thread {
         Thread {
             agent,
             key,
-            mode: Mode::ContinueOrStart,
+            mode: Mode::ContinueOrStart { strict: false },
             tools: Vec::new(),
             recording: None,
         }
@@ -127,6 +137,30 @@ impl Thread {
         self
     }
 
+    /// Refuse, instead of silently starting over, when the key's record was
+    /// written by an incompatible agent (another driver, configuration,
+    /// model, workspace or equipment): the run fails with
+    /// [`ThreadError::Incompatible`] (carrying a [`Mismatch`]) before the
+    /// lease is taken and the driver is called. Without it such a run
+    /// starts a fresh session and emits a `thread.session_replaced`
+    /// notice ([`notice_kind::THREAD_SESSION_REPLACED`](crate::notice_kind::THREAD_SESSION_REPLACED)).
+    #[must_use]
+    pub fn refuse_incompatible(mut self) -> Self {
+        if let Mode::ContinueOrStart { strict } = &mut self.mode {
+            *strict = true;
+        }
+        self
+    }
+
+    /// Start a fresh provider session under this key even when the stored
+    /// one is compatible; the replaced record is archived when the run
+    /// saves its own, and a `thread.session_replaced` notice says so.
+    #[must_use]
+    pub fn new_session(mut self) -> Self {
+        self.mode = Mode::NewSession;
+        self
+    }
+
     /// A new thread under `new_key` that starts from this thread's state.
     /// This thread is untouched; the fork fails if `new_key` already exists.
     pub fn fork(&self, new_key: impl Into<String>) -> Thread {
@@ -155,6 +189,7 @@ impl Thread {
             Some(r) if r.codec != plan.codec.name() => {
                 Err(Error::Thread(ThreadError::Incompatible {
                     reason: format!("record written by codec {:?}", r.codec),
+                    record: None,
                 }))
             }
             Some(r) => Ok(plan.codec.from_params(&r.params)),
@@ -172,6 +207,7 @@ impl Thread {
         let incompatible = |reason: &str| {
             Error::Thread(ThreadError::Incompatible {
                 reason: reason.to_owned(),
+                record: None,
             })
         };
         if !driver.descriptor().sessions.supports_resume {
@@ -232,6 +268,45 @@ pub(crate) struct ActiveThread {
     lease: Lease,
     fingerprint: String,
     previous: Option<String>,
+    /// The record this run's fresh session replaces, and why (for the
+    /// `thread.session_replaced` notice).
+    pub(crate) replaced: Option<Replaced>,
+}
+
+/// A record a fresh session replaces.
+pub(crate) struct Replaced {
+    /// The record.
+    pub(crate) record: Mismatch,
+    /// Why it is not continued.
+    pub(crate) why: String,
+}
+
+impl Replaced {
+    /// The notice's text and data.
+    pub(crate) fn notice(&self) -> (String, serde_json::Value) {
+        let r = &self.record;
+        let text = format!(
+            "thread {}: a new session starts; the previous {} session ({}) is archived when this run succeeds ({})",
+            r.key, r.record_driver, r.record_id, self.why
+        );
+        let data = serde_json::json!({
+            "key": r.key,
+            "archived_record_id": r.record_id,
+            "driver_type": r.record_driver,
+            "new_driver_type": r.driver,
+            "differs": r.differs,
+            "reason": self.why,
+        });
+        (text, data)
+    }
+}
+
+/// What resolving the key gave: the run's session, the record it follows,
+/// the record a fresh session replaces.
+struct Resolved {
+    session: SessionContext,
+    previous: Option<String>,
+    replaced: Option<Replaced>,
 }
 
 impl ThreadPlan {
@@ -276,21 +351,27 @@ impl ThreadPlan {
             Some(process) => format!("{process}/{}", request.run_id),
             None => request.run_id.clone(),
         };
+        let fingerprint = self.fingerprint(request);
+        // A strict thread refuses an incompatible record before it takes
+        // the lease (and again under it, below, should the record change).
+        if matches!(self.mode, Mode::ContinueOrStart { strict: true }) {
+            self.resolve(&fingerprint).await?;
+        }
         let lease = self
             .store
             .acquire_run_lease(&target, &owner, LEASE_TTL, &request.prompt)
             .await
             .map_err(|e| ThreadError::from_store(e, &self.key))?;
-        let fingerprint = self.fingerprint(request);
         let resolved = self.resolve(&fingerprint).await;
         match resolved {
-            Ok((session, previous)) => {
-                request.session = Some(session);
+            Ok(r) => {
+                request.session = Some(r.session);
                 Ok(ActiveThread {
                     plan: self,
                     lease,
                     fingerprint,
-                    previous,
+                    previous: r.previous,
+                    replaced: r.replaced,
                 })
             }
             Err(e) => {
@@ -300,12 +381,32 @@ impl ThreadPlan {
         }
     }
 
-    async fn resolve(
-        &self,
-        fingerprint: &str,
-    ) -> Result<(SessionContext, Option<String>), ThreadError> {
+    /// What differs between `record` and this run.
+    fn mismatch(&self, record: &ThreadRecord) -> Mismatch {
+        let mut differs = Vec::new();
+        if record.driver_type != self.driver_type {
+            differs.push("driver");
+        }
+        if record.codec != self.codec.name() {
+            differs.push("codec");
+        }
+        if differs.is_empty() {
+            differs.push("configuration");
+        }
+        Mismatch {
+            key: self.key.to_string(),
+            record_id: record.id.clone(),
+            record_driver: record.driver_type.clone(),
+            driver: self.driver_type.clone(),
+            differs,
+        }
+    }
+
+    async fn resolve(&self, fingerprint: &str) -> Result<Resolved, ThreadError> {
         let (source, include_archived, mode) = match &self.mode {
-            Mode::ContinueOrStart => (self.key.clone(), false, SessionMode::ContinueOrStart),
+            Mode::ContinueOrStart { .. } | Mode::NewSession => {
+                (self.key.clone(), false, SessionMode::ContinueOrStart)
+            }
             Mode::ContinueOnly => (self.key.clone(), false, SessionMode::ContinueOnly),
             Mode::Fork { parent } => (parent.clone(), true, SessionMode::Fork),
         };
@@ -321,29 +422,66 @@ impl ThreadPlan {
             mode,
             ..Default::default()
         };
+        let incompatible = |r: &ThreadRecord| {
+            let m = self.mismatch(r);
+            ThreadError::Incompatible {
+                reason: m.describe(),
+                record: Some(Box::new(m)),
+            }
+        };
+        let fresh = |session, record: Mismatch, why: String| Resolved {
+            session,
+            previous: Some(record.record_id.clone()),
+            replaced: Some(Replaced { record, why }),
+        };
         match (&self.mode, record) {
             (Mode::ContinueOnly | Mode::Fork { .. }, None) => Err(ThreadError::NotFound {
                 key: source.to_string(),
             }),
-            (Mode::ContinueOnly | Mode::Fork { .. }, Some(_)) if !compatible => {
-                Err(ThreadError::Incompatible {
-                    reason: "the record was written with another driver configuration".into(),
-                })
+            (Mode::ContinueOnly | Mode::Fork { .. }, Some(r)) if !compatible => {
+                Err(incompatible(&r))
             }
             (Mode::Fork { .. }, Some(r)) => {
                 session.state = self.codec.from_params(&r.params);
                 session.previous_id = r.id;
-                Ok((session, None))
+                Ok(Resolved {
+                    session,
+                    previous: None,
+                    replaced: None,
+                })
+            }
+            (Mode::NewSession, Some(r)) => {
+                let mut m = self.mismatch(&r);
+                let why = if compatible {
+                    m.differs.clear();
+                    "a new session was asked for".to_owned()
+                } else {
+                    m.describe()
+                };
+                Ok(fresh(session, m, why))
             }
             (_, Some(r)) if compatible => {
                 session.state = self.codec.from_params(&r.params);
                 session.previous_id = r.id.clone();
-                Ok((session, Some(r.id)))
+                Ok(Resolved {
+                    session,
+                    previous: Some(r.id),
+                    replaced: None,
+                })
             }
+            (Mode::ContinueOrStart { strict: true }, Some(r)) => Err(incompatible(&r)),
             // Incompatible under continue-or-start: a fresh provider session;
             // the old record is archived when the new one is saved.
-            (_, Some(r)) => Ok((session, Some(r.id))),
-            (_, None) => Ok((session, None)),
+            (_, Some(r)) => {
+                let m = self.mismatch(&r);
+                let why = m.describe();
+                Ok(fresh(session, m, why))
+            }
+            (_, None) => Ok(Resolved {
+                session,
+                previous: None,
+                replaced: None,
+            }),
         }
     }
 }

@@ -242,6 +242,14 @@ pub trait ThreadStore: Send + Sync {
         ))
     }
 
+    /// Every record of `key`, active and archived, newest first, at most
+    /// `limit` of them (for `threads show`: the sessions a key went
+    /// through). The default has the newest record only.
+    async fn history(&self, key: &str, limit: usize) -> Result<Vec<ThreadRecord>, StoreError> {
+        let newest = self.resolve(key, true).await?;
+        Ok(newest.into_iter().take(limit).collect())
+    }
+
     /// Delete every record of `key` (active and archived) and its lease, in
     /// one atomic step; `Busy` while another owner holds an unexpired lease
     /// on `key:<key>` (a run in progress). Returns how many records were
@@ -547,6 +555,21 @@ impl ThreadStore for MemoryStore {
         active.sort_by_key(|r| std::cmp::Reverse(r.updated_at));
         active.truncate(limit);
         Ok(active)
+    }
+
+    async fn history(&self, key: &str, limit: usize) -> Result<Vec<ThreadRecord>, StoreError> {
+        let inner = self.lock();
+        let mut records: Vec<ThreadRecord> = inner
+            .records
+            .iter()
+            .rev()
+            .filter(|r| r.key == key)
+            .cloned()
+            .collect();
+        // The active record first, then the archived ones, newest first.
+        records.sort_by_key(|r| r.status != RecordStatus::Active);
+        records.truncate(limit);
+        Ok(records)
     }
 
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {

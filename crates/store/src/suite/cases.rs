@@ -378,7 +378,8 @@ pub async fn resolve_with_and_without_archived(store: Arc<dyn ThreadStore>) -> O
     must(store.release_lease(&lease).await, "release")
 }
 
-/// `list` returns active records only, newest first; `delete` refuses a
+/// `list` returns active records only, newest first; `history` every
+/// record of a key, the active one first; `delete` refuses a
 /// key whose lease is held, removes every record of a key (archived too)
 /// and its lease, and reports 0 for an unknown key.
 pub async fn list_and_delete(store: Arc<dyn ThreadStore>) -> Outcome {
@@ -422,6 +423,21 @@ pub async fn list_and_delete(store: Arc<dyn ThreadStore>) -> Outcome {
     );
     let limited = must(store.list(1).await, "list 1")?;
     ensure!(limited.len() == 1, "limit 1 gave {}", limited.len());
+    // `history`: every record of the key, the active one first.
+    let history = must(store.history(&first, 10).await, "history")?;
+    ensure!(
+        history
+            .iter()
+            .map(|r| (r.status, turn_of(r)))
+            .collect::<Vec<_>>()
+            == [
+                (RecordStatus::Active, Some(2)),
+                (RecordStatus::Archived, Some(1))
+            ],
+        "history: {history:?}"
+    );
+    let newest = must(store.history(&first, 1).await, "history 1")?;
+    ensure!(newest.len() == 1, "history limit 1 gave {}", newest.len());
 
     let lease = must(
         store.acquire_lease(&target(&first), "runner", LONG).await,

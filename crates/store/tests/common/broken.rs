@@ -137,6 +137,10 @@ impl ThreadStore for Broken {
         self.inner.list(limit).await
     }
 
+    async fn history(&self, key: &str, limit: usize) -> Result<Vec<ThreadRecord>, StoreError> {
+        self.inner.history(key, limit).await
+    }
+
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
         self.inner.delete(key).await
     }
