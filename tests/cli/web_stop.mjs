@@ -4,6 +4,8 @@
 // checks the CLI process is gone: this script prints {"phase":"streaming"}
 // and waits for a line on stdin before it stops the run). Reload: the first
 // turn's cards come back the same, the stopped turn ends "Run stopped".
+// Esc stops a third turn. A new thread's Bash call asks first: the card
+// shows the command; it is denied with a reason, shown again after a reload.
 //
 //   node tests/cli/web_stop.mjs http://127.0.0.1:PORT/#token=… target/cli-web
 import { browserTest, cards, check, readLine, ready, shootAll, STEP } from "./lib.mjs";
@@ -54,4 +56,35 @@ await browserTest("web-stop", async (t) => {
   seen.title = (await page.locator("#title").innerText()).trim();
   check(seen.title === FIRST, "titled by its first prompt: " + seen.title);
   await shootAll(t, "web-stop-reloaded");
+
+  // Esc stops a streaming run too.
+  await page.getByTestId("prompt").fill("Once more, slowly");
+  await page.getByTestId("send").click();
+  await page.getByTestId("stop").waitFor({ state: "visible", timeout: STEP });
+  await page.getByTestId("assistant").nth(2).waitFor({ timeout: LONG });
+  await page.keyboard.press("Escape");
+  await page.locator('[data-card="note"]', { hasText: "Run stopped" }).nth(1).waitFor({ timeout: STEP });
+  await page.getByTestId("send").waitFor({ state: "visible", timeout: STEP });
+
+  // Claude's Bash asks first: the card shows the command; Deny with a
+  // reason, which the reloaded card shows again.
+  await page.getByTestId("new-thread").click();
+  await page.getByTestId("prompt").fill("BASHY please");
+  await page.getByTestId("send").click();
+  await page.getByTestId("approval-command").waitFor({ timeout: LONG });
+  seen.command = (await page.getByTestId("approval-command").innerText()).trim();
+  check(seen.command === "touch web-approval.txt", "the card shows the command: " + seen.command);
+  await page.getByTestId("deny-reason").fill("not now");
+  await page.getByTestId("deny").click();
+  await page.getByTestId("usage").waitFor({ timeout: LONG });
+  seen.bash_cards = await cards(page);
+  check(seen.bash_cards.some((c) => c.startsWith("approval:") && c.includes("touch web-approval.txt") && c.endsWith("Denied: not now")),
+    "the decision shows: " + JSON.stringify(seen.bash_cards));
+  await shootAll(t, "web-approval");
+  await page.reload({ timeout: STEP });
+  await ready(page);
+  await page.getByTestId("usage").waitFor({ timeout: STEP });
+  seen.bash_reloaded = await cards(page);
+  check(seen.bash_reloaded.some((c) => c.startsWith("approval:") && c.includes("touch web-approval.txt") && c.startsWith("approval:") && /Denied/.test(c)),
+    "the reloaded approval shows command and decision: " + JSON.stringify(seen.bash_reloaded));
 });

@@ -7,7 +7,10 @@
 //!   shows one error naming its cause, then Retry succeeds;
 //! * (`real-clis`) the real Claude Code: a thread is titled by its first
 //!   prompt and reloads with the same cards; Stop ends a streaming run
-//!   and the CLI process is gone afterwards (checked through `/proc`).
+//!   and everything it started is gone within the bound (checked through
+//!   `/proc` by PID and start time, and an inherited tag); Esc stops a run
+//!   too; a Bash approval card shows the command, and a denial with a
+//!   reason shows again after a reload.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -75,7 +78,8 @@ async fn answers_render_as_safe_markdown_and_a_failed_turn_can_be_retried() {
 
 /// The real Claude Code behind the page: the thread is titled by its first
 /// prompt and reloads with the same cards; Stop (the page aborts its
-/// stream, the server cancels the run) leaves no CLI process behind.
+/// stream, the server cancels the run) leaves no process of the run
+/// behind; Esc stops too; Bash's approval card shows the command.
 #[cfg(feature = "real-clis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claude_thread_is_titled_reloads_the_same_and_stop_leaves_no_cli() {
@@ -88,16 +92,31 @@ async fn a_claude_thread_is_titled_reloads_the_same_and_stop_leaves_no_cli() {
     // The mock answers by the conversation's first prompt and the turns
     // so far: the first turn quickly, the second in 300 pieces 100 ms
     // apart (half a minute unless stopped).
-    let script = Script::new().on_prompt(
-        "QUICK",
-        vec![
-            Reply::Text("A quick **first** answer.".into()),
-            Reply::Slow {
-                text: "0123456789abcdef ".repeat(300),
-                chunk_delay: Duration::from_millis(100),
-            },
-        ],
-    );
+    // A thread starting "BASHY" asks to run a command first.
+    let script = Script::new()
+        .on_prompt(
+            "QUICK",
+            vec![
+                Reply::Text("A quick **first** answer.".into()),
+                Reply::Slow {
+                    text: "0123456789abcdef ".repeat(300),
+                    chunk_delay: Duration::from_millis(100),
+                },
+            ],
+        )
+        .on_prompt(
+            "BASHY",
+            vec![
+                Reply::ToolCall {
+                    name: "Bash".into(),
+                    arguments: serde_json::json!({
+                        "command": "touch web-approval.txt",
+                        "description": "Create a file"
+                    }),
+                },
+                Reply::Text("Understood, I did not run it.".into()),
+            ],
+        );
     let mock = MockServer::start(script).await.unwrap();
     let home = tempfile::tempdir().unwrap();
     let env = CLAUDE.prepare(&mock.base_url(), home.path()).unwrap();
@@ -138,45 +157,56 @@ async fn a_claude_thread_is_titled_reloads_the_same_and_stop_leaves_no_cli() {
     let server_pid = server.child.id();
     support::browser::clear_shots("web-stop");
     let url = server.start_url.clone();
-    let (report, cli) = tokio::task::spawn_blocking(move || {
+    let (report, streamed, left) = tokio::task::spawn_blocking(move || {
         let mut child = support::browser::spawn("web_stop.mjs", &url);
         let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         let mut lines = Vec::new();
-        let cli = loop {
+        let mut streamed = Vec::new();
+        let mut left = Vec::new();
+        loop {
             line.clear();
             if stdout.read_line(&mut line).unwrap() == 0 {
-                break Vec::new();
+                break;
             }
             lines.push(line.clone());
             if line.contains(r#""phase":"streaming""#) {
-                // Everything the streaming run started, by PID and start time.
-                let cli: Vec<Proc> = tree::children(server_pid);
+                // Everything the streaming run started, by PID and start
+                // time: the CLI under the server and whatever carries the tag.
+                streamed = tree::children(server_pid);
+                streamed.extend(
+                    tagged(&tag)
+                        .into_iter()
+                        .filter(|p| *p != server_pid)
+                        .filter_map(|pid| {
+                            Some(Proc {
+                                pid,
+                                start: tree::stat(pid)?.start,
+                            })
+                        }),
+                );
                 let mut stdin = child.stdin.take().unwrap();
                 stdin.write_all(b"go\n").unwrap();
                 drop(stdin);
-                break cli;
+                // The page stops the run now; all of it is gone within
+                // the bound.
+                left = wait_gone(|| streamed.iter().copied().filter(Proc::alive).collect());
+                break;
             }
-        };
+        }
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
         let mut out = child.wait_with_output().unwrap();
         out.stdout = format!("{}{rest}", lines.concat()).into_bytes();
-        (support::browser::report(&out), cli)
+        (support::browser::report(&out), streamed, left)
     })
     .await
     .unwrap();
-    assert!(!cli.is_empty(), "a Claude Code process streamed: {report}");
-    let left = wait_gone(|| cli.iter().copied().filter(Proc::alive).collect());
-    assert!(left.is_empty(), "Stop left the CLI running: {left:?}");
-    let family: Vec<u32> = tagged(&tag)
-        .into_iter()
-        .filter(|p| *p != server_pid)
-        .collect();
     assert!(
-        family.is_empty(),
-        "processes of the stopped run: {family:?}"
+        !streamed.is_empty(),
+        "a Claude Code process streamed: {report}"
     );
+    assert!(left.is_empty(), "Stop left the run's processes: {left:?}");
     assert_eq!(report["title"], "QUICK first prompt", "{report}");
     assert!(
         report["thread_item"]
