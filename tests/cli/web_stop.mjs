@@ -80,6 +80,9 @@ await browserTest("web-stop", async (t) => {
   seen.bash_cards = await cards(page);
   check(seen.bash_cards.some((c) => c.startsWith("approval:") && c.includes("touch web-approval.txt") && c.endsWith("Denied: not now")),
     "the decision shows: " + JSON.stringify(seen.bash_cards));
+  const bashKinds = seen.bash_cards.map((c) => c.split(":")[0]);
+  check(bashKinds.indexOf("approval") < bashKinds.indexOf("tool"), "the denied tool card follows its approval: " + bashKinds);
+  check((await page.getByTestId("tool-call").getAttribute("data-state")) === "denied", "the tool card says denied");
   await shootAll(t, "web-approval");
   await page.reload({ timeout: STEP });
   await ready(page);

@@ -180,13 +180,15 @@ function toolCard(id, name) {
 }
 function toolResult(ev) {
   let t = toolViews[ev.toolCallId] || toolCard(ev.toolCallId, "tool");
-  const denied = ev.content.startsWith("The user did not allow");
-  t.card.dataset.state = denied ? "denied" : "done";
-  t.status.textContent = denied ? "✗ denied" : "✓ done";
+  let failed = false;
+  try { const r = JSON.parse(ev.content); failed = !!(r && r.is_error === true); } catch (e) { /* plain text */ }
+  const denied = t.decision === "rejected" || ev.content.startsWith("The user did not allow");
+  t.card.dataset.state = denied ? "denied" : failed ? "failed" : "done";
+  t.status.textContent = denied ? "✗ denied" : failed ? "✗ failed" : "✓ done";
   t.card.appendChild(el("div", "label", "Output"));
   t.card.appendChild(el("pre", "output", ev.content));
-  // The card moves below the approval that allowed it: it finished then.
-  if (t.approved) add(t.card);
+  // The card moves below the approval decided for it: it finished then.
+  if (t.decision) add(t.card);
 }
 
 // What an approval is about: the command, the file and its change, or the
@@ -253,7 +255,7 @@ function decide(id, result, reason) {
   if (!d) d = a.card.appendChild(el("div", "decision"));
   d.textContent = decisionText(result, reason);
   a.card.dataset.decision = result;
-  if (result === "approved" && a.toolCallId && toolViews[a.toolCallId]) toolViews[a.toolCallId].approved = true;
+  if (a.toolCallId && toolViews[a.toolCallId]) toolViews[a.toolCallId].decision = result;
 }
 
 function approvalCard(it, answerable) {
