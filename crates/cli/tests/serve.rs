@@ -1,15 +1,12 @@
 //! `agent-adaptor serve` (playground): the page, the thread API, AG-UI with
 //! an approval interrupt and its resume, raw SSE, the A2A card — and the web
-//! chat driven in headless Chromium (Debian's `chromium` + `playwright-core`
-//! from `scripts/install-cli-test-deps`; the test fails with a pointer to
-//! that script when they are missing). The screenshot is kept at
-//! `target/cli-web/web-chat.png`.
+//! chat driven in headless Chromium (support/browser.rs; screenshots in
+//! `target/cli-web/web-chat-*.png`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 
 use serde_json::{Value, json};
 
@@ -40,6 +37,13 @@ async fn the_server_speaks_agui_raw_sse_and_a2a_and_lists_threads() {
     );
     let info = server.get_json("/api/info").await;
     assert_eq!(info["playground"], true);
+    assert_eq!(info["driver"], "llm");
+    assert_eq!(info["model"], "playground");
+    let shown = info.to_string();
+    assert!(
+        !shown.contains('/') && !shown.contains("sqlite"),
+        "the page's info names no path or store: {shown}"
+    );
 
     // AG-UI: the tool call ends the first AG-UI run with an interrupt.
     let messages = json!([{"id": "m1", "role": "user", "content": "hi from a test"}]);
@@ -90,12 +94,105 @@ async fn the_server_speaks_agui_raw_sse_and_a2a_and_lists_threads() {
     assert_eq!(threads["threads"][0]["title"], "hi from a test");
     let thread = server.get_json("/api/threads/t-1").await;
     assert_eq!(thread["messages"][0]["text"], "hi from a test");
+    assert_eq!(thread["title"], "hi from a test");
+    // The transcript is the live frames again, in order: the prompt, the
+    // tool call, the interrupt, its decision, then the resumed run with
+    // the tool's result and the answer with its usage.
+    let transcript = thread["transcript"].as_array().unwrap();
+    let steps: Vec<String> = transcript
+        .iter()
+        .map(|i| match i["kind"].as_str().unwrap() {
+            "frame" => {
+                let ev = &i["event"];
+                match ev["outcome"]["type"].as_str() {
+                    Some(outcome) => format!("{}:{outcome}", ev["type"].as_str().unwrap()),
+                    None => ev["type"].as_str().unwrap().to_owned(),
+                }
+            }
+            "decision" => format!("decision:{}", i["result"].as_str().unwrap()),
+            other => other.to_owned(),
+        })
+        .filter(|s| !s.ends_with("_CONTENT") && !s.ends_with("_ARGS"))
+        .collect();
+    let at = |step: &str| {
+        steps
+            .iter()
+            .position(|s| s == step)
+            .unwrap_or_else(|| panic!("{step} in {steps:?}"))
+    };
+    assert_eq!(steps[0], "prompt", "{steps:?}");
+    assert!(at("TOOL_CALL_START") < at("RUN_FINISHED:interrupt"));
+    assert!(at("RUN_FINISHED:interrupt") < at("decision:approved"));
+    assert!(at("decision:approved") < at("TOOL_CALL_RESULT"));
+    assert!(at("TOOL_CALL_RESULT") < at("RUN_FINISHED:success"));
+    let finished = transcript.last().unwrap();
+    assert_eq!(
+        finished["event"]["usage"][0]["inputTokens"], 160,
+        "{finished}"
+    );
+    let live: Vec<&Value> = resumed
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_RESULT")
+        .collect();
+    let logged: Vec<&Value> = transcript
+        .iter()
+        .filter(|i| i["event"]["type"] == "TOOL_CALL_RESULT")
+        .map(|i| &i["event"])
+        .collect();
+    assert_eq!(live, logged, "the same frames as live");
+
+    // Rename (kept apart from the driver's record: it survives turns),
+    // then delete.
+    let renamed = client
+        .patch(format!("{base}/api/threads/t-1"))
+        .header("origin", &base)
+        .json(&json!({"title": "  A better name  "}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(renamed.status(), 200);
+    let empty = client
+        .patch(format!("{base}/api/threads/t-1"))
+        .header("origin", &base)
+        .json(&json!({"title": "   "}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(empty.status(), 422);
+    let unknown = client
+        .patch(format!("{base}/api/threads/nope"))
+        .header("origin", &base)
+        .json(&json!({"title": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    let threads = server.get_json("/api/threads").await;
+    assert_eq!(threads["threads"][0]["title"], "A better name", "{threads}");
+    assert_eq!(
+        server.get_json("/api/threads/t-1").await["title"],
+        "A better name"
+    );
     let missing = client
         .get(format!("{base}/api/threads/nope"))
         .send()
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
+    let deleted = client
+        .delete(format!("{base}/api/threads/t-1"))
+        .header("origin", &base)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    assert_eq!(server.get_json("/api/threads").await["threads"], json!([]));
+    let gone = client
+        .get(format!("{base}/api/threads/t-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404, "records and log are gone");
 
     // Raw SSE: our own events; nobody can answer an approval there, so it
     // is denied at once and the run finishes.
@@ -140,49 +237,17 @@ async fn the_server_speaks_agui_raw_sse_and_a2a_and_lists_threads() {
     );
 }
 
-fn chromium() -> PathBuf {
-    std::env::var_os("CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
-}
-
+/// The web chat in headless Chromium (tests/cli/web_chat.mjs): approval
+/// card with its tool input, the finished tool card below it, reasoning,
+/// the streamed answer with its copy button and usage, the same cards
+/// after a reload, rename and delete, the drawer at 390 px, axe-core in
+/// light and dark; screenshots in `target/cli-web/web-chat-*.png`.
 #[test]
 fn the_web_chat_works_in_headless_chromium() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let tests = root.join("tests/cli");
-    let hint = "run scripts/install-cli-test-deps (Debian chromium + npm ci in tests/cli)";
-    assert!(
-        chromium().is_file(),
-        "{} is missing: {hint}",
-        chromium().display()
-    );
-    assert!(
-        tests
-            .join("node_modules/playwright-core/package.json")
-            .is_file(),
-        "playwright-core is not installed in tests/cli: {hint}"
-    );
     let home = tempfile::tempdir().unwrap();
     let server = serve(home.path());
-    let shot = support::target_dir().join("cli-web/web-chat.png");
-    let _ = std::fs::remove_file(&shot);
-    let node = std::env::var_os("NODE").unwrap_or_else(|| "node".into());
-    let out = std::process::Command::new(node)
-        .arg(tests.join("web_chat.mjs"))
-        .arg(&server.start_url)
-        .arg(&shot)
-        .current_dir(&tests)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("node: {e}: {hint}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "the browser test failed:\n{stdout}\n{stderr}"
-    );
-    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap();
-    assert_eq!(report["ok"], true, "{report}");
+    support::browser::clear_shots("web-chat");
+    let report = support::browser::run("web_chat.mjs", &server.start_url);
     assert!(
         report["text_updates"].as_u64().unwrap() >= 3,
         "the answer streamed: {report}"
@@ -193,11 +258,12 @@ fn the_web_chat_works_in_headless_chromium() {
             .unwrap()
             .contains("hello from the browser")
     );
-    assert!(
-        shot.is_file(),
-        "the screenshot is kept at {}",
-        shot.display()
-    );
+    assert_eq!(report["reloaded_cards"], report["live_cards"]);
+    assert_eq!(report["renamed_title"], "Greeting thread");
+    for shot in ["1280-light", "1280-dark", "390-light", "390-dark"] {
+        let path = support::browser::shots_dir().join(format!("web-chat-{shot}.png"));
+        assert!(path.is_file(), "{} is kept", path.display());
+    }
     drop(server);
 }
 

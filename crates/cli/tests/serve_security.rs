@@ -104,6 +104,70 @@ async fn a_foreign_host_or_origin_and_a_missing_token_are_refused() {
         assert_eq!(resp.status(), StatusCode::UNAUTHORIZED, "{path}");
         assert_eq!(resp.headers()["www-authenticate"], "Bearer");
     }
+    // Renaming and deleting a thread need the token too.
+    let rename = anon
+        .patch(format!("{base}/api/threads/t1"))
+        .json(&json!({"title": "mine now"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rename.status(), StatusCode::UNAUTHORIZED);
+    let delete = anon
+        .delete(format!("{base}/api/threads/t1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(delete.status(), StatusCode::UNAUTHORIZED);
+    // The page's static files are public (it loads them before signing
+    // in) and carry nothing private; the page forbids any other source.
+    for path in [
+        "/favicon.svg",
+        "/assets/app.js",
+        "/assets/app.css",
+        "/assets/vendor/marked-18.3.0.js",
+        "/assets/vendor/highlight-11.12.0.js",
+    ] {
+        let resp = anon.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+        assert_eq!(resp.headers()["x-content-type-options"], "nosniff");
+        let body = resp.text().await.unwrap();
+        assert!(
+            !body.contains(server.token.as_deref().unwrap()),
+            "{path} carries no token"
+        );
+    }
+    let vendored = anon
+        .get(format!("{base}/assets/vendor/marked-18.3.0.js"))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        vendored.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("immutable"),
+        "a versioned file is cached for long"
+    );
+    let page = anon.get(format!("{base}/")).send().await.unwrap();
+    let csp = page.headers()["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("default-src 'none'")
+            && csp.contains("script-src 'self'")
+            && csp.contains("connect-src 'self'")
+            && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    let asset = anon
+        .get(format!("{base}/assets/app.js"))
+        .header("host", "attacker.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        asset.status(),
+        StatusCode::FORBIDDEN,
+        "a foreign Host is refused for the files too"
+    );
     for (path, body) in [
         (
             "/agui",
@@ -184,6 +248,26 @@ async fn a_foreign_host_or_origin_and_a_missing_token_are_refused() {
         .unwrap();
     assert_eq!(cross.status(), StatusCode::FORBIDDEN);
     let body: Value = cross.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "origin_not_allowed");
+    // So are a cross-site rename and delete.
+    let cross_rename = anon
+        .patch(format!("{base}/api/threads/t1"))
+        .header("cookie", &cookie)
+        .header("origin", "http://attacker.example")
+        .json(&json!({"title": "mine now"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross_rename.status(), StatusCode::FORBIDDEN);
+    let cross_delete = anon
+        .delete(format!("{base}/api/threads/t1"))
+        .header("cookie", &cookie)
+        .header("origin", "http://attacker.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross_delete.status(), StatusCode::FORBIDDEN);
+    let body: Value = cross_delete.json().await.unwrap();
     assert_eq!(body["error"]["code"], "origin_not_allowed");
 
     // Refusals are in the operator log, without the token.

@@ -702,6 +702,7 @@ fn token_usage(result: &RunResult) -> Option<Vec<TokenUsage>> {
         reasoning_tokens: u.reasoning_tokens,
         cached_input_tokens: u.cached_input_tokens,
         cache_write_input_tokens: u.cache_creation_input_tokens,
+        cost_usd: u.cost_usd,
     }])
 }
 

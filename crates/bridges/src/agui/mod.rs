@@ -21,7 +21,7 @@
 //! | `Notice` of kind `thread.session_replaced` | `CUSTOM {name: "agent_adaptor.thread.session_replaced", value: <the notice's data>}` (a thread run started a fresh session over the key's record) |
 //! | `Dropped` | `CUSTOM {name: "agent_adaptor.dropped", value}` |
 //! | `ApprovalRequest` | `RUN_FINISHED {outcome: {type: "interrupt", interrupts: [..]}}` (below) |
-//! | `RunFinished` + the run's outcome | `RUN_FINISHED {outcome: success, result, usage}`; a cancelled run `outcome: cancelled`; any other error `RUN_ERROR {message, code}` where `code` is the failure reason (`agent_error`, `approval_denied` …) |
+//! | `RunFinished` + the run's outcome | `RUN_FINISHED {outcome: success, result, usage}` (usage with the extension `costUsd` when the provider reports a cost); a cancelled run `outcome: cancelled`; any other error `RUN_ERROR {message, code}` where `code` is the failure reason (`agent_error`, `approval_denied` …) |
 //! | process output, other notices, subagent progress | nothing (the raw mode carries them) |
 //!
 //! Lifecycles are completed (a delta without its start opens it) and
@@ -85,6 +85,8 @@
 //!   principal 403, never logged 404, pruned 410, a store without a log 503
 //!   `event_log_unavailable`. With a log, `RUN_STARTED` is followed by a
 //!   `MESSAGES_SNAPSHOT` of the thread ([`history`]) and the current prompt.
+//!   [`thread_transcript`] derives every run of a thread's log again (the
+//!   same frames, prompts and interrupt decisions): a client's history.
 //! * A run lives while a client is attached: when the last one disconnects
 //!   (or stops reading for [`DEFAULT_WRITE_TIMEOUT`], the per-write
 //!   deadline), the run is cancelled, which stops its CLI process.
@@ -122,6 +124,7 @@ mod server;
 mod source;
 mod sse;
 mod thread_key;
+mod transcript;
 pub mod wire;
 
 pub use error::RequestError;
@@ -142,4 +145,5 @@ pub use thread_key::{
     AGUI_THREAD_KEY_PREFIX, RAW_THREAD_KEY_PREFIX, agui_thread_key, parse_agui_thread_key,
     parse_raw_thread_key, raw_thread_key,
 };
+pub use transcript::{thread_transcript, transcript};
 pub use wire::{AGUI_CORE_VERSION, AguiEvent, EventBody, Message, PROTOCOL_VERSION};

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use agent_adaptor_core::thread::event_log::RecordedEvent;
 use agent_adaptor_core::{Event, ThreadStore};
-use bytes::Bytes;
 
 use super::error::RequestError;
 use super::hub::Hub;
@@ -126,16 +125,16 @@ impl LogFrames {
         self.done
     }
 
-    fn encode(frames: Vec<super::run::AguiFrame>) -> Vec<(FrameId, Bytes)> {
+    fn encode(frames: Vec<super::run::AguiFrame>) -> Vec<(FrameId, String)> {
         frames
             .into_iter()
-            .map(|f| (f.id, frame(f.id, &f.event.to_json())))
+            .map(|f| (f.id, f.event.to_json()))
             .collect()
     }
 
-    /// The frames of one record. A record of another run means this one
-    /// stopped without its end: it is interrupted.
-    pub(crate) fn record(&mut self, rec: &RecordedEvent) -> Vec<(FrameId, Bytes)> {
+    /// The frames (id, AG-UI JSON) of one record. A record of another run
+    /// means this one stopped without its end: it is interrupted.
+    pub(crate) fn record(&mut self, rec: &RecordedEvent) -> Vec<(FrameId, String)> {
         if self.done {
             return Vec::new();
         }
@@ -156,7 +155,7 @@ impl LogFrames {
                 for f in frames {
                     if let Ok(id) = f.id.parse::<FrameId>() {
                         self.stamp.after(id);
-                        out.push((id, frame(id, &f.json)));
+                        out.push((id, f.json));
                     }
                 }
                 self.mapping = false;
@@ -197,7 +196,7 @@ impl LogFrames {
     }
 
     /// An AG-UI run of the core run begins (the original, or a resume).
-    fn begin(&mut self, meta: RunMeta) -> Vec<(FrameId, Bytes)> {
+    fn begin(&mut self, meta: RunMeta) -> Vec<(FrameId, String)> {
         self.emitting = meta.run_id == self.target.run_id;
         self.mapping = true;
         match (meta.resumed_at, self.mapper.as_mut()) {
@@ -221,7 +220,7 @@ impl LogFrames {
     }
 
     /// End the run as interrupted.
-    pub(crate) fn interrupted(&mut self) -> Vec<(FrameId, Bytes)> {
+    pub(crate) fn interrupted(&mut self) -> Vec<(FrameId, String)> {
         if self.done {
             return Vec::new();
         }
@@ -284,8 +283,8 @@ pub(crate) async fn follow(
                 frames.interrupted()
             }
         };
-        for (id, bytes) in batch {
-            if id > cursor && hub.push(id, bytes).await.is_err() {
+        for (id, json) in batch {
+            if id > cursor && hub.push(id, frame(id, &json)).await.is_err() {
                 break 'follow;
             }
         }

@@ -253,6 +253,10 @@ pub struct TokenUsage {
     /// Input tokens written to a prompt cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_write_input_tokens: Option<u64>,
+    /// What the run cost in US dollars, as the provider reported it (an
+    /// extension of AG-UI's `TokenUsage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// `MESSAGES_SNAPSHOT`.

@@ -83,6 +83,11 @@ fn configure(
     for o in &args.allowed_origins {
         b = b.allow_origin(o);
     }
+    // The page and its static files carry nothing private: the page
+    // loads them before it has traded the token for its session cookie.
+    for asset in &super::assets::ASSETS {
+        b = b.public_get(asset.path);
+    }
     b.public_get("/")
         .public_get("/.well-known/agent-card.json")
         .limit_runs(RUN_PATHS, args.max_runs_per_client)

@@ -3,18 +3,19 @@
 use std::sync::Arc;
 
 use agent_adaptor_bridges::agui::{
-    Message, agui_thread_key, parse_agui_thread_key, thread_history,
+    Message, agui_thread_key, parse_agui_thread_key, thread_history, thread_transcript,
 };
 use agent_adaptor_core::ThreadStore;
 use agent_adaptor_core::thread::ThreadRecord;
 use axum::Router;
 use axum::extract::{Path, Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use super::{INDEX_HTML, THREAD_LIST_LIMIT, WEB_NAMESPACE};
+use super::titles::{self, MAX_TITLE_CHARS};
+use super::{THREAD_LIST_LIMIT, WEB_NAMESPACE, assets};
 use agent_adaptor_llm::agent::session::{CODEC, HISTORY_KEY, TITLE_CHARS, TITLE_KEY};
 
 /// What the API handlers share.
@@ -24,26 +25,17 @@ pub(super) struct AppState {
     pub(super) info: Value,
 }
 
-/// The page and the thread API.
+/// The page, its files and the thread API.
 pub(super) fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/", get(index))
+    assets::router()
         .route("/api/info", get(info))
         .route("/api/threads", get(list_threads))
-        .route("/api/threads/{id}", get(get_thread))
+        .route(
+            "/api/threads/{id}",
+            get(get_thread).patch(rename_thread).delete(delete_thread),
+        )
         .route("/api/threads/{id}/events", get(thread_events))
         .with_state(state)
-}
-
-async fn index() -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        INDEX_HTML,
-    )
-        .into_response()
 }
 
 async fn info(State(state): State<AppState>) -> Response {
@@ -138,27 +130,130 @@ fn title(record: &ThreadRecord) -> Option<String> {
 }
 
 async fn list_threads(State(state): State<AppState>) -> Response {
-    match state.store.list(THREAD_LIST_LIMIT).await {
-        Ok(records) => {
-            let threads: Vec<Value> = records
-                .iter()
-                .filter_map(|r| {
-                    let (ns, id) = parse_agui_thread_key(&r.key)?;
-                    (ns == WEB_NAMESPACE).then(|| {
-                        json!({
-                            "id": id,
-                            "key": r.key,
-                            "driver": r.driver_type,
-                            "title": title(r).unwrap_or_else(|| id.clone()),
-                            "updatedAt": r.updated_at,
-                        })
-                    })
-                })
-                .collect();
-            axum::Json(json!({"threads": threads})).into_response()
+    let records = match state.store.list(THREAD_LIST_LIMIT).await {
+        Ok(records) => records,
+        Err(e) => return store_unavailable(&e),
+    };
+    let mut threads = Vec::new();
+    for r in &records {
+        let Some((ns, id)) = parse_agui_thread_key(&r.key) else {
+            continue;
+        };
+        if ns != WEB_NAMESPACE {
+            continue;
         }
+        let title = match thread_title(state.store.as_ref(), &id, Some(r)).await {
+            Ok(t) => t,
+            Err(e) => return store_unavailable(&e),
+        };
+        threads.push(json!({
+            "id": id,
+            "key": r.key,
+            "driver": r.driver_type,
+            "title": title,
+            "updatedAt": r.updated_at,
+        }));
+    }
+    axum::Json(json!({"threads": threads})).into_response()
+}
+
+/// What the page calls web thread `id`: the name a person gave it, else
+/// the title its record keeps, else its first prompt, else its id.
+async fn thread_title(
+    store: &dyn ThreadStore,
+    id: &str,
+    record: Option<&ThreadRecord>,
+) -> Result<String, agent_adaptor_core::thread::StoreError> {
+    if let Some(t) = titles::renamed(store, id).await? {
+        return Ok(t);
+    }
+    if let Some(t) = record.and_then(title) {
+        return Ok(t);
+    }
+    Ok(titles::first_prompt(store, id)
+        .await?
+        .unwrap_or_else(|| id.to_owned()))
+}
+
+/// The body of a rename.
+#[derive(Debug, serde::Deserialize)]
+struct Rename {
+    title: String,
+}
+
+/// `PATCH /api/threads/{id}` `{"title"}`: name the thread (kept in the
+/// event log; 503 `event_log_unavailable` without one).
+async fn rename_thread(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Result<axum::Json<Rename>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let Ok(axum::Json(Rename { title })) = body else {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+            "expected a JSON body {\"title\": \"…\"}".into(),
+        );
+    };
+    let title = title.trim();
+    if title.is_empty() || title.chars().count() > MAX_TITLE_CHARS {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_title",
+            format!("a title has 1 to {MAX_TITLE_CHARS} characters"),
+        );
+    }
+    let key = agui_thread_key(WEB_NAMESPACE, &id);
+    let known = match state.store.resolve(&key, false).await {
+        Ok(Some(_)) => true,
+        Ok(None) => match titles::first_prompt(state.store.as_ref(), &id).await {
+            Ok(p) => p.is_some(),
+            Err(e) => return store_unavailable(&e),
+        },
+        Err(e) => return store_unavailable(&e),
+    };
+    if !known {
+        return error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no thread {id:?}"),
+        );
+    }
+    match titles::rename(state.store.as_ref(), &id, title).await {
+        Ok(()) => axum::Json(json!({"id": id, "title": title})).into_response(),
+        Err(agent_adaptor_core::thread::StoreError::Unsupported(_)) => event_log_unavailable(),
         Err(e) => store_unavailable(&e),
     }
+}
+
+/// `DELETE /api/threads/{id}`: the thread's records, its event log and its
+/// name go (409 `thread_busy` while a run holds it).
+async fn delete_thread(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+    let key = agui_thread_key(WEB_NAMESPACE, &id);
+    match state.store.delete(&key).await {
+        Ok(_) => {}
+        Err(agent_adaptor_core::thread::StoreError::Busy { .. }) => {
+            return error(
+                StatusCode::CONFLICT,
+                "thread_busy",
+                "a run of this thread is in progress: stop it first".into(),
+            );
+        }
+        Err(e) => return store_unavailable(&e),
+    }
+    match state.store.delete(&titles::title_key(&id)).await {
+        Ok(_) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => store_unavailable(&e),
+    }
+}
+
+/// 503: this server's store keeps no event log.
+fn event_log_unavailable() -> Response {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "event_log_unavailable",
+        "this server's thread store keeps no event log".into(),
+    )
 }
 
 /// 503 with a fixed message: the store's own words stay in the log.
@@ -211,16 +306,34 @@ async fn logged(store: &dyn ThreadStore, key: &str) -> Result<Option<Vec<Value>>
     }
 }
 
+/// The AG-UI transcript of `key`'s event log (`None`: the store keeps no
+/// log).
+async fn transcript(
+    store: &dyn ThreadStore,
+    key: &str,
+) -> Result<Option<Vec<Value>>, agent_adaptor_core::thread::StoreError> {
+    match thread_transcript(store, key).await {
+        Ok(t) => Ok(Some(t)),
+        Err(agent_adaptor_core::thread::StoreError::Unsupported(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 async fn get_thread(State(state): State<AppState>, Path(id): Path<String>) -> Response {
     let key = agui_thread_key(WEB_NAMESPACE, &id);
-    let (record, interrupted, logged) = match tokio::join!(
+    let (record, interrupted, logged, transcript) = match tokio::join!(
         state.store.resolve(&key, false),
         state.store.interrupted_runs(&key),
-        logged(state.store.as_ref(), &key)
+        logged(state.store.as_ref(), &key),
+        transcript(state.store.as_ref(), &key)
     ) {
-        (Ok(r), Ok(i), Ok(l)) => (r, i, l),
-        (Err(e), _, _) | (_, Err(e), _) => return store_unavailable(&e),
-        (_, _, Err(resp)) => return resp,
+        (Ok(r), Ok(i), Ok(l), Ok(t)) => (r, i, l, t),
+        (Err(e), ..) | (_, Err(e), ..) | (.., Err(e)) => return store_unavailable(&e),
+        (_, _, Err(resp), _) => return resp,
+    };
+    let title = match thread_title(state.store.as_ref(), &id, record.as_ref()).await {
+        Ok(t) => t,
+        Err(e) => return store_unavailable(&e),
     };
     // Runs a dead server process left behind, so the client sees what
     // happened to its prompt.
@@ -239,17 +352,21 @@ async fn get_thread(State(state): State<AppState>, Path(id): Path<String>) -> Re
         Some(r) => axum::Json(json!({
             "id": id,
             "key": r.key,
+            "title": title,
             "driver": r.driver_type,
             "session": r.params.display_id,
             "updatedAt": r.updated_at,
             "messages": conversation(&r).or(logged),
+            "transcript": transcript,
             "interrupted": interrupted,
         }))
         .into_response(),
         None if !interrupted.is_empty() || logged.is_some() => axum::Json(json!({
             "id": id,
             "key": key,
+            "title": title,
             "messages": logged.unwrap_or_default(),
+            "transcript": transcript,
             "interrupted": interrupted,
         }))
         .into_response(),
@@ -287,11 +404,7 @@ async fn thread_events(
             let next = page.next.as_ref().and(page.last_cursor());
             axum::Json(json!({"events": page.events, "next": next})).into_response()
         }
-        Err(agent_adaptor_core::thread::StoreError::Unsupported(_)) => error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "event_log_unavailable",
-            "this server's thread store keeps no event log".into(),
-        ),
+        Err(agent_adaptor_core::thread::StoreError::Unsupported(_)) => event_log_unavailable(),
         Err(e) => store_unavailable(&e),
     }
 }

@@ -2,13 +2,15 @@
 //!
 //! | path | what |
 //! |---|---|
-//! | `GET /` | the web chat (one self-contained page, [`INDEX_HTML`]) |
+//! | `GET /` | the web chat ([`INDEX_HTML`]; its script, style, favicon and vendored libraries under `/assets/…` and `/favicon.svg`, [`assets`]) |
 //! | `POST /agui` | AG-UI 1.0 over SSE; `threadId` → thread `agui/v1/web/<threadId>` |
 //! | `POST /sse` | raw SSE (our own events); `sessionKey` → thread `sse/v1//<sessionKey>` |
 //! | `GET /.well-known/agent-card.json`, `POST /a2a` | A2A 1.0 (contexts are threads `a2a:<contextId>`) |
-//! | `GET /api/info` | what runs: driver label, playground or not, store |
+//! | `GET /api/info` | what runs: driver, model, playground or not (never a path or a secret) |
 //! | `GET /api/threads` | the web chat's threads, newest first |
-//! | `GET /api/threads/{id}` | one of them: record and the conversation (from the event log; for llm threads without one, from the record) |
+//! | `GET /api/threads/{id}` | one of them: record, title, the conversation (from the event log; for llm threads without one, from the record) and the AG-UI transcript the page replays |
+//! | `PATCH /api/threads/{id}` | rename it (`{"title"}`) |
+//! | `DELETE /api/threads/{id}` | delete it: records, event log, name |
 //! | `GET /api/threads/{id}/events?since=N` | the thread's event log after cursor `N`, one page |
 //! | `POST /api/session` | the page trades the token for a session cookie |
 //!
@@ -29,8 +31,10 @@
 
 pub mod access;
 mod api;
+pub mod assets;
 pub mod log;
 pub mod recover;
+mod titles;
 
 use std::time::Duration;
 
@@ -50,8 +54,7 @@ use crate::store::StoreSpec;
 pub use access::{Access, RUN_PATHS, TOKEN_ENV};
 pub use api::conversation;
 
-/// The web chat page.
-pub const INDEX_HTML: &str = include_str!("web/index.html");
+pub use assets::INDEX_HTML;
 
 /// The AG-UI thread namespace of the web chat.
 pub const WEB_NAMESPACE: &str = "web";
@@ -148,11 +151,14 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         .build();
     let state = api::AppState {
         store: store.store.clone(),
+        // What the page's header shows: never a path, a URL or a key
+        // (the label and the store description name local paths).
         info: json!({
             "driver": selected.name.as_str(),
-            "label": selected.label,
+            "model": args.driver.model.clone().or_else(|| {
+                selected.playground.is_some().then(|| "playground".to_owned())
+            }),
             "playground": selected.playground.is_some(),
-            "store": store.description,
         }),
     };
     let app = access.guard.layer(

@@ -110,5 +110,6 @@ pub fn target_dir() -> PathBuf {
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
     }
 }
+pub mod browser;
 pub mod server;
 pub mod tree;
