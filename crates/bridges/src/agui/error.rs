@@ -67,6 +67,11 @@ pub enum RequestError {
     /// 422: the resume entries do not answer the interrupt properly.
     #[error("invalid resume: {0}")]
     InvalidResume(String),
+    /// 422: `"always": true` on an interrupt that offers no
+    /// `alwaysAllowTool` (not a thread run, or no tool named); the run
+    /// still waits for an answer.
+    #[error("interrupt {0:?} cannot always allow its tool; answer approved or denied")]
+    NotGrantable(String),
     /// 409: the interrupt can no longer be answered; its run was cancelled.
     #[error("interrupt {0:?} expired; its run was cancelled")]
     InterruptExpired(String),
@@ -104,7 +109,8 @@ impl RequestError {
             | RequestError::InvalidLastEventId(_) => StatusCode::BAD_REQUEST,
             RequestError::InvalidInput(_)
             | RequestError::MissingUserMessage
-            | RequestError::InvalidResume(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            | RequestError::InvalidResume(_)
+            | RequestError::NotGrantable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RequestError::PendingInterrupt { .. }
             | RequestError::InterruptExpired(_)
             | RequestError::RunExists(_) => StatusCode::CONFLICT,
@@ -136,6 +142,7 @@ impl RequestError {
             RequestError::PendingInterrupt { .. } => "pending_interrupt",
             RequestError::InterruptNotFound(_) => "interrupt_not_found",
             RequestError::InvalidResume(_) => "invalid_resume",
+            RequestError::NotGrantable(_) => "not_grantable",
             RequestError::InterruptExpired(_) => "interrupt_expired",
             RequestError::RunExists(_) => "run_exists",
             RequestError::RunNotFound(_) => "run_not_found",

@@ -560,8 +560,11 @@ impl Mapper {
     fn interrupt_for(&self, req: &ApprovalRequest) -> Interrupt {
         let (reason, schema) = match req.kind {
             DecisionKind::Question => (REASON_QUESTION, question_schema(req)),
-            DecisionKind::PlanReview => (REASON_PLAN_REVIEW, approval_schema()),
-            _ => (REASON_TOOL_APPROVAL, approval_schema()),
+            DecisionKind::PlanReview => (REASON_PLAN_REVIEW, approval_schema(false)),
+            _ => (
+                REASON_TOOL_APPROVAL,
+                approval_schema(req.always_allow_tool().is_some()),
+            ),
         };
         let now = chrono::Utc::now();
         let horizon = self
@@ -582,6 +585,9 @@ impl Mapper {
         }
         if let Some(details) = &req.details {
             metadata["details"] = details.clone();
+        }
+        if let Some(tool) = req.always_allow_tool() {
+            metadata["alwaysAllowTool"] = json!(tool);
         }
         Interrupt {
             id: req.id.clone(),
@@ -654,16 +660,21 @@ fn close_tool(tool: OpenTool, ts: Option<i64>, out: &mut Vec<AguiEvent>) {
     ));
 }
 
-/// The `responseSchema` of a permission or plan review.
-fn approval_schema() -> Value {
-    json!({
+/// The `responseSchema` of a permission or plan review; `always` (approve
+/// and always allow the tool in the thread) only when it can be granted.
+fn approval_schema(grantable: bool) -> Value {
+    let mut schema = json!({
         "type": "object",
         "properties": {
             "approved": {"type": "boolean"},
             "reason": {"type": "string"}
         },
         "required": ["approved"]
-    })
+    });
+    if grantable {
+        schema["properties"]["always"] = json!({"type": "boolean"});
+    }
+    schema
 }
 
 /// The `responseSchema` of a question.

@@ -368,6 +368,11 @@ pub enum ResumeError {
     /// The approval was already answered.
     #[error("the interrupt was already answered")]
     AlreadyResolved,
+    /// `"always": true` on an approval that cannot always allow its tool
+    /// (not a thread run's permission request naming its tool); nothing
+    /// was answered.
+    #[error("this approval cannot always allow its tool (not a thread run, or no tool named)")]
+    NotGrantable,
 }
 
 /// What a resume entry asks for.
@@ -375,6 +380,8 @@ pub enum ResumeError {
 pub enum Decision {
     /// Approve a permission or plan review.
     Approve,
+    /// Approve a permission request and always allow its tool in the thread.
+    ApproveAlways,
     /// Deny (or decline a question), with a reason.
     Deny(String),
     /// Answer a question.
@@ -432,7 +439,10 @@ impl Interrupted {
     /// `responseSchema`, without applying it.
     ///
     /// * `cancelled` → deny.
-    /// * permission / plan review: `{"approved": bool, "reason"?: string}`.
+    /// * permission / plan review: `{"approved": bool, "reason"?: string}`;
+    ///   a permission request whose interrupt names `alwaysAllowTool` also
+    ///   takes `{"approved": true, "always": true}`
+    ///   ([`ResumeError::NotGrantable`] on any other).
     /// * question: `{"answer": string}`, or `{"approved": false, "reason"?}`
     ///   to decline.
     pub fn decision(&self, entry: &ResumeEntry) -> Result<Decision, ResumeError> {
@@ -470,7 +480,20 @@ impl Interrupted {
                 (None, _) => Err(invalid("a question needs {\"answer\": string}")),
             };
         }
+        let always = payload.get("always");
+        if always.is_some_and(|v| !v.is_boolean()) {
+            return Err(invalid("\"always\" must be a boolean"));
+        }
+        let always = always.and_then(Value::as_bool) == Some(true);
         match approved {
+            Some(true) if always => {
+                if self.request.kind != DecisionKind::Permission
+                    || self.request.always_allow_tool().is_none()
+                {
+                    return Err(ResumeError::NotGrantable);
+                }
+                Ok(Decision::ApproveAlways)
+            }
             Some(true) => Ok(Decision::Approve),
             Some(false) => Ok(Decision::Deny(reason)),
             None => Err(invalid("an approval needs {\"approved\": boolean}")),
@@ -505,12 +528,14 @@ impl Interrupted {
         };
         let applied = match &decision {
             Decision::Approve => self.request.approve(),
+            Decision::ApproveAlways => self.request.approve_always(),
             Decision::Deny(reason) => self.request.deny(reason.clone()),
             Decision::Answer(answer) => self.request.answer(answer.clone()),
         };
         if let Err(e) = applied {
             let err = match e {
                 ApprovalError::AlreadyResolved => ResumeError::AlreadyResolved,
+                ApprovalError::NotGrantable => ResumeError::NotGrantable,
                 _ => ResumeError::Expired,
             };
             return Err((err, Box::new(self)));

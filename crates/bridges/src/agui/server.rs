@@ -346,6 +346,9 @@ impl SseHandler {
                                     "this interrupt belongs to a run another client started",
                                 )
                             }
+                            TakeError::Refused(ResumeError::NotGrantable) => {
+                                RequestError::NotGrantable(entry.interrupt_id.clone())
+                            }
                             TakeError::Refused(e) => RequestError::InvalidResume(e.to_string()),
                         });
                     }
@@ -375,6 +378,9 @@ impl SseHandler {
                         s.hubs.remove(&key, &hub);
                         return Err(match e {
                             ResumeError::InvalidPayload(m) => RequestError::InvalidResume(m),
+                            ResumeError::NotGrantable => {
+                                RequestError::NotGrantable(entry.interrupt_id.clone())
+                            }
                             _ => RequestError::InterruptExpired(entry.interrupt_id.clone()),
                         });
                     }
