@@ -5,7 +5,10 @@
 // and waits for a line on stdin before it stops the run). Reload: the first
 // turn's cards come back the same, the stopped turn ends "Run stopped".
 // Esc stops a third turn. A new thread's Bash call asks first: the card
-// shows the command; it is denied with a reason, shown again after a reload.
+// shows the command and three answers; it is denied with a reason, shown
+// again after a reload. "Always allow Bash in this thread" on another
+// thread: its next turn runs Bash without a card, the header lists Bash;
+// revoked, the following turn asks again.
 //
 //   node tests/cli/web_stop.mjs http://127.0.0.1:PORT/#token=… target/cli-web
 import { browserTest, cards, check, readLine, ready, shootAll, STEP } from "./lib.mjs";
@@ -74,6 +77,10 @@ await browserTest("web-stop", async (t) => {
   await page.getByTestId("approval-command").waitFor({ timeout: LONG });
   seen.command = (await page.getByTestId("approval-command").innerText()).trim();
   check(seen.command === "touch web-approval.txt", "the card shows the command: " + seen.command);
+  seen.card_buttons = await page.getByTestId("approval").locator("button").allInnerTexts();
+  check(JSON.stringify(seen.card_buttons) === JSON.stringify(["Allow once", "Always allow Bash in this thread", "Deny"]),
+    "three answers: " + JSON.stringify(seen.card_buttons));
+  await shootAll(t, "web-approval-card");
   await page.getByTestId("deny-reason").fill("not now");
   await page.getByTestId("deny").click();
   await page.getByTestId("usage").waitFor({ timeout: LONG });
@@ -90,4 +97,52 @@ await browserTest("web-stop", async (t) => {
   seen.bash_reloaded = await cards(page);
   check(seen.bash_reloaded.some((c) => c.startsWith("approval:") && c.includes("touch web-approval.txt") && c.startsWith("approval:") && /Denied/.test(c)),
     "the reloaded approval shows command and decision: " + JSON.stringify(seen.bash_reloaded));
+
+  // "Always allow Bash in this thread": the next turn runs Bash without
+  // asking, the header lists Bash; revoked, the following turn asks again.
+  await page.getByTestId("new-thread").click();
+  await page.getByTestId("prompt").fill("GRANTY turn one");
+  await page.getByTestId("send").click();
+  await page.getByTestId("approve-always").waitFor({ timeout: LONG });
+  await page.getByTestId("approve-always").click();
+  await page.getByTestId("usage").waitFor({ timeout: LONG });
+  await page.getByTestId("allowed-tool").waitFor({ timeout: STEP });
+  seen.allowed = (await page.getByTestId("allowed-tools").innerText()).replace(/\s+/g, " ").trim();
+  check(/Always allowed in this thread Bash Revoke/.test(seen.allowed), "the header lists Bash: " + seen.allowed);
+  seen.grant_cards = await cards(page);
+  check(seen.grant_cards.some((c) => c.startsWith("approval:") && c.endsWith("Always allowed Bash in this thread")),
+    "the decision shows: " + JSON.stringify(seen.grant_cards));
+
+  await page.getByTestId("prompt").fill("turn two");
+  await page.getByTestId("send").click();
+  await page.getByTestId("usage").nth(1).waitFor({ timeout: LONG });
+  seen.turn_two_approvals = await page.getByTestId("approval").count();
+  seen.turn_two_tools = await page.locator('[data-testid="tool-call"][data-state="done"]').count();
+  check(seen.turn_two_approvals === 1, "turn two ran Bash without a card: " + seen.turn_two_approvals);
+  check(seen.turn_two_tools === 2, "turn two ran Bash: " + seen.turn_two_tools + " finished tool cards");
+  await shootAll(t, "web-always-allowed");
+
+  // Reload: the replayed decision says "always allowed"; the list stays.
+  await page.reload({ timeout: STEP });
+  await ready(page);
+  await page.getByTestId("allowed-tool").waitFor({ timeout: STEP });
+  seen.grant_reloaded = await cards(page);
+  check(seen.grant_reloaded.some((c) => c.startsWith("approval:") && c.endsWith("Always allowed Bash in this thread")),
+    "the reloaded decision: " + JSON.stringify(seen.grant_reloaded));
+
+  await page.getByTestId("revoke-tool").click();
+  await page.getByTestId("allowed-tools").waitFor({ state: "hidden", timeout: STEP });
+  seen.after_revoke = await page.evaluate(async () => {
+    const id = new URLSearchParams(location.search).get("thread");
+    return (await (await fetch("/api/threads/" + encodeURIComponent(id) + "/allowed-tools")).json()).tools;
+  });
+  check(JSON.stringify(seen.after_revoke) === "[]", "revoked: " + JSON.stringify(seen.after_revoke));
+
+  await page.getByTestId("prompt").fill("turn three");
+  await page.getByTestId("send").click();
+  await page.getByTestId("approve").waitFor({ timeout: LONG });
+  seen.turn_three_buttons = await page.getByTestId("approval").last().locator("button").allInnerTexts();
+  check(seen.turn_three_buttons.includes("Always allow Bash in this thread"), "turn three asks again: " + seen.turn_three_buttons);
+  await page.getByTestId("approve").click();
+  await page.getByTestId("usage").nth(2).waitFor({ timeout: LONG });
 });

@@ -99,7 +99,12 @@ async fn a_foreign_host_or_origin_and_a_missing_token_are_refused() {
     assert_eq!(page.status(), StatusCode::FORBIDDEN, "the page too");
 
     // No token: 401 everywhere but the page and the card.
-    for path in ["/api/info", "/api/threads", "/api/threads/t1"] {
+    for path in [
+        "/api/info",
+        "/api/threads",
+        "/api/threads/t1",
+        "/api/threads/t1/allowed-tools",
+    ] {
         let resp = anon.get(format!("{base}{path}")).send().await.unwrap();
         assert_eq!(resp.status(), StatusCode::UNAUTHORIZED, "{path}");
         assert_eq!(resp.headers()["www-authenticate"], "Bearer");
@@ -118,6 +123,12 @@ async fn a_foreign_host_or_origin_and_a_missing_token_are_refused() {
         .await
         .unwrap();
     assert_eq!(delete.status(), StatusCode::UNAUTHORIZED);
+    let revoke = anon
+        .delete(format!("{base}/api/threads/t1/allowed-tools/Bash"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoke.status(), StatusCode::UNAUTHORIZED);
     // The page's static files are public (it loads them before signing
     // in) and carry nothing private; the page forbids any other source.
     for path in [
@@ -269,6 +280,35 @@ async fn a_foreign_host_or_origin_and_a_missing_token_are_refused() {
     assert_eq!(cross_delete.status(), StatusCode::FORBIDDEN);
     let body: Value = cross_delete.json().await.unwrap();
     assert_eq!(body["error"]["code"], "origin_not_allowed");
+    let cross_revoke = anon
+        .delete(format!("{base}/api/threads/t1/allowed-tools/Bash"))
+        .header("cookie", &cookie)
+        .header("origin", "http://attacker.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross_revoke.status(), StatusCode::FORBIDDEN);
+    // With the session and no foreign Origin: a tool that is not allowed
+    // is a 404 naming why, and the list is empty.
+    let same_site = anon
+        .delete(format!("{base}/api/threads/t1/allowed-tools/Bash"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(same_site.status(), StatusCode::NOT_FOUND);
+    let body: Value = same_site.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "not_allowed");
+    let listed: Value = anon
+        .get(format!("{base}/api/threads/t1/allowed-tools"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed, json!({"tools": []}));
 
     // Refusals are in the operator log, without the token.
     let log = server.log_text();

@@ -10,7 +10,9 @@
 //!   and everything it started is gone within the bound (checked through
 //!   `/proc` by PID and start time, and an inherited tag); Esc stops a run
 //!   too; a Bash approval card shows the command, and a denial with a
-//!   reason shows again after a reload.
+//!   reason shows again after a reload; "Always allow Bash in this
+//!   thread" lets the thread's next turn run Bash without a card until it
+//!   is revoked from the header's list.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -92,7 +94,8 @@ async fn a_claude_thread_is_titled_reloads_the_same_and_stop_leaves_no_cli() {
     // The mock answers by the conversation's first prompt and the turns
     // so far: the first turn quickly, the second in 300 pieces 100 ms
     // apart (half a minute unless stopped).
-    // A thread starting "BASHY" asks to run a command first.
+    // A thread starting "BASHY" asks to run a command first; one starting
+    // "GRANTY" runs Bash in each of its turns.
     let script = Script::new()
         .on_prompt(
             "QUICK",
@@ -116,7 +119,8 @@ async fn a_claude_thread_is_titled_reloads_the_same_and_stop_leaves_no_cli() {
                 },
                 Reply::Text("Understood, I did not run it.".into()),
             ],
-        );
+        )
+        .on_prompt("GRANTY", granty_replies());
     let mock = MockServer::start(script).await.unwrap();
     let home = tempfile::tempdir().unwrap();
     let env = CLAUDE.prepare(&mock.base_url(), home.path()).unwrap();
@@ -156,6 +160,8 @@ async fn a_claude_thread_is_titled_reloads_the_same_and_stop_leaves_no_cli() {
     let server = serve_cmd(cmd, &args);
     let server_pid = server.child.id();
     support::browser::clear_shots("web-stop");
+    support::browser::clear_shots("web-approval");
+    support::browser::clear_shots("web-always-allowed");
     let url = server.start_url.clone();
     let (report, streamed, left) = tokio::task::spawn_blocking(move || {
         let mut child = support::browser::spawn("web_stop.mjs", &url);
@@ -219,5 +225,30 @@ async fn a_claude_thread_is_titled_reloads_the_same_and_stop_leaves_no_cli() {
         !mock.requests().is_empty(),
         "Claude Code talked to the mock model"
     );
+    // Every GRANTY turn's Bash really ran: the granted turn two included.
+    for n in 1..=3 {
+        let file = home.path().join("work").join(format!("granted-{n}.txt"));
+        assert!(file.exists(), "Bash ran in GRANTY turn {n}: {report}");
+    }
     drop(server);
+}
+
+/// The "GRANTY" thread: every turn runs Bash (`touch granted-N.txt`), then
+/// says so.
+#[cfg(feature = "real-clis")]
+fn granty_replies() -> Vec<Reply> {
+    (1..=3)
+        .flat_map(|n| {
+            [
+                Reply::ToolCall {
+                    name: "Bash".into(),
+                    arguments: serde_json::json!({
+                        "command": format!("touch granted-{n}.txt"),
+                        "description": "Create a file"
+                    }),
+                },
+                Reply::Text(format!("Ran it, turn {n}.")),
+            ]
+        })
+        .collect()
 }

@@ -33,7 +33,9 @@ pub async fn thread_transcript(
 /// * `{"kind": "prompt", "runId", "text"}`: the user's prompt of a run;
 /// * `{"kind": "decision", "runId", "interruptId", "result", "reason"?}`:
 ///   how an interrupt was answered (`result` as core records it:
-///   `approved`, `rejected`, …), just before the run that resumed it;
+///   `approved`, `rejected`, …; `alwaysAllowed: <tool>` when the answer
+///   always allowed the tool in the thread), just before the run that
+///   resumed it;
 /// * `{"kind": "frame", "runId", "id", "event"}`: one AG-UI event.
 ///
 /// A run whose records stop without its end (a later run began) ends with
@@ -80,6 +82,15 @@ pub fn transcript(records: &[RecordedEvent]) -> Vec<Value> {
     out
 }
 
+/// The tool a person's "always allow" answer granted in the thread, from
+/// an `approval.resolved` notice's `thread_grant`.
+fn human_grant(data: &Value) -> Option<&str> {
+    let grant = data.get("thread_grant")?;
+    let human = grant.get("source").and_then(Value::as_str) == Some("human");
+    let granted = grant.get("granted").and_then(Value::as_bool) == Some(true);
+    (human && granted).then(|| grant.get("tool").and_then(Value::as_str))?
+}
+
 /// The approval decisions recorded after the resumed run's notice at
 /// `cursor` and before the core run's next AG-UI run.
 fn decisions(core: &[&RecordedEvent], cursor: u64, run_id: &str) -> Vec<Value> {
@@ -97,6 +108,9 @@ fn decisions(core: &[&RecordedEvent], cursor: u64, run_id: &str) -> Vec<Value> {
                 });
                 if let Some(reason) = data.get("reason").filter(|r| !r.is_null()) {
                     item["reason"] = reason.clone();
+                }
+                if let Some(tool) = human_grant(&data) {
+                    item["alwaysAllowed"] = json!(tool);
                 }
                 Some(item)
             }

@@ -11,9 +11,10 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{delete, get};
 use serde_json::{Value, json};
 
+use super::grants;
 use super::titles::{self, MAX_TITLE_CHARS};
 use super::{THREAD_LIST_LIMIT, WEB_NAMESPACE, assets};
 use agent_adaptor_llm::agent::session::{CODEC, HISTORY_KEY, TITLE_CHARS, TITLE_KEY};
@@ -35,6 +36,11 @@ pub(super) fn router(state: AppState) -> Router {
             get(get_thread).patch(rename_thread).delete(delete_thread),
         )
         .route("/api/threads/{id}/events", get(thread_events))
+        .route("/api/threads/{id}/allowed-tools", get(grants::list))
+        .route(
+            "/api/threads/{id}/allowed-tools/{tool}",
+            delete(grants::revoke),
+        )
         .with_state(state)
 }
 
@@ -42,7 +48,8 @@ async fn info(State(state): State<AppState>) -> Response {
     axum::Json(state.info.clone()).into_response()
 }
 
-fn error(status: StatusCode, code: &str, message: String) -> Response {
+/// A JSON error body `{"error": {code, message}}` with `status`.
+pub(super) fn error(status: StatusCode, code: &str, message: String) -> Response {
     (
         status,
         axum::Json(json!({"error": {"code": code, "message": message}})),
@@ -257,7 +264,7 @@ fn event_log_unavailable() -> Response {
 }
 
 /// 503 with a fixed message: the store's own words stay in the log.
-fn store_unavailable(e: &agent_adaptor_core::thread::StoreError) -> Response {
+pub(super) fn store_unavailable(e: &agent_adaptor_core::thread::StoreError) -> Response {
     tracing::warn!(error = %e, "thread API: store failed");
     error(
         StatusCode::SERVICE_UNAVAILABLE,

@@ -12,6 +12,8 @@
 //! | `PATCH /api/threads/{id}` | rename it (`{"title"}`) |
 //! | `DELETE /api/threads/{id}` | delete it: records, event log, name |
 //! | `GET /api/threads/{id}/events?since=N` | the thread's event log after cursor `N`, one page |
+//! | `GET /api/threads/{id}/allowed-tools` | the tools always allowed in it (`{"tools"}`) |
+//! | `DELETE /api/threads/{id}/allowed-tools/{tool}` | stop always allowing one (404 `not_allowed` if it was not) |
 //! | `POST /api/session` | the page trades the token for a session cookie |
 //!
 //! Nobody is trusted by default ([`access`]): every request needs the token
@@ -32,6 +34,7 @@
 pub mod access;
 mod api;
 pub mod assets;
+mod grants;
 pub mod log;
 pub mod recover;
 mod titles;

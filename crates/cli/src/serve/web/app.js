@@ -30,6 +30,12 @@ function button(cls, text, label) {
   if (label) b.setAttribute("aria-label", label);
   return b;
 }
+// A box that may scroll (long tool input or output) takes keyboard focus,
+// so it can be scrolled without a mouse.
+function scrollable(node) {
+  node.tabIndex = 0;
+  return node;
+}
 function add(node) {
   log.appendChild(node);
   log.scrollTop = log.scrollHeight;
@@ -173,7 +179,7 @@ function toolCard(id, name) {
   head.appendChild(el("span", "name", name));
   const status = head.appendChild(el("span", "status", "running…"));
   c.appendChild(el("div", "label", "Input"));
-  const args = c.appendChild(el("pre", "args"));
+  const args = c.appendChild(scrollable(el("pre", "args")));
   const t = { card: c, status, args, argText: "" };
   toolViews[id] = t;
   return t;
@@ -186,7 +192,7 @@ function toolResult(ev) {
   t.card.dataset.state = denied ? "denied" : failed ? "failed" : "done";
   t.status.textContent = denied ? "✗ denied" : failed ? "✗ failed" : "✓ done";
   t.card.appendChild(el("div", "label", "Output"));
-  t.card.appendChild(el("pre", "output", ev.content));
+  t.card.appendChild(scrollable(el("pre", "output", ev.content)));
   // The card moves below the approval decided for it: it finished then.
   if (t.decision) add(t.card);
 }
@@ -240,20 +246,21 @@ function diffView(text) {
   }
   return pre;
 }
-function decisionText(result, reason) {
+function decisionText(result, reason, always) {
+  if (result === "approved" && always) return "Always allowed " + always + " in this thread";
   if (result === "approved") return "Allowed once";
   if (result === "answered") return "Answered";
   const why = reason ? ": " + reason : "";
   if (result === "rejected" || result === "denied") return "Denied" + why;
   return "Not answered (" + result + ")";
 }
-function decide(id, result, reason) {
+function decide(id, result, reason, always) {
   const a = approvals[id];
   if (!a) return;
   a.card.querySelectorAll(".buttons").forEach((b) => b.remove());
   let d = a.card.querySelector(".decision");
   if (!d) d = a.card.appendChild(el("div", "decision"));
-  d.textContent = decisionText(result, reason);
+  d.textContent = decisionText(result, reason, always);
   a.card.dataset.decision = result;
   if (a.toolCallId && toolViews[a.toolCallId]) toolViews[a.toolCallId].decision = result;
 }
@@ -272,8 +279,8 @@ function approvalCard(it, answerable) {
   approvals[it.id] = { card: c, toolCallId: it.toolCallId };
   if (!answerable) return c;
   const buttons = c.appendChild(el("div", "buttons"));
-  const resume = (payload, result, reason) => {
-    decide(it.id, result, reason);
+  const resume = (payload, result, reason, always) => {
+    decide(it.id, result, reason, always);
     runAgui({ threadId, runId: newId(), messages: messages.slice(),
               resume: [{ interruptId: it.id, status: "resolved", payload }] });
   };
@@ -286,9 +293,12 @@ function approvalCard(it, answerable) {
     const yes = buttons.appendChild(button("yes", "Allow once"));
     yes.dataset.testid = "approve";
     yes.onclick = () => resume({ approved: true }, "approved");
-    // HOOK: "Always allow <tool> in this thread" goes here once core's
-    // per-thread grant API lands; it is not offered until the server can
-    // keep the grant.
+    const tool = it.metadata && it.metadata.alwaysAllowTool;
+    if (typeof tool === "string" && tool) {
+      const always = buttons.appendChild(button("yes", "Always allow " + tool + " in this thread"));
+      always.dataset.testid = "approve-always";
+      always.onclick = () => resume({ approved: true, always: true }, "approved", undefined, tool);
+    }
   }
   const reason = buttons.appendChild(el("input"));
   reason.placeholder = "Reason (optional)";
@@ -435,7 +445,7 @@ async function runAgui(input) {
   } finally {
     controller = null;
     setBusy(false);
-    if (!view.interrupted) loadThreads();
+    if (!view.interrupted) { loadThreads(); loadAllowed(); }
   }
 }
 function stop() { if (controller) controller.abort(); }
@@ -497,6 +507,40 @@ async function failure(resp) {
 function reset() {
   messages = []; toolViews = {}; approvals = {}; lastInput = null;
   log.textContent = "";
+  showAllowed([]);
+}
+
+// The tools always allowed in this thread, each with a revoke control.
+function allowedUrl(tool) {
+  return "/api/threads/" + encodeURIComponent(threadId) + "/allowed-tools"
+    + (tool ? "/" + encodeURIComponent(tool) : "");
+}
+function showAllowed(tools) {
+  const box = $("allowed");
+  const list = $("allowed-list");
+  list.textContent = "";
+  box.hidden = !tools.length;
+  for (const tool of tools) {
+    const li = list.appendChild(el("li"));
+    li.dataset.testid = "allowed-tool";
+    li.appendChild(el("code", "", tool));
+    const revoke = li.appendChild(button("act", "Revoke", "Revoke " + tool));
+    revoke.dataset.testid = "revoke-tool";
+    revoke.onclick = () => revokeTool(tool);
+  }
+}
+async function loadAllowed() {
+  const id = threadId;
+  try {
+    const resp = await fetch(allowedUrl());
+    if (!resp.ok || id !== threadId) return;
+    showAllowed((await resp.json()).tools || []);
+  } catch (e) { /* the list stays as it was */ }
+}
+async function revokeTool(tool) {
+  const resp = await fetch(allowedUrl(tool), { method: "DELETE" });
+  if (!resp.ok && resp.status !== 404) errorCard("Revoke failed: " + (await failure(resp)));
+  loadAllowed();
 }
 function newThread() {
   threadId = newId();
@@ -518,6 +562,7 @@ async function openThread(id) {
   }
   const t = await resp.json();
   setTitle(t.title);
+  loadAllowed();
   if (t.transcript && t.transcript.length) replay(t.transcript);
   else if (t.messages && t.messages.length) {
     for (const m of t.messages) {
@@ -548,7 +593,7 @@ function replay(items) {
       userCard(item.text);
       messages.push({ id: newId(), role: "user", content: item.text });
     } else if (item.kind === "decision") {
-      decide(item.interruptId, item.result, item.reason);
+      decide(item.interruptId, item.result, item.reason, item.alwaysAllowed);
     } else if (item.kind === "frame") {
       const ev = item.event || {};
       // A parked interrupt nobody answered yet can still be answered.
