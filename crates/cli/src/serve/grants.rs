@@ -2,7 +2,7 @@
 //! /api/threads/{id}/allowed-tools` lists them, `DELETE
 //! /api/threads/{id}/allowed-tools/{tool}` stops allowing one (the
 //! thread's next request for it asks again). A grant is made by answering
-//! an approval card "Always allow <tool> in this thread" (an AG-UI resume
+//! an approval card "Always allow `<tool>` in this thread" (an AG-UI resume
 //! with `{"approved": true, "always": true}`).
 
 use agent_adaptor_bridges::agui::agui_thread_key;
