@@ -13,10 +13,11 @@ use std::sync::Arc;
 use acp_client::{AcpClient, kinds, message_text};
 use agent_adaptor_bridges::acp::{AcpServer, HistoryEntry, HistoryReader};
 use agent_adaptor_core::driver::{
-    DecisionChoice, DecisionKind, DecisionRequest, Response, StreamPayload,
+    Checkpoint, DecisionChoice, DecisionKind, DecisionRequest, RawStreams, Response, SessionState,
+    StandardSessionCodec, StreamPayload, TerminalPayload,
 };
 use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
-use agent_adaptor_core::{Agent, MemoryStore};
+use agent_adaptor_core::{Agent, MemoryStore, ThreadStore};
 use serde_json::{Value, json};
 
 fn cwd() -> PathBuf {
@@ -44,6 +45,11 @@ fn text_steps(id: &str, chunks: &[&str]) -> Vec<Step> {
 }
 
 fn asks(kind: DecisionKind, choices: Vec<DecisionChoice>) -> ScriptedDriver {
+    asks_ending(kind, choices, reply("done"))
+}
+
+/// A driver that asks `kind` once per run, then ends with `ending`.
+fn asks_ending(kind: DecisionKind, choices: Vec<DecisionChoice>, ending: Ending) -> ScriptedDriver {
     let mut d = DecisionRequest::new(kind, "scripted.can_use_tool");
     d.tool_call_id = "call_1".into();
     d.prompt = "Allow Bash: ls?".into();
@@ -52,7 +58,7 @@ fn asks(kind: DecisionKind, choices: Vec<DecisionChoice>) -> ScriptedDriver {
     let mut steps = vec![Step::Stream(StreamPayload::run_started()), Step::Decide(d)];
     steps.extend(text_steps("m1", &["done"]));
     steps.push(Step::Stream(StreamPayload::run_finished(None)));
-    ScriptedDriver::new(steps, reply("done")).with_run_policy(ScriptedDriver::ROUTED_DECISIONS)
+    ScriptedDriver::new(steps, ending).with_run_policy(ScriptedDriver::ROUTED_DECISIONS)
 }
 
 fn code(frame: &Value) -> i64 {
@@ -692,5 +698,71 @@ async fn a_permission_answered_with_an_error_or_garbage_is_a_denial() {
         .await;
     let (_, answer) = c.response(id).await;
     assert_eq!(decision(&answer), "rejected", "{answer}");
+    c.close().await.unwrap();
+}
+
+/// [`asks`] for a permission, resumable: a session served as a thread.
+fn thread_asks() -> ScriptedDriver {
+    let terminal = json!({"type": "result", "result": "done"}).to_string();
+    let ending = Ending::Respond(Box::new(Response {
+        output: "done".into(),
+        raw: RawStreams {
+            stdout: format!("{terminal}\n").into(),
+            stderr: Default::default(),
+            terminal: TerminalPayload::new("result", &terminal).ok(),
+        },
+        provider: "scripted".into(),
+        exit_code: Some(0),
+        checkpoint: Some(Checkpoint::valid(SessionState {
+            resume_id: "s1".into(),
+            display_id: "s1".into(),
+            data: Default::default(),
+        })),
+        ..Default::default()
+    }));
+    asks_ending(DecisionKind::Permission, Vec::new(), ending).with_resume(
+        Arc::new(StandardSessionCodec::new("scripted")),
+        "scripted-config-v1",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_allow_in_a_thread_session_is_the_threads_grant() {
+    let store = Arc::new(MemoryStore::new());
+    let agent = Agent::builder(thread_asks())
+        .thread_store(store.clone())
+        .build()
+        .unwrap();
+    let mut c = AcpClient::start(AcpServer::with_threads(agent));
+    let session = c.new_session(&cwd()).await;
+    let selected = json!({"outcome": "selected", "optionId": "allow_always"});
+    let (ask, answer) = permission_turn(&mut c, &session, selected).await;
+    let always = &ask["params"]["options"][1];
+    assert_eq!(
+        (&always["kind"], &always["name"]),
+        (
+            &json!("allow_always"),
+            &json!("Always allow Bash in this thread")
+        )
+    );
+    assert_eq!(decision(&answer), "approved", "{answer}");
+    // The grant is the thread's, in its store.
+    let policy = store.thread_policy(&session).await.unwrap();
+    assert_eq!(policy.always_allowed, ["Bash"]);
+
+    // The next turn is not asked: core's policy approves it.
+    let id = c
+        .send(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "ls"}]}),
+        )
+        .await;
+    let (frames, answer) = c.response(id).await;
+    assert!(
+        frames
+            .iter()
+            .all(|f| f["method"] != "session/request_permission")
+    );
+    assert_eq!(decision(&answer), "approved", "{answer}");
     c.close().await.unwrap();
 }

@@ -1,9 +1,14 @@
 //! Approvals as `session/request_permission`.
 //!
 //! A permission or plan review is offered as `allow_once` ("Allow"),
-//! `allow_always` ("Always allow", remembered for the tool for the rest of
-//! the session: its next requests are approved without asking) and
-//! `reject_once` ("Reject"). A question with choices offers each choice as
+//! `allow_always` ("Always allow") and `reject_once` ("Reject"). When the
+//! request can be granted for the thread (a session served as a thread,
+//! a request naming its tool: [`ApprovalRequest::always_allow_tool`]),
+//! "Always allow `<tool>` in this thread" answers with
+//! [`ApprovalRequest::approve_always`]: the grant is the thread's, kept in
+//! its store and honoured by core for every later run of the thread.
+//! Otherwise "Always allow" is remembered for the tool for the rest of the
+//! session: its next requests are approved without asking. A question with choices offers each choice as
 //! an `allow_once` option (`choice:<key>`) and a `reject_once` "Decline"; a
 //! free-form question cannot be answered by picking an option and is
 //! declined at once. A `cancelled` outcome, an option that was not offered,
@@ -73,7 +78,10 @@ pub(crate) fn request_for(
             PermissionOption::new(ALLOW, "Allow", PermissionOptionKind::AllowOnce),
             PermissionOption::new(
                 ALLOW_ALWAYS,
-                "Always allow",
+                match req.always_allow_tool() {
+                    Some(tool) => format!("Always allow {tool} in this thread"),
+                    None => "Always allow".to_owned(),
+                },
                 PermissionOptionKind::AllowAlways,
             ),
             PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
@@ -112,7 +120,8 @@ pub(crate) fn request_for(
 pub(crate) enum Verdict {
     /// Allow once.
     Allow,
-    /// Allow, and every later request for the same tool in this session.
+    /// Allow, and every later request for the same tool in this thread
+    /// (when it can be granted) or else this session.
     AllowAlways,
     /// A question's choice.
     Choose(String),
@@ -185,6 +194,8 @@ pub(crate) async fn ask(
     // cancelled or timed out): nothing is left to resolve.
     let _ = match verdict(&req, answer) {
         Verdict::Allow => req.approve(),
+        // The thread keeps the grant (core approves its later requests).
+        Verdict::AllowAlways if req.always_allow_tool().is_some() => req.approve_always(),
         Verdict::AllowAlways => {
             if let Some(k) = key {
                 session.allow_always(k);
