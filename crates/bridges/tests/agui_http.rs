@@ -666,6 +666,16 @@ async fn interrupt_errors_leave_the_parked_run_answerable() {
         (code, body["error"]["code"].as_str()),
         (404, Some("interrupt_not_found"))
     );
+    // "Always allow" on a run that cannot grant (no thread here): a
+    // typed refusal, never a silent "once".
+    assert!(last["outcome"]["interrupts"][0]["metadata"]["alwaysAllowTool"].is_null());
+    let mut always = resume.clone();
+    always["resume"][0]["payload"] = json!({"approved": true, "always": true});
+    let (code, body) = post(&t.url, always.to_string(), &[JSON]).await;
+    assert_eq!(
+        (code, body["error"]["code"].as_str()),
+        (422, Some("not_grantable"))
+    );
     assert_eq!(t.handler.pending_interrupts(), 1, "still parked");
     assert_eq!(t.runs.count(), 1);
 
