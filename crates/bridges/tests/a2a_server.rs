@@ -5,6 +5,8 @@
 
 #[path = "support/a2a_agents.rs"]
 mod a2a_agents;
+#[path = "support/asking_driver.rs"]
+mod asking_driver;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -441,6 +443,28 @@ async fn denials_and_answers_reach_the_driver_and_bad_answers_keep_it_waiting() 
         client.get_task(&t.id).await.unwrap().status.state,
         TaskState::InputRequired
     );
+    // "always" outside a thread grants nothing and approves nothing: the
+    // task still waits (never a silent "once").
+    let data = t.status.message.as_ref().unwrap().parts[1]
+        .as_data()
+        .unwrap()
+        .clone();
+    assert!(data.get("alwaysAllowTool").is_none(), "{data}");
+    let always = client
+        .send(SendMessageRequest::new(
+            Message::user_text("always").for_task(t.id.clone(), t.context_id.clone()),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(always.code(), Some(ErrorCode::InvalidParams));
+    assert!(
+        always.to_string().contains("cannot always allow"),
+        "{always}"
+    );
+    assert_eq!(
+        client.get_task(&t.id).await.unwrap().status.state,
+        TaskState::InputRequired
+    );
     let denied = task(
         client
             .send(SendMessageRequest::new(
@@ -613,4 +637,55 @@ async fn shutdown_ends_open_streams_and_cancels_runs() {
         }
     })
     .await;
+}
+
+#[tokio::test]
+async fn always_in_a_thread_grants_the_tool_and_the_next_task_is_not_asked() {
+    let store = Arc::new(MemoryStore::new());
+    let agent = Agent::builder(asking_driver::asking_driver())
+        .thread_store(store)
+        .build()
+        .unwrap();
+    let server = serve(
+        A2aServer::with_threads(agent.clone())
+            .run_options(RunOptions::new().approval_timeout(None)),
+    )
+    .await;
+    let client = Client::connect(server.url()).await.unwrap();
+    let t = task(
+        client
+            .send(SendMessageRequest::new(Message::user_text("go")))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(t.status.state, TaskState::InputRequired);
+    let question = t.status.message.as_ref().unwrap();
+    assert!(
+        question
+            .text()
+            .contains("\"always\" (always allow Bash in this thread)")
+    );
+    assert_eq!(
+        question.parts[1].as_data().unwrap()["alwaysAllowTool"],
+        "Bash"
+    );
+    let done = task(
+        client
+            .send(SendMessageRequest::new(
+                Message::user_text("always").for_task(t.id.clone(), t.context_id.clone()),
+            ))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(decision_of(&done), "approved");
+    let thread = agent.thread(format!("a2a:{}", t.context_id));
+    assert_eq!(thread.always_allowed().await.unwrap(), ["Bash"]);
+
+    // The context's next task runs without asking.
+    let mut next = Message::user_text("again");
+    next.context_id = t.context_id.clone();
+    let next = task(client.send(SendMessageRequest::new(next)).await.unwrap());
+    assert_eq!(next.status.state, TaskState::Completed);
+    assert_eq!(decision_of(&next), "approved");
 }

@@ -200,7 +200,12 @@ fn approval_message(slot: &TaskSlot, req: &ApprovalRequest) -> Message {
             )
         }
         ApprovalKind::Question => "Answer with your reply (or \"deny\" to decline).".to_owned(),
-        _ => "Answer \"approve\" or \"deny\".".to_owned(),
+        _ => match req.always_allow_tool() {
+            Some(tool) => format!(
+                "Answer \"approve\", \"always\" (always allow {tool} in this thread) or \"deny\"."
+            ),
+            None => "Answer \"approve\" or \"deny\".".to_owned(),
+        },
     };
     let title = if req.title.is_empty() {
         "The agent asks for a decision."
@@ -223,6 +228,9 @@ fn approval_message(slot: &TaskSlot, req: &ApprovalRequest) -> Message {
     if let Some(d) = &req.details {
         data["details"] = d.clone();
     }
+    if let Some(tool) = req.always_allow_tool() {
+        data["alwaysAllowTool"] = json!(tool);
+    }
     if let Some(deadline) = req.deadline {
         data["deadline"] = json!(deadline.to_rfc3339());
     }
@@ -243,6 +251,8 @@ fn approval_message(slot: &TaskSlot, req: &ApprovalRequest) -> Message {
 pub(crate) enum Decision {
     /// Allow (permission, plan review).
     Approve,
+    /// Allow a permission and always allow its tool in the thread.
+    ApproveAlways,
     /// Refuse, with a reason.
     Deny(String),
     /// Answer a question.
@@ -251,11 +261,12 @@ pub(crate) enum Decision {
 
 const YES: &[&str] = &["approve", "approved", "allow", "yes", "y", "ok"];
 const NO: &[&str] = &["deny", "denied", "reject", "rejected", "no", "n"];
+const ALWAYS: &str = "always";
 
 /// Read the decision in `message`: a data part
-/// `{"decision": "approve"|"deny"|"answer", "reason"?, "answer"?}` (or
-/// `{"answer": …}`), else its text ("approve"/"deny", or a question's
-/// answer).
+/// `{"decision": "approve"|"always"|"deny"|"answer", "reason"?, "answer"?}`
+/// (or `{"answer": …}`), else its text ("approve"/"always"/"deny", or a
+/// question's answer). "always" is checked by [`apply`].
 pub(crate) fn decision(kind: ApprovalKind, message: &Message) -> Result<Decision, RpcError> {
     for part in &message.parts {
         let Some(Value::Object(d)) = part.as_data() else {
@@ -266,6 +277,9 @@ pub(crate) fn decision(kind: ApprovalKind, message: &Message) -> Result<Decision
         match verdict.as_deref() {
             Some(v) if YES.contains(&v) && kind != ApprovalKind::Question => {
                 return Ok(Decision::Approve);
+            }
+            Some(ALWAYS) if kind != ApprovalKind::Question => {
+                return Ok(Decision::ApproveAlways);
             }
             Some(v) if NO.contains(&v) => {
                 return Ok(Decision::Deny(text("reason").unwrap_or_default()));
@@ -289,12 +303,15 @@ pub(crate) fn decision(kind: ApprovalKind, message: &Message) -> Result<Decision
         }
     } else if YES.contains(&word.as_str()) {
         return Ok(Decision::Approve);
+    } else if word == ALWAYS {
+        return Ok(Decision::ApproveAlways);
     } else if NO.contains(&word.as_str()) {
         return Ok(Decision::Deny(String::new()));
     }
     Err(RpcError::invalid_params(format!(
-        "the task waits for a {} decision: reply with the text \"approve\" or \"deny\" \
-         (questions: the answer), or a data part {{\"decision\": \"approve\"|\"deny\", \
+        "the task waits for a {} decision: reply with the text \"approve\", \"always\" or \
+         \"deny\" (questions: the answer), or a data part \
+         {{\"decision\": \"approve\"|\"always\"|\"deny\", \
          \"reason\"?: …, \"answer\"?: …}}",
         kind.as_str()
     )))
@@ -304,6 +321,7 @@ pub(crate) fn decision(kind: ApprovalKind, message: &Message) -> Result<Decision
 pub(crate) fn apply(req: &ApprovalRequest, decision: &Decision) -> Result<(), RpcError> {
     let result = match decision {
         Decision::Approve => req.approve(),
+        Decision::ApproveAlways => req.approve_always(),
         Decision::Deny(reason) => req.deny(if reason.is_empty() {
             "denied by the A2A client"
         } else {
@@ -313,6 +331,11 @@ pub(crate) fn apply(req: &ApprovalRequest, decision: &Decision) -> Result<(), Rp
     };
     result.map_err(|e| match e {
         ApprovalError::KindMismatch { .. } => RpcError::invalid_params(e.to_string()),
+        // Nothing was answered: the task still waits.
+        ApprovalError::NotGrantable => RpcError::invalid_params(
+            "this approval cannot always allow its tool (not a thread run, or no tool named): \
+             answer \"approve\" or \"deny\"",
+        ),
         _ => RpcError::new(
             ErrorCode::UnsupportedOperation,
             format!("the approval can no longer be answered: {e}"),
@@ -385,6 +408,14 @@ mod tests {
         assert_eq!(
             decision(q, &msg(vec![Part::data(json!({"answer": "red"}))])).unwrap(),
             Decision::Answer("red".into())
+        );
+        assert_eq!(
+            decision(p, &Message::user_text("Always")).unwrap(),
+            Decision::ApproveAlways
+        );
+        assert_eq!(
+            decision(p, &msg(vec![Part::data(json!({"decision": "always"}))])).unwrap(),
+            Decision::ApproveAlways
         );
         let e = decision(p, &Message::user_text("maybe")).unwrap_err();
         assert_eq!(e.kind(), ErrorCode::InvalidParams);
