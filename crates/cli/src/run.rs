@@ -275,11 +275,7 @@ struct View {
 /// Drain the stream: render or print each event, answer approvals, cancel
 /// on Ctrl-C, SIGTERM or SIGHUP.
 async fn drive(mut stream: RunStream, renderer: &mut Renderer, view: View) -> Outcome {
-    let View {
-        json,
-        mode,
-        text,
-    } = view;
+    let View { json, mode, text } = view;
     let filter = json;
     let json = json.is_some();
     let run_id = stream.run_id().to_owned();
