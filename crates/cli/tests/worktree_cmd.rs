@@ -49,13 +49,7 @@ fn result_line(out: &std::process::Output) -> Value {
 #[test]
 fn thread_worktree_is_reported_shown_and_deleted_safely() {
     let home = tempfile::tempdir().unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("README.md"), "# demo\n").unwrap();
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "init"]);
+    let (_tmp, repo) = temp_repo();
     let repo_s = repo.to_str().unwrap();
     let head = git(&repo, &["rev-parse", "HEAD"]).trim().to_owned();
 
@@ -175,13 +169,7 @@ fn worktree_for_a_driver_that_ignores_the_workspace_is_refused() {
     // The playground is the `llm` driver: the model has no file access of
     // its own, so a worktree would be silently dropped.
     let home = tempfile::tempdir().unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("README.md"), "# demo\n").unwrap();
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "init"]);
+    let (tmp, repo) = temp_repo();
     let out = run(
         home.path(),
         &[

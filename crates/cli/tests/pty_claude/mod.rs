@@ -3,7 +3,8 @@
 //! command before the answer; a denial renders ✗ and its reason reaches
 //! the model; `a` in a `--thread` run always allows the tool in that
 //! thread (the next turn runs it without asking, `threads show` lists the
-//! grant, `threads revoke` removes it and the turn after asks again).
+//! grant, `threads revoke` removes it and the turn after asks again); a
+//! thread the llm driver wrote is refused until `--new-session`.
 //!
 //! Compiled only with `--features agent-adaptor-cli/real-clis`; the binary
 //! comes from `scripts/install-clis` (`tests/clis/bin-paths.env`).
@@ -77,6 +78,19 @@ impl Claude {
 
     fn home(&self) -> &Path {
         self.home.path()
+    }
+
+    /// The mock model's base URL.
+    fn mock_url(&self) -> String {
+        self.mock
+            .as_ref()
+            .map(MockServer::base_url)
+            .unwrap_or_default()
+    }
+
+    /// How many requests the mock model has answered.
+    fn requests(&self) -> usize {
+        self.mock.as_ref().map_or(0, |m| m.requests().len())
     }
 
     /// `agent-adaptor run --driver claude … PROMPT` in a terminal, with
@@ -218,4 +232,62 @@ fn always_allow_in_a_thread_skips_the_prompt_until_revoked() {
     term.send(b"y\r");
     term.expect("approval approved");
     assert_eq!(term.wait(), 0, "{}", term.seen);
+}
+
+/// A thread the llm driver wrote, reused with `--driver claude` at the
+/// terminal: refused, naming the commands that go on, before Claude Code
+/// starts; with `--new-session` the run goes on and the terminal says the
+/// llm session was archived.
+#[test]
+fn a_thread_another_driver_wrote_is_refused_at_the_terminal_until_new_session() {
+    let claude = Claude::start(1);
+    let llm_base = format!("{}/v1", claude.mock_url());
+    let out = support::command(claude.home())
+        .envs(claude.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .args([
+            "run",
+            "--driver",
+            "llm",
+            "--provider",
+            "openai",
+            "--base-url",
+            &llm_base,
+            "--approve",
+            "none",
+            "--thread",
+            "t1",
+            "first turn",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
+    let asked = claude.requests();
+
+    let mut term = claude.run(&["--thread", "t1"], "second turn");
+    let code = term.wait();
+    assert_eq!(code, 1, "{}", term.seen);
+    assert!(
+        term.seen.contains("thread t1 holds a llm session"),
+        "{}",
+        term.seen
+    );
+    assert!(
+        term.seen
+            .contains("agent-adaptor run --driver llm --thread t1")
+            && term.seen.contains("--thread t1 --new-session"),
+        "{}",
+        term.seen
+    );
+    assert_eq!(
+        claude.requests(),
+        asked,
+        "Claude Code never reached the model"
+    );
+
+    let mut term = claude.run(&["--thread", "t1", "--new-session"], KEYWORD);
+    term.expect("the previous llm session is archived");
+    term.expect("[y] allow once");
+    term.send(b"y\r");
+    assert_eq!(term.wait(), 0, "{}", term.seen);
+    assert!(claude.home().join("work").join(TOUCHED).exists());
 }
