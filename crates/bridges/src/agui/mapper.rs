@@ -442,6 +442,7 @@ impl Mapper {
                             interrupts: vec![interrupt.clone()],
                         },
                         usage: None,
+                        metadata: None,
                     }),
                     ts,
                 ));
@@ -531,6 +532,7 @@ impl Mapper {
                 result: result_value(result),
                 outcome: RunOutcome::Success {},
                 usage: token_usage(result),
+                metadata: run_metadata(result),
             }),
             Err(Error::Run(e)) if e.reason == FailureReason::Cancelled => {
                 EventBody::RunFinished(RunFinishedEvent {
@@ -539,6 +541,7 @@ impl Mapper {
                     result: None,
                     outcome: RunOutcome::Cancelled {},
                     usage: e.result.as_deref().and_then(token_usage),
+                    metadata: e.result.as_deref().and_then(run_metadata),
                 })
             }
             Err(e) => {
@@ -713,8 +716,13 @@ fn token_usage(result: &RunResult) -> Option<Vec<TokenUsage>> {
         reasoning_tokens: u.reasoning_tokens,
         cached_input_tokens: u.cached_input_tokens,
         cache_write_input_tokens: u.cache_creation_input_tokens,
-        cost_usd: u.cost_usd,
     }])
+}
+
+/// `RUN_FINISHED.metadata`: what the run cost, when the provider said.
+fn run_metadata(result: &RunResult) -> Option<Value> {
+    let cost = result.usage.as_ref()?.cost_usd?;
+    Some(serde_json::json!({"agentAdaptor": {"costUsd": cost}}))
 }
 
 #[cfg(test)]

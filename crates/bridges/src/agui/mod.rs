@@ -21,7 +21,7 @@
 //! | `Notice` of kind `thread.session_replaced` | `CUSTOM {name: "agent_adaptor.thread.session_replaced", value: <the notice's data>}` (a thread run started a fresh session over the key's record) |
 //! | `Dropped` | `CUSTOM {name: "agent_adaptor.dropped", value}` |
 //! | `ApprovalRequest` | `RUN_FINISHED {outcome: {type: "interrupt", interrupts: [..]}}` (below) |
-//! | `RunFinished` + the run's outcome | `RUN_FINISHED {outcome: success, result, usage}` (usage with the extension `costUsd` when the provider reports a cost); a cancelled run `outcome: cancelled`; any other error `RUN_ERROR {message, code}` where `code` is the failure reason (`agent_error`, `approval_denied` …) |
+//! | `RunFinished` + the run's outcome | `RUN_FINISHED {outcome: success, result, usage}` (`metadata.agentAdaptor.costUsd` when the provider reports a cost: `TokenUsage` is closed); a cancelled run `outcome: cancelled`; any other error `RUN_ERROR {message, code}` where `code` is the failure reason (`agent_error`, `approval_denied` …) |
 //! | process output, other notices, subagent progress | nothing (the raw mode carries them) |
 //!
 //! Lifecycles are completed (a delta without its start opens it) and

@@ -183,6 +183,11 @@ pub struct RunFinishedEvent {
     /// Token usage, when the provider reported it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Vec<TokenUsage>>,
+    /// Open metadata (AG-UI's user space): `{"agentAdaptor": {"costUsd": …}}`
+    /// when the provider reported what the run cost, in US dollars.
+    /// `TokenUsage` is a closed shape that clients strip unknown fields from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
 }
 
 /// `RUN_FINISHED.outcome`.
@@ -253,10 +258,6 @@ pub struct TokenUsage {
     /// Input tokens written to a prompt cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_write_input_tokens: Option<u64>,
-    /// What the run cost in US dollars, as the provider reported it (an
-    /// extension of AG-UI's `TokenUsage`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
 }
 
 /// `MESSAGES_SNAPSHOT`.
@@ -659,6 +660,7 @@ mod tests {
                     }],
                 },
                 usage: None,
+                metadata: None,
             }),
             None,
         );
@@ -672,6 +674,7 @@ mod tests {
             result: None,
             outcome: RunOutcome::Success {},
             usage: None,
+            metadata: None,
         });
         assert_eq!(
             AguiEvent::new(ok, None).to_json(),

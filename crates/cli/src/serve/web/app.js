@@ -313,14 +313,15 @@ function approvalCard(it, answerable) {
   return c;
 }
 
-function usageText(usage) {
-  let input = 0, output = 0, cached = 0, cost = null, any = false;
+function usageText(usage, metadata) {
+  let input = 0, output = 0, cached = 0, any = false;
+  const ours = metadata && metadata.agentAdaptor;
+  const cost = ours && typeof ours.costUsd === "number" ? ours.costUsd : null;
   for (const u of usage || []) {
     any = true;
     input += u.inputTokens || 0;
     output += u.outputTokens || 0;
     cached += u.cachedInputTokens || 0;
-    if (typeof u.costUsd === "number") cost = (cost || 0) + u.costUsd;
   }
   if (!any) return null;
   const parts = [input + " in", output + " out"];
@@ -380,7 +381,7 @@ function onEvent(ev, view) {
           finishAnswer(a);
           if (!view.answers.length) view.answers.push(a);
         }
-        const u = usageText(ev.usage);
+        const u = usageText(ev.usage, ev.metadata);
         if (u) { const c = add(card("usage", "usage", u)); c.dataset.testid = "usage"; }
       }
       for (const a of view.answers) if (a.text) messages.push({ id: newId(), role: "assistant", content: a.text });
