@@ -4,7 +4,9 @@
 //! the model; `a` in a `--thread` run always allows the tool in that
 //! thread (the next turn runs it without asking, `threads show` lists the
 //! grant, `threads revoke` removes it and the turn after asks again); a
-//! thread the llm driver wrote is refused until `--new-session`.
+//! thread the llm driver wrote is refused until `--new-session`;
+//! `--approve none` is a policy denial (✗); `--json=result --no-raw` is one
+//! line; a mistyped driver gets the closest name.
 //!
 //! Compiled only with `--features agent-adaptor-cli/real-clis`; the binary
 //! comes from `scripts/install-clis` (`tests/clis/bin-paths.env`).
@@ -290,4 +292,60 @@ fn a_thread_another_driver_wrote_is_refused_at_the_terminal_until_new_session() 
     term.send(b"y\r");
     assert_eq!(term.wait(), 0, "{}", term.seen);
     assert!(claude.home().join("work").join(TOUCHED).exists());
+}
+
+/// `--approve none` at a terminal: the request is denied by the policy
+/// (said so, and ✗), never counted as a person's answer, and nothing runs.
+#[test]
+fn approve_none_at_the_terminal_is_a_policy_denial_shown_as_a_cross() {
+    let claude = Claude::start(1);
+    let mut term = claude.run(&["--approve", "none"], &format!("{KEYWORD} say hi"));
+    term.expect("Done.");
+    assert_eq!(term.wait(), 0, "{}", term.seen);
+    let seen = &term.seen;
+    assert!(
+        seen.contains("approval rejected (decided by policy)"),
+        "{seen}"
+    );
+    assert!(!seen.contains("[y] allow once"), "nobody was asked: {seen}");
+    assert!(seen.contains("\u{1b}[31m✗\u{1b}[0m"), "a red ✗: {seen}");
+    assert!(!claude.home().join("work").join(TOUCHED).exists());
+}
+
+/// `--json=result --no-raw` at a terminal: the terminal shows one line,
+/// the result line, whatever the CLI printed on the way.
+#[test]
+fn json_result_at_the_terminal_is_one_line() {
+    let claude = Claude::start(1);
+    let mut term = claude.run(
+        &["--approve", "all", "--json=result", "--no-raw"],
+        &format!("{KEYWORD} say hi"),
+    );
+    assert_eq!(term.wait(), 0, "{}", term.seen);
+    let lines: Vec<&str> = term
+        .seen
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", term.seen);
+    let result: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["ok"], true);
+    assert!(claude.home().join("work").join(TOUCHED).exists());
+}
+
+/// A mistyped driver at a terminal: refused before anything starts, with
+/// the closest name.
+#[test]
+fn a_mistyped_driver_gets_a_suggestion() {
+    let claude = Claude::start(0);
+    let mut term = Term::spawn(claude.home(), &["run", "--driver", "claud", "hi"], &[]);
+    assert_eq!(term.wait(), 2, "{}", term.seen);
+    assert!(
+        term.seen.contains("did you mean 'claude'?"),
+        "{}",
+        term.seen
+    );
+    assert_eq!(claude.requests(), 0);
 }
