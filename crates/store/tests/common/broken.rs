@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
-use agent_adaptor_core::thread::{EventPage, EventQuery, NewEvent, Retention};
+use agent_adaptor_core::thread::{EventPage, EventQuery, NewEvent, Retention, ThreadPolicy};
 use agent_adaptor_store::suite::{self, Failure};
 use agent_adaptor_store::{
     FinalizeRequest, InterruptedRun, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
@@ -181,6 +181,19 @@ impl ThreadStore for Broken {
 
     async fn prune_events(&self, key: &str, retention: &Retention) -> Result<u64, StoreError> {
         self.inner.prune_events(key, retention).await
+    }
+
+    async fn thread_policy(&self, key: &str) -> Result<ThreadPolicy, StoreError> {
+        self.inner.thread_policy(key).await
+    }
+
+    async fn set_tool_allowed(
+        &self,
+        key: &str,
+        tool: &str,
+        allowed: bool,
+    ) -> Result<bool, StoreError> {
+        self.inner.set_tool_allowed(key, tool, allowed).await
     }
 }
 
