@@ -127,15 +127,23 @@ async fn ephemeral_service_stops_with_its_last_run() {
     assert!(std::net::TcpStream::connect(&addr).is_err());
 }
 
-#[tokio::test]
-async fn three_concurrent_runs_sharing_a_label_start_it_once() {
-    let m = ServiceManager::new();
+/// A `web` service labelled `project=demo` that adds a line to `count` each
+/// time it starts: the temp dir holding `count`, `count`, its address, the
+/// spec.
+fn counted_web() -> (tempfile::TempDir, std::path::PathBuf, String, ServiceSpec) {
     let dir = tempfile::tempdir().unwrap();
     let count = dir.path().join("count");
     let addr = free_addr();
     let spec = ServiceSpec::new("web", FIXTURE, Readiness::Tcp(addr.clone()))
         .args(["listen", &addr, count.to_str().unwrap()])
         .label("project", "demo");
+    (dir, count, addr, spec)
+}
+
+#[tokio::test]
+async fn three_concurrent_runs_sharing_a_label_start_it_once() {
+    let m = ServiceManager::new();
+    let (_dir, count, _addr, spec) = counted_web();
     let one = std::slice::from_ref(&spec);
     let (a, b, c) = tokio::join!(
         m.ensure("r1", one),
@@ -189,12 +197,7 @@ async fn different_services_start_concurrently() {
 #[tokio::test]
 async fn a_reused_service_that_exited_is_started_anew() {
     let m = ServiceManager::new();
-    let dir = tempfile::tempdir().unwrap();
-    let count = dir.path().join("count");
-    let addr = free_addr();
-    let spec = ServiceSpec::new("web", FIXTURE, Readiness::Tcp(addr.clone()))
-        .args(["listen", &addr, count.to_str().unwrap()])
-        .label("project", "demo");
+    let (_dir, count, addr, spec) = counted_web();
     let one = std::slice::from_ref(&spec);
     assert!(!m.ensure("r1", one).await.unwrap()[0].reused);
     m.release_by_run("r1").await;
