@@ -65,9 +65,11 @@ pub const WEB_NAMESPACE: &str = "web";
 /// How long a person has to answer an approval in the web chat.
 const APPROVAL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
-/// How long cancelled runs get to end at shutdown: more than the agent's
-/// cancel grace (2 s), so their children are killed before `serve` returns.
-const CLOSE_WAIT: Duration = Duration::from_secs(4);
+/// How long cancelled runs get to end at shutdown, their streams showing the
+/// end: the agent's cancel grace (2 s) plus room for a loaded machine to kill
+/// and reap the children and publish the final states. An upper bound: a
+/// shutdown whose runs end at once does not wait for it.
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
 
 /// How many threads the page lists.
 const THREAD_LIST_LIMIT: usize = 100;
