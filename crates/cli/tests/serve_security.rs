@@ -109,26 +109,12 @@ async fn a_foreign_host_or_origin_and_a_missing_token_are_refused() {
         assert_eq!(resp.status(), StatusCode::UNAUTHORIZED, "{path}");
         assert_eq!(resp.headers()["www-authenticate"], "Bearer");
     }
-    // Renaming and deleting a thread need the token too.
-    let rename = anon
-        .patch(format!("{base}/api/threads/t1"))
-        .json(&json!({"title": "mine now"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(rename.status(), StatusCode::UNAUTHORIZED);
-    let delete = anon
-        .delete(format!("{base}/api/threads/t1"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(delete.status(), StatusCode::UNAUTHORIZED);
-    let revoke = anon
-        .delete(format!("{base}/api/threads/t1/allowed-tools/Bash"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(revoke.status(), StatusCode::UNAUTHORIZED);
+    // Renaming and deleting a thread, and revoking a grant, need the token
+    // too.
+    for change in thread_changes(&anon, base) {
+        let resp = change.send().await.unwrap();
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    }
     // The page's static files are public (it loads them before signing
     // in) and carry nothing private; the page forbids any other source.
     for path in [
@@ -260,34 +246,18 @@ async fn a_foreign_host_or_origin_and_a_missing_token_are_refused() {
     assert_eq!(cross.status(), StatusCode::FORBIDDEN);
     let body: Value = cross.json().await.unwrap();
     assert_eq!(body["error"]["code"], "origin_not_allowed");
-    // So are a cross-site rename and delete.
-    let cross_rename = anon
-        .patch(format!("{base}/api/threads/t1"))
-        .header("cookie", &cookie)
-        .header("origin", "http://attacker.example")
-        .json(&json!({"title": "mine now"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(cross_rename.status(), StatusCode::FORBIDDEN);
-    let cross_delete = anon
-        .delete(format!("{base}/api/threads/t1"))
-        .header("cookie", &cookie)
-        .header("origin", "http://attacker.example")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(cross_delete.status(), StatusCode::FORBIDDEN);
-    let body: Value = cross_delete.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "origin_not_allowed");
-    let cross_revoke = anon
-        .delete(format!("{base}/api/threads/t1/allowed-tools/Bash"))
-        .header("cookie", &cookie)
-        .header("origin", "http://attacker.example")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(cross_revoke.status(), StatusCode::FORBIDDEN);
+    // So are a cross-site rename, delete and revoke.
+    for change in thread_changes(&anon, base) {
+        let resp = change
+            .header("cookie", &cookie)
+            .header("origin", "http://attacker.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "origin_not_allowed");
+    }
     // With the session and no foreign Origin: a tool that is not allowed
     // is a 404 naming why, and the list is empty.
     let same_site = anon
@@ -566,4 +536,15 @@ async fn the_token_comes_from_the_environment() {
             .status(),
         200
     );
+}
+
+/// The requests that change thread `t1`: rename, delete, revoke a grant.
+fn thread_changes(client: &reqwest::Client, base: &str) -> [reqwest::RequestBuilder; 3] {
+    [
+        client
+            .patch(format!("{base}/api/threads/t1"))
+            .json(&json!({"title": "mine now"})),
+        client.delete(format!("{base}/api/threads/t1")),
+        client.delete(format!("{base}/api/threads/t1/allowed-tools/Bash")),
+    ]
 }
