@@ -33,6 +33,7 @@
 
 mod delete;
 pub use delete::delete;
+pub mod durable;
 pub(crate) mod error;
 pub mod event_log;
 pub(crate) mod grants;

@@ -11,7 +11,12 @@ use std::time::Duration;
 use agent_adaptor_driver::{SessionParams, async_trait};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
+use super::durable::{
+    AnswerRefused, ApprovalRow, NewApproval, NewTask, Notification, Notifications, PushConfigRow,
+    TaskChange, TaskPage, TaskQuery, TaskRow, TaskUpdate,
+};
 use super::event_log::{
     EventPage, EventQuery, NewEvent, Retention, StoredEventRow, check_append, encode_event,
 };
@@ -339,6 +344,166 @@ pub trait ThreadStore: Send + Sync {
     async fn prune_events(&self, key: &str, retention: &Retention) -> Result<u64, StoreError> {
         let _ = (key, retention);
         Err(StoreError::Unsupported("keep an event log"))
+    }
+
+    /// Recover every lease on a `key:<thread key>` target that has expired,
+    /// whoever held it (its host stopped renewing it: it died or lost the
+    /// store), recording each as an [`InterruptedRun`] and expiring the
+    /// pending approvals it held, in one atomic step. Leases that have not
+    /// expired are untouched. [`recover_instance`](Self::recover_instance)
+    /// expires the approvals of the leases it recovers the same way. The
+    /// default says the store cannot.
+    async fn recover_expired(&self) -> Result<Vec<InterruptedRun>, StoreError> {
+        Err(StoreError::Unsupported("recover expired leases"))
+    }
+
+    /// Keep a new pending approval; `AlreadyExists` when the id is taken.
+    /// The default says the store cannot.
+    async fn put_approval(&self, approval: NewApproval) -> Result<ApprovalRow, StoreError> {
+        let _ = approval;
+        Err(StoreError::Unsupported("keep approvals"))
+    }
+
+    /// The approval `id`, in whatever state. The default has none.
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
+        let _ = id;
+        Err(StoreError::Unsupported("keep approvals"))
+    }
+
+    /// `key`'s pending approvals, oldest first (a pending row whose
+    /// deadline passed is expired first and not listed). The default says
+    /// the store cannot.
+    async fn pending_approvals(&self, key: &str) -> Result<Vec<ApprovalRow>, StoreError> {
+        let _ = key;
+        Err(StoreError::Unsupported("keep approvals"))
+    }
+
+    /// Answer approval `id` as `principal`, once: only a `pending` row of
+    /// that principal whose deadline has not passed (on the store's clock)
+    /// is answered; a passed deadline expires it. The outer error is the
+    /// store's, the inner says why the answer was refused. The caller then
+    /// [`notify`](Self::notify)s [`TOPIC_APPROVAL`](super::durable::TOPIC_APPROVAL).
+    /// The default says the store cannot.
+    async fn answer_approval(
+        &self,
+        id: &str,
+        principal: &str,
+        answer: Value,
+    ) -> Result<Result<ApprovalRow, AnswerRefused>, StoreError> {
+        let _ = (id, principal, answer);
+        Err(StoreError::Unsupported("keep approvals"))
+    }
+
+    /// Expire approval `id` if it is still pending; returns whether it was.
+    /// The default says the store cannot.
+    async fn expire_approval(&self, id: &str) -> Result<bool, StoreError> {
+        let _ = id;
+        Err(StoreError::Unsupported("keep approvals"))
+    }
+
+    /// Keep a new task; `AlreadyExists` when the id is taken. The default
+    /// says the store cannot.
+    async fn create_task(&self, task: NewTask) -> Result<TaskRow, StoreError> {
+        let _ = task;
+        Err(StoreError::Unsupported("keep tasks"))
+    }
+
+    /// Apply `change` to task `id` in one atomic step: the new state,
+    /// holder and snapshot, and the update appended under the next
+    /// sequence. `Invalid` for an unknown task or one already terminal.
+    /// The default says the store cannot.
+    async fn update_task(&self, id: &str, change: TaskChange) -> Result<TaskRow, StoreError> {
+        let _ = (id, change);
+        Err(StoreError::Unsupported("keep tasks"))
+    }
+
+    /// Task `id`. The default says the store cannot.
+    async fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        let _ = id;
+        Err(StoreError::Unsupported("keep tasks"))
+    }
+
+    /// Task `id`'s updates after sequence `after`, ascending, at most
+    /// `limit`. The default says the store cannot.
+    async fn task_updates(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskUpdate>, StoreError> {
+        let _ = (id, after, limit);
+        Err(StoreError::Unsupported("keep tasks"))
+    }
+
+    /// A page of tasks (see [`TaskQuery`]); `Invalid` for a page token
+    /// this store did not issue. The default says the store cannot.
+    async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        let _ = query;
+        Err(StoreError::Unsupported("keep tasks"))
+    }
+
+    /// The non-terminal tasks of thread `key` (for a host that recovered
+    /// the key's run). The default says the store cannot.
+    async fn active_tasks(&self, key: &str) -> Result<Vec<TaskRow>, StoreError> {
+        let _ = key;
+        Err(StoreError::Unsupported("keep tasks"))
+    }
+
+    /// Note a cancel request on task `id` (the first one's time is kept);
+    /// returns the task, `None` when unknown. The caller then
+    /// [`notify`](Self::notify)s [`TOPIC_CANCEL`](super::durable::TOPIC_CANCEL).
+    /// The default says the store cannot.
+    async fn request_task_cancel(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        let _ = id;
+        Err(StoreError::Unsupported("keep tasks"))
+    }
+
+    /// Delete terminal tasks last changed before `before`, with their
+    /// updates and push configurations; returns how many. The default says
+    /// the store cannot.
+    async fn prune_tasks(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        let _ = before;
+        Err(StoreError::Unsupported("keep tasks"))
+    }
+
+    /// Register (or replace, same task and id) a push configuration;
+    /// `Invalid` for an unknown task. The default says the store cannot.
+    async fn put_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+        config: Value,
+    ) -> Result<PushConfigRow, StoreError> {
+        let _ = (task_id, id, config);
+        Err(StoreError::Unsupported("keep push configurations"))
+    }
+
+    /// Task `task_id`'s push configurations, oldest first. The default
+    /// says the store cannot.
+    async fn push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
+        let _ = task_id;
+        Err(StoreError::Unsupported("keep push configurations"))
+    }
+
+    /// Delete one push configuration; returns whether it existed. The
+    /// default says the store cannot.
+    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, StoreError> {
+        let _ = (task_id, id);
+        Err(StoreError::Unsupported("keep push configurations"))
+    }
+
+    /// Send `notification` to every host listening on this store (this one
+    /// included). `Invalid` for a topic holding `:` or an id over 1,000
+    /// bytes. The default says the store cannot.
+    async fn notify(&self, notification: &Notification) -> Result<(), StoreError> {
+        let _ = notification;
+        Err(StoreError::Unsupported("notify other hosts"))
+    }
+
+    /// Listen to every notification sent on this store from now on. The
+    /// default says the store cannot.
+    async fn listen(&self) -> Result<Notifications, StoreError> {
+        Err(StoreError::Unsupported("notify other hosts"))
     }
 }
 
