@@ -117,10 +117,12 @@ mod interrupts;
 mod mapper;
 mod observe;
 mod options;
+mod presence;
 mod record;
 mod replay;
 mod run;
 mod server;
+mod shared;
 mod source;
 mod sse;
 mod thread_key;
@@ -135,8 +137,8 @@ pub use mapper::{
 pub use observe::{ACTIVITY_CAPABILITY, ACTIVITY_SUBAGENT, ACTIVITY_TODO, CUSTOM_IMAGE};
 pub use options::{
     DEFAULT_INTERRUPT_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_LOG_IDLE, DEFAULT_LOG_POLL,
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_REPLAY_BYTES, DEFAULT_REPLAY_FRAMES, DEFAULT_REPLAY_RETAIN,
-    DEFAULT_WRITE_TIMEOUT, Protocol, SseOptions,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_RECONNECT_GRACE, DEFAULT_REPLAY_BYTES, DEFAULT_REPLAY_FRAMES,
+    DEFAULT_REPLAY_RETAIN, DEFAULT_WRITE_TIMEOUT, Protocol, SseOptions,
 };
 pub use record::{history, thread_history};
 pub use run::{AguiFrame, AguiRun, BadFrameId, Decision, FrameId, Interrupted, ResumeError};
