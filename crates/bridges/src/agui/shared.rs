@@ -125,7 +125,7 @@ impl SseHandler {
                 id: interrupt.id.clone(),
                 key: agui_thread_key(&o.thread_namespace, run.thread_id()),
                 core_run_id: run.handle().run_id().to_owned(),
-                holder: String::new(),
+                holder: run.handle().lease_holder().unwrap_or_default().to_owned(),
                 owner: owner.to_owned(),
                 asked: Asked {
                     thread_id: run.thread_id().to_owned(),

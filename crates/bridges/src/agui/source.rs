@@ -199,10 +199,13 @@ pub(crate) async fn produce(
         }
         _ => None,
     };
+    // One watch for the whole run: the grace runs across batches.
+    let deserted = presence.deserted(&hub);
+    tokio::pin!(deserted);
     'run: loop {
         let batch = tokio::select! {
             b = source.next_batch() => b,
-            () = presence.deserted(&hub) => {
+            () = &mut deserted => {
                 tracing::debug!(%key, "every client left; cancelling the run");
                 source.cancel();
                 drain(&mut recorder, &mut source).await;
