@@ -38,6 +38,7 @@ pub mod assets;
 mod grants;
 pub mod log;
 pub mod recover;
+pub mod sweep;
 mod titles;
 
 use std::time::Duration;
@@ -107,6 +108,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     if let Some(model) = &args.driver.model {
         defaults = defaults.model(model.clone());
     }
+    let lease_ttl = Duration::from_secs(args.lease_ttl);
     let identity = recover::Identity::new(&args, local)?;
     let recovered = identity.recover(&store).await?;
     // The agent's defaults carry its host tools.
@@ -117,10 +119,15 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let agent = Agent::builder_shared(selected.driver.clone())
         .thread_store(store.store.clone())
         .lease_owner(&identity.instance, &identity.epoch)
+        .lease_ttl(lease_ttl)
         .cancel_grace(Duration::from_secs(2))
         .defaults(defaults)
         .build()
-        .map_err(|e| CliError::failure(e.to_string()))?;
+        .map_err(|e| CliError::usage(format!("--lease-ttl: {e}")))?;
+    // Expired leases of any host sharing the store are recovered every
+    // third of the TTL; a bridge that must learn which runs were
+    // interrupted subscribes (`sweeper.subscribe()`) before it is spawned.
+    let sweeper = sweep::Sweeper::new(store.store.clone(), lease_ttl);
     let run_options = RunOptions::new().approval_timeout(Some(APPROVAL_TIMEOUT));
 
     let mut agui_options = SseOptions::agui()
@@ -199,6 +206,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         grace_secs = args.shutdown_grace,
         "serving"
     );
+    let sweeper = sweeper.spawn();
     let bridges = (agui.clone(), raw.clone(), a2a.clone());
     HttpServer::new(listener, app)
         .limits(limits)
@@ -223,6 +231,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         raw.shutdown(CLOSE_WAIT),
         a2a.shutdown(CLOSE_WAIT)
     );
+    sweeper.abort();
     agent.close().await;
     tracing::info!("stopped");
     Ok(())
