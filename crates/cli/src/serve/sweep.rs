@@ -44,9 +44,11 @@ impl Sweeper {
         let runs = self.store.recover_expired().await?;
         if !runs.is_empty() {
             log_interrupted(
+                self.store.as_ref(),
                 &runs,
                 "a run whose host stopped renewing its lease was interrupted; its thread is free again",
-            );
+            )
+            .await;
             // No subscriber is not an error.
             let _ = self.interrupted.send(runs.clone());
         }
