@@ -109,6 +109,19 @@ mod tests {
             ("dead", "run-1")
         );
         assert_eq!(told.try_recv().unwrap(), runs);
+        // The thread's log says where the run stopped, under its own id.
+        let log = store
+            .events("dead", &agent_adaptor_core::thread::EventQuery::since(0))
+            .await
+            .unwrap();
+        assert_eq!(log.events.len(), 1);
+        assert_eq!(log.events[0].run_id, "run-1/interrupted");
+        match &log.events[0].event {
+            agent_adaptor_core::Event::Notice(n) => {
+                assert_eq!(n.kind, agent_adaptor_bridges::agui::INTERRUPTION_NOTICE);
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(sweeper.sweep().await.unwrap().is_empty());
         assert!(told.try_recv().is_err(), "an empty sweep tells nobody");
         let busy = store
