@@ -129,6 +129,7 @@
 mod client;
 mod execute;
 mod observe;
+pub mod push;
 mod rpc;
 mod server;
 mod sse;

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
+use super::push::{PushSettings, Pusher};
 use super::store::TaskStore;
 use super::types::{
     AGENT_CARD_PATH, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC_BINDING,
@@ -61,6 +62,8 @@ pub(crate) struct Shared {
     thread_key: ThreadKeyFn,
     store: TaskStore,
     shutdown: CancellationToken,
+    /// Push notifications, when on.
+    pub(crate) push: Option<Arc<Pusher>>,
 }
 
 impl Shared {
@@ -233,6 +236,7 @@ pub struct A2aServerBuilder {
     cancel_wait: Duration,
     keep_alive: Option<Duration>,
     thread_key: ThreadKeyFn,
+    push: Option<PushSettings>,
 }
 
 impl A2aServerBuilder {
@@ -276,6 +280,7 @@ impl A2aServerBuilder {
             cancel_wait: DEFAULT_CANCEL_WAIT,
             keep_alive: Some(DEFAULT_KEEP_ALIVE),
             thread_key: Arc::new(|context: &str| format!("a2a:{context}")),
+            push: None,
         }
     }
 
@@ -393,8 +398,18 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Turn push notifications on (see [`push`](super::push)): only when
+    /// `settings` allow at least one host; the card then says
+    /// `capabilities.pushNotifications: true`.
+    pub fn push_notifications(mut self, settings: PushSettings) -> Self {
+        self.push = Some(settings);
+        self
+    }
+
     /// Build the server.
-    pub fn build(self) -> A2aServer {
+    pub fn build(mut self) -> A2aServer {
+        let push = self.push.and_then(Pusher::new);
+        self.card.capabilities.push_notifications = Some(push.is_some());
         A2aServer {
             shared: Arc::new(Shared {
                 backend: self.backend,
@@ -411,6 +426,7 @@ impl A2aServerBuilder {
                 thread_key: self.thread_key,
                 store: TaskStore::new(self.max_tasks, self.ttl),
                 shutdown: CancellationToken::new(),
+                push,
             }),
         }
     }
