@@ -421,7 +421,7 @@ pub struct ServeArgs {
     /// default info).
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
     pub log_format: LogFormat,
-    /// Allow A2A push notifications to webhooks on HOST[:PORT] (a DNS
+    /// Allow A2A push notifications to webhooks on `HOST[:PORT]` (a DNS
     /// name, an IPv4 literal or a bracketed IPv6 literal; without a port,
     /// any port). Repeatable. Without it push is off. A name resolving to
     /// a loopback, private, link-local, CGNAT or multicast address is
