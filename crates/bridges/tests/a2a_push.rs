@@ -424,3 +424,43 @@ async fn the_official_js_client_manages_configs() {
     assert_eq!(states, ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]);
     assert!(hits.iter().all(|h| h.header(TOKEN_HEADER) == "tok-js"));
 }
+
+/// Shutdown cancels a task waiting for input and waits (bounded) for the
+/// pushes: the receiver has the final CANCELED when `shutdown` returns.
+#[tokio::test]
+async fn shutdown_delivers_the_final_status_before_it_returns() {
+    let receiver = Receiver::ok().await;
+    let scenarios = Scenarios::new();
+    let server = with_push(&scenarios, &[&receiver.authority]).build();
+    let running = server.clone().serve_local().await.unwrap();
+    let response: Value = reqwest::Client::new()
+        .post(format!("{}/a2a", running.url()))
+        .header("A2A-Version", "1.0")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+                "message": user_message("approve a listing"),
+                "configuration": {"taskPushNotificationConfig": {"url": receiver.url()}},
+            }}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        response["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{response}"
+    );
+    server.shutdown(Duration::from_secs(20)).await;
+    let states: Vec<String> = receiver.hits().iter().map(push::Hit::state).collect();
+    assert_eq!(
+        states,
+        [
+            "TASK_STATE_WORKING",
+            "TASK_STATE_INPUT_REQUIRED",
+            "TASK_STATE_CANCELED"
+        ]
+    );
+    running.shutdown().await.unwrap();
+}

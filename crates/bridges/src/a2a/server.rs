@@ -170,12 +170,17 @@ impl A2aServer {
     /// Close the server, letting streams show the end: cancel every run in
     /// progress (a task waiting for input included) and refuse new tasks,
     /// wait up to `within` for those tasks to reach a final state (open
-    /// streams deliver `TASK_STATE_CANCELED` and end), then end every stream
-    /// and blocking call still open and refuse every request. Idempotent.
+    /// streams deliver `TASK_STATE_CANCELED` and end) and for queued push
+    /// notifications to be delivered, then end every stream and blocking
+    /// call still open and refuse every request. Idempotent.
     pub async fn shutdown(&self, within: Duration) -> crate::ShutdownReport {
+        let started = std::time::Instant::now();
         let tasks = self.shared.store.close();
         let waits = tasks.iter().map(|t| t.ended()).collect();
         let report = crate::shutdown::wait_all(waits, within).await;
+        if let Some(push) = &self.shared.push {
+            push.drained(within.saturating_sub(started.elapsed())).await;
+        }
         self.shared.shutdown.cancel();
         report
     }

@@ -93,6 +93,8 @@ use policy::Policy;
 pub const MIN_SECRET_BYTES: usize = 16;
 /// Default bound on status changes waiting for delivery (all tasks).
 pub const DEFAULT_QUEUE: usize = 1024;
+/// The largest delivery queue.
+pub const MAX_QUEUE: usize = 1 << 20;
 /// Default most configs per task.
 pub const DEFAULT_MAX_CONFIGS: usize = 16;
 
@@ -200,9 +202,9 @@ impl PushSettings {
     }
 
     /// Status changes waiting for delivery, all tasks together (default
-    /// [`DEFAULT_QUEUE`]).
+    /// [`DEFAULT_QUEUE`]; 1 to [`MAX_QUEUE`]).
     pub fn queue(mut self, changes: usize) -> Self {
-        self.queue = changes.max(1);
+        self.queue = changes.clamp(1, MAX_QUEUE);
         self
     }
 
@@ -240,6 +242,16 @@ impl Pusher {
             queue: Arc::new(Semaphore::new(settings.queue)),
             settings,
         }))
+    }
+
+    /// Wait, at most `within`, until every queued change was delivered or
+    /// given up; whether it was.
+    pub(crate) async fn drained(&self, within: Duration) -> bool {
+        let all = u32::try_from(self.settings.queue).unwrap_or(u32::MAX);
+        matches!(
+            tokio::time::timeout(within, self.queue.acquire_many(all)).await,
+            Ok(Ok(_))
+        )
     }
 
     /// The hook of a new task.
