@@ -464,3 +464,70 @@ async fn shutdown_delivers_the_final_status_before_it_returns() {
     );
     running.shutdown().await.unwrap();
 }
+
+/// A webhook that keeps failing: the log says so, with the URL's origin
+/// only — never its path, query, the token or the credentials.
+#[tokio::test]
+async fn failures_are_logged_without_the_urls_path_token_or_credentials() {
+    let log = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let sink = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || LogWriter(sink.clone()))
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let text = || String::from_utf8_lossy(&log.lock().unwrap()).into_owned();
+
+    let receiver = Receiver::start(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()).await;
+    let scenarios = Scenarios::new();
+    let settings = PushSettings::new(Arc::new(ConfigStore::default()), SECRET)
+        .unwrap()
+        .retries(2, Duration::from_millis(10))
+        .allow_host(&receiver.authority)
+        .unwrap();
+    let served = Served::start(builder(&scenarios).push_notifications(settings)).await;
+    let url = format!(
+        "http://{}/hook/path-secret?q=query-secret",
+        receiver.authority
+    );
+    let config = json!({
+        "url": url,
+        "token": "token-secret",
+        "authentication": {"scheme": "Bearer", "credentials": "credentials-secret"},
+    });
+    let sent = send_with_push(&served, "alice", "hello", config).await;
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{sent}"
+    );
+    let hits = receiver.wait_for(4).await;
+    assert_eq!(hits[0].header("authorization"), "Bearer credentials-secret");
+    for _ in 0..600 {
+        if text().matches("no attempts left").count() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let logged = text();
+    assert_eq!(logged.matches("no attempts left").count(), 2, "{logged}");
+    assert!(
+        logged.contains(&format!("http://{}", receiver.authority)),
+        "{logged}"
+    );
+    assert!(logged.contains("HTTP 500"), "{logged}");
+    assert!(!logged.contains("secret"), "{logged}");
+}
+
+/// A `std::io::Write` into a shared buffer (the captured log).
+struct LogWriter(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
