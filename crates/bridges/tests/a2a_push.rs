@@ -3,9 +3,11 @@
 //! signed and with the config's token; a 503 is retried under the same
 //! delivery id; refused URLs (host not allowlisted, a name resolving to
 //! loopback, a name that does not resolve, credentials, other schemes) are
-//! refused at registration; redirects are not followed; another principal
-//! cannot see or touch a task's configs; the official JS client drives the
-//! config RPCs.
+//! refused at registration, and a name rebound to loopback afterwards
+//! before each delivery; redirects are not followed; another principal
+//! cannot see or touch a task's configs; shutdown delivers the final
+//! status; failures are logged without the URL's secrets; the official JS
+//! client drives the config RPCs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/a2a_agents.rs"]
@@ -21,11 +23,11 @@ use std::time::Duration;
 use a2a_agents::{Scenarios, builder};
 use agent_adaptor_bridges::a2a::A2aServerBuilder;
 use agent_adaptor_bridges::a2a::push::{
-    DELIVERY_HEADER, PushSettings, SIGNATURE_HEADER, TOKEN_HEADER, verify_signature,
+    DELIVERY_HEADER, PushResolver, PushSettings, SIGNATURE_HEADER, TOKEN_HEADER, verify_signature,
 };
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use push::{ConfigStore, FixedNames, Receiver, Served, refusal, user_message};
+use push::{ConfigStore, FixedNames, Rebinding, Receiver, Served, refusal, user_message};
 use serde_json::{Value, json};
 
 const SECRET: &str = "push-secret-for-the-tests-0123456789";
@@ -463,6 +465,61 @@ async fn shutdown_delivers_the_final_status_before_it_returns() {
         ]
     );
     running.shutdown().await.unwrap();
+}
+
+/// A name that passed at registration (a public address) and then
+/// resolves to loopback is refused before every delivery: the loopback
+/// receiver behind it never hears a thing.
+#[tokio::test]
+async fn a_name_rebound_to_loopback_after_registration_gets_nothing() {
+    let receiver = Receiver::ok().await;
+    let port = receiver.authority.rsplit_once(':').unwrap().1.to_owned();
+    let scenarios = Scenarios::new();
+    let resolver = Arc::new(Rebinding::default());
+    let settings = PushSettings::new(Arc::new(ConfigStore::default()), SECRET)
+        .unwrap()
+        .retries(3, Duration::from_millis(10))
+        .allow_host("rebind.test")
+        .unwrap()
+        .resolver(SharedResolver(resolver.clone()));
+    let server = builder(&scenarios).push_notifications(settings).build();
+    let running = server.clone().serve_local().await.unwrap();
+    let sent: Value = reqwest::Client::new()
+        .post(format!("{}/a2a", running.url()))
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": user_message("hello"),
+            "configuration": {"taskPushNotificationConfig": {"url": format!("http://rebind.test:{port}/hook")}},
+        }}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{sent}"
+    );
+    // Shutdown waits until both changes were given up.
+    server.shutdown(Duration::from_secs(20)).await;
+    assert!(receiver.hits().is_empty(), "{:?}", receiver.hits());
+    assert_eq!(
+        resolver.0.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "registration, then one check per change (a refusal is not retried)"
+    );
+    running.shutdown().await.unwrap();
+}
+
+/// A resolver shared with the test.
+struct SharedResolver(Arc<Rebinding>);
+
+#[async_trait::async_trait]
+impl PushResolver for SharedResolver {
+    async fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<std::net::IpAddr>> {
+        self.0.resolve(host, port).await
+    }
 }
 
 /// A webhook that keeps failing: the log says so, with the URL's origin

@@ -99,6 +99,20 @@ impl PushResolver for FixedNames {
     }
 }
 
+/// A name that first resolves to a public address, then to 127.0.0.1 (DNS
+/// rebinding); counts its lookups.
+#[derive(Default)]
+pub struct Rebinding(pub std::sync::atomic::AtomicUsize);
+
+#[async_trait]
+impl PushResolver for Rebinding {
+    async fn resolve(&self, _: &str, _: u16) -> std::io::Result<Vec<IpAddr>> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let ip = if n == 0 { "93.184.216.34" } else { "127.0.0.1" };
+        Ok(vec![ip.parse().unwrap()])
+    }
+}
+
 /// One request a receiver got.
 #[derive(Debug, Clone)]
 pub struct Hit {

@@ -46,7 +46,10 @@
 //! redirect or another 4xx is not. Changes wait in a bounded queue (1024 by
 //! default; when full, a change is dropped and logged): a slow webhook
 //! never slows the run. Failures are logged with the URL's origin only —
-//! never its path, query, token or credentials.
+//! never its path, query, token or credentials. The host running the task
+//! delivers (reading the configs from the store at each change);
+//! [`A2aServer::shutdown`](super::A2aServer::shutdown) waits, within its
+//! bound, for the queue to empty, so the final `CANCELED` goes out.
 //!
 //! ## Verifying a delivery (receivers)
 //!
