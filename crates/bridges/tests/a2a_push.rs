@@ -467,6 +467,69 @@ async fn shutdown_delivers_the_final_status_before_it_returns() {
     running.shutdown().await.unwrap();
 }
 
+/// Configs kept in core's `MemoryStore` (its push configs belong to a
+/// task row of the store): a task the store does not hold is "not
+/// found", one it holds takes configs, and the deliveries follow them.
+#[tokio::test]
+async fn configs_live_in_the_thread_stores_task_rows() {
+    use agent_adaptor_core::MemoryStore;
+    use agent_adaptor_core::thread::ThreadStore;
+    use agent_adaptor_core::thread::durable::NewTask;
+
+    let receiver = Receiver::ok().await;
+    let store = Arc::new(MemoryStore::new());
+    let settings = PushSettings::new(store.clone(), SECRET)
+        .unwrap()
+        .allow_host(&receiver.authority)
+        .unwrap();
+    let scenarios = Scenarios::new();
+    let served = Served::start(builder(&scenarios).push_notifications(settings)).await;
+    let asked = served
+        .rpc(
+            "alice",
+            "SendMessage",
+            json!({"message": user_message("approve a listing")}),
+        )
+        .await;
+    let task_id = asked["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let create = json!({"taskId": task_id, "id": "hook-1", "url": receiver.url(), "token": "t"});
+    let r = served
+        .rpc("alice", "CreateTaskPushNotificationConfig", create.clone())
+        .await;
+    assert_eq!(
+        r["error"]["code"], -32001,
+        "no task row in the store yet: {r}"
+    );
+    store
+        .create_task(NewTask {
+            id: task_id.clone(),
+            context_id: "ctx".into(),
+            key: "a2a:ctx".into(),
+            principal: "alice".into(),
+            state: "TASK_STATE_INPUT_REQUIRED".into(),
+            holder: None,
+            snapshot: json!({}),
+        })
+        .await
+        .unwrap();
+    let r = served
+        .rpc("alice", "CreateTaskPushNotificationConfig", create)
+        .await;
+    assert_eq!(r["result"]["id"], "hook-1", "{r}");
+    let rows = store.push_configs(&task_id).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].config["url"], receiver.url());
+    let mut answer = user_message("approve");
+    answer["taskId"] = json!(task_id);
+    served
+        .rpc("alice", "SendMessage", json!({"message": answer}))
+        .await;
+    let hits = receiver.wait_for(2).await;
+    let states: Vec<String> = hits.iter().map(push::Hit::state).collect();
+    assert_eq!(states, ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]);
+    assert!(hits.iter().all(|h| h.header(TOKEN_HEADER) == "t"));
+}
+
 /// A name that passed at registration (a public address) and then
 /// resolves to loopback is refused before every delivery: the loopback
 /// receiver behind it never hears a thing.
