@@ -27,6 +27,12 @@
 //! (`Last-Event-ID`) to any instance over the same store replays it, and
 //! the page shows a thread's history after a reload.
 //!
+//! A2A push notifications are off unless `--push-allow-host HOST[:PORT]`
+//! (repeatable) names the webhook hosts and `--push-secret-file` (or
+//! `AGENT_ADAPTOR_PUSH_SECRET`) gives the secret deliveries are signed
+//! with ([`push`]; what is refused, delivered and signed:
+//! `agent_adaptor_bridges::a2a::push`).
+//!
 //! Threads live in the SQLite file printed at start, or in the PostgreSQL
 //! server given with `--store postgres://…` (several `serve` instances on
 //! several hosts may share it: a thread is served by whichever instance
