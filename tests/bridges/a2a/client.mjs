@@ -5,7 +5,8 @@
 //
 // Scenarios (the server's agent answers by the prompt's first word, see
 // crates/bridges/tests/support/a2a_agents.rs): card, send, stream, get,
-// cancel, subscribe, input_required, refused, observe. Anything unexpected throws:
+// cancel, subscribe, input_required, refused, observe, and
+// `push <webhook-url> <refused-url>` (the push config RPCs). Anything unexpected throws:
 // the process exits non-zero and the Rust test shows stderr.
 //
 // Auth: with BRIDGE_TEST_TOKEN set, every JSON-RPC request carries
@@ -27,7 +28,7 @@ import {
   createAuthenticatingFetchWithRetry,
 } from "@a2a-js/sdk/client";
 
-const [scenario, baseUrl] = process.argv.slice(2);
+const [scenario, baseUrl, ...extra] = process.argv.slice(2);
 if (!scenario || !baseUrl) {
   throw new Error("usage: node a2a/client.mjs <scenario> <base-url>");
 }
@@ -299,6 +300,40 @@ switch (scenario) {
     );
     const final = await client.getTask({ id: events[0].id });
     report = { events, final: summary(final) };
+    break;
+  }
+  case "push": {
+    // Two configs on a task waiting for input; one is deleted before the
+    // answer, so only the other gets the pushes.
+    const [hookUrl, refusedUrl] = extra;
+    const asked = sent(await client.sendMessage({ message: userMessage([text("approve a listing")]) }));
+    const config = (id, token) => ({ tenant: "", id, taskId: asked.id, url: hookUrl, token, authentication: undefined });
+    const created = await client.createTaskPushNotificationConfig(config("hook-1", "tok-js"));
+    await client.createTaskPushNotificationConfig(config("hook-2", "tok-2"));
+    const got = await client.getTaskPushNotificationConfig({ tenant: "", taskId: asked.id, id: "hook-1" });
+    const ids = async () =>
+      (await client.listTaskPushNotificationConfig({ tenant: "", taskId: asked.id, pageSize: 0, pageToken: "" })).configs.map((c) => c.id);
+    const listed = await ids();
+    await client.deleteTaskPushNotificationConfig({ tenant: "", taskId: asked.id, id: "hook-2" });
+    const afterDelete = await failure(
+      client.getTaskPushNotificationConfig({ tenant: "", taskId: asked.id, id: "hook-2" }),
+    );
+    const listedAfterDelete = await ids();
+    const refused = await failure(
+      client.createTaskPushNotificationConfig({ ...config("hook-3", ""), url: refusedUrl }),
+    );
+    const done = sent(
+      await client.sendMessage({ message: userMessage([text("approve")], { taskId: asked.id }) }),
+    );
+    report = {
+      created: { id: created.id, url: created.url, taskId: created.taskId },
+      got: { id: got.id, token: got.token },
+      listed,
+      listedAfterDelete,
+      afterDelete,
+      refused,
+      final: stateOf(done.status),
+    };
     break;
   }
   default:

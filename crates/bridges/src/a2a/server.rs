@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
+use super::push::{PushSettings, Pusher};
 use super::store::TaskStore;
 use super::types::{
     AGENT_CARD_PATH, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC_BINDING,
@@ -61,6 +62,8 @@ pub(crate) struct Shared {
     thread_key: ThreadKeyFn,
     store: TaskStore,
     shutdown: CancellationToken,
+    /// Push notifications, when on.
+    pub(crate) push: Option<Arc<Pusher>>,
 }
 
 impl Shared {
@@ -167,12 +170,17 @@ impl A2aServer {
     /// Close the server, letting streams show the end: cancel every run in
     /// progress (a task waiting for input included) and refuse new tasks,
     /// wait up to `within` for those tasks to reach a final state (open
-    /// streams deliver `TASK_STATE_CANCELED` and end), then end every stream
-    /// and blocking call still open and refuse every request. Idempotent.
+    /// streams deliver `TASK_STATE_CANCELED` and end) and for queued push
+    /// notifications to be delivered, then end every stream and blocking
+    /// call still open and refuse every request. Idempotent.
     pub async fn shutdown(&self, within: Duration) -> crate::ShutdownReport {
+        let started = std::time::Instant::now();
         let tasks = self.shared.store.close();
         let waits = tasks.iter().map(|t| t.ended()).collect();
         let report = crate::shutdown::wait_all(waits, within).await;
+        if let Some(push) = &self.shared.push {
+            push.drained(within.saturating_sub(started.elapsed())).await;
+        }
         self.shared.shutdown.cancel();
         report
     }
@@ -233,6 +241,7 @@ pub struct A2aServerBuilder {
     cancel_wait: Duration,
     keep_alive: Option<Duration>,
     thread_key: ThreadKeyFn,
+    push: Option<PushSettings>,
 }
 
 impl A2aServerBuilder {
@@ -276,6 +285,7 @@ impl A2aServerBuilder {
             cancel_wait: DEFAULT_CANCEL_WAIT,
             keep_alive: Some(DEFAULT_KEEP_ALIVE),
             thread_key: Arc::new(|context: &str| format!("a2a:{context}")),
+            push: None,
         }
     }
 
@@ -393,8 +403,18 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Turn push notifications on (see [`push`](super::push)): only when
+    /// `settings` allow at least one host; the card then says
+    /// `capabilities.pushNotifications: true`.
+    pub fn push_notifications(mut self, settings: PushSettings) -> Self {
+        self.push = Some(settings);
+        self
+    }
+
     /// Build the server.
-    pub fn build(self) -> A2aServer {
+    pub fn build(mut self) -> A2aServer {
+        let push = self.push.and_then(Pusher::new);
+        self.card.capabilities.push_notifications = Some(push.is_some());
         A2aServer {
             shared: Arc::new(Shared {
                 backend: self.backend,
@@ -411,6 +431,7 @@ impl A2aServerBuilder {
                 thread_key: self.thread_key,
                 store: TaskStore::new(self.max_tasks, self.ttl),
                 shutdown: CancellationToken::new(),
+                push,
             }),
         }
     }

@@ -7,13 +7,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use agent_adaptor_core::{ApprovalRequest, RunHandle};
 use chrono::{SecondsFormat, Utc};
 use tokio::sync::{broadcast, watch};
 
+use super::push::TaskPush;
 use super::rpc::{ErrorCode, RpcError};
 use super::types::{
     Artifact, Message, PartContent, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
@@ -41,6 +42,8 @@ pub(crate) struct TaskSlot {
     inner: Mutex<Inner>,
     updates: broadcast::Sender<StreamResponse>,
     state: watch::Sender<TaskState>,
+    /// Push notifications of its status changes, when on.
+    push: OnceLock<TaskPush>,
 }
 
 struct Inner {
@@ -94,7 +97,13 @@ impl TaskSlot {
             }),
             updates: broadcast::channel(UPDATE_BUFFER).0,
             state: watch::channel(TaskState::Submitted).0,
+            push: OnceLock::new(),
         })
+    }
+
+    /// Push every later status change (set before the run starts).
+    pub(crate) fn set_push(&self, push: TaskPush) {
+        let _ = self.push.set(push);
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -145,15 +154,17 @@ impl TaskSlot {
             inner.run = None;
             inner.pending = None;
         }
+        let event = TaskStatusUpdateEvent {
+            task_id: self.id.clone(),
+            context_id: self.context_id.clone(),
+            status,
+            metadata: None,
+        };
+        if let Some(push) = self.push.get() {
+            push.status_changed(&event);
+        }
         // No receiver is not an error: nobody is watching right now.
-        let _ = self
-            .updates
-            .send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                task_id: self.id.clone(),
-                context_id: self.context_id.clone(),
-                status,
-                metadata: None,
-            }));
+        let _ = self.updates.send(StreamResponse::StatusUpdate(event));
         self.state.send_replace(state);
     }
 
