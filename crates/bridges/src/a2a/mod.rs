@@ -127,8 +127,10 @@
 //! and `subscribe`, with typed errors ([`ClientError`], [`ErrorCode`]).
 
 mod client;
+mod durable;
 mod execute;
 mod observe;
+mod remote;
 mod rpc;
 mod server;
 mod sse;
@@ -136,10 +138,12 @@ mod store;
 mod types;
 
 pub use client::{Client, ClientBuilder, ClientError, UpdateStream};
+pub use durable::{DEFAULT_TASK_POLL, TaskStoreError};
 pub use execute::RESPONSE_ARTIFACT_ID;
 pub use observe::{
     CAPABILITIES_ARTIFACT_ID, IMAGES_ARTIFACT_ID, SUBAGENT_ARTIFACT_PREFIX, TODO_ARTIFACT_ID,
 };
+pub use remote::INTERRUPTED_TEXT;
 pub use rpc::{ERROR_DOMAIN, ErrorCode, RpcError};
 pub use server::{
     A2aServer, A2aServerBuilder, AuthRejection, Authorize, BearerToken, DEFAULT_CANCEL_WAIT,
@@ -148,10 +152,11 @@ pub use server::{
 };
 pub use types::{
     AGENT_CARD_PATH, AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill,
-    Artifact, CancelTaskRequest, GetTaskRequest, JSONRPC_BINDING, Message, Metadata,
-    PROTOCOL_VERSION, Part, PartContent, Role, SendMessageConfiguration, SendMessageRequest,
-    SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task, TaskArtifactUpdateEvent,
-    TaskState, TaskStatus, TaskStatusUpdateEvent, VERSION_HEADER,
+    Artifact, CancelTaskRequest, GetTaskRequest, JSONRPC_BINDING, ListTasksRequest,
+    ListTasksResponse, Message, Metadata, PROTOCOL_VERSION, Part, PartContent, Role,
+    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent, VERSION_HEADER,
 };
 
 /// A fresh random id: `prefix` and 32 hex digits.

@@ -4,7 +4,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use agent_adaptor_core::{Agent, RunOptions, RunStream, Runner};
+use agent_adaptor_core::thread::store::InterruptedRun;
+use agent_adaptor_core::{Agent, RunOptions, RunStream, Runner, ThreadStore};
 use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -12,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
+use super::durable::{DEFAULT_TASK_POLL, Durable, TaskStoreError};
 use super::store::TaskStore;
 use super::types::{
     AGENT_CARD_PATH, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC_BINDING,
@@ -59,11 +61,45 @@ pub(crate) struct Shared {
     cancel_wait: Duration,
     keep_alive: Option<Duration>,
     thread_key: ThreadKeyFn,
-    store: TaskStore,
+    store: Arc<TaskStore>,
+    /// The shared task store, when one is configured.
+    durable: Option<Arc<Durable>>,
+    /// Set once this server listens for cancels from other hosts.
+    cancels: tokio::sync::OnceCell<()>,
     shutdown: CancellationToken,
 }
 
 impl Shared {
+    /// The thread key a task of `context_id` runs under.
+    fn task_key(&self, context_id: &str) -> String {
+        (self.thread_key)(context_id)
+    }
+
+    /// Start listening for cancels other hosts request (once, before this
+    /// server's first stored task).
+    async fn listen_for_cancels(&self) {
+        let Some(durable) = &self.durable else {
+            return;
+        };
+        self.cancels
+            .get_or_init(|| async {
+                let rx = match durable.store.listen().await {
+                    Ok(rx) => Some(rx),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "a2a: no store notifications; polling for cancels");
+                        None
+                    }
+                };
+                tokio::spawn(super::remote::serve_cancels(
+                    durable.clone(),
+                    Arc::downgrade(&self.store),
+                    rx,
+                    self.shutdown.clone(),
+                ));
+            })
+            .await;
+    }
+
     /// Start the run for a new task.
     fn start(&self, prompt: &str, task_id: &str, context_id: &str) -> RunStream {
         let options = self
@@ -74,7 +110,7 @@ impl Shared {
         match &self.backend {
             Backend::Runner(r) => r.stream_with(prompt, options),
             Backend::Threads(agent) => agent
-                .thread((self.thread_key)(context_id))
+                .thread(self.task_key(context_id))
                 .stream_with(prompt, options),
         }
     }
@@ -150,6 +186,33 @@ impl A2aServer {
     /// Number of tasks held (in progress, and finished but not expired).
     pub fn task_count(&self) -> usize {
         self.shared.store.len()
+    }
+
+    /// How many task store operations failed for good (writes given up
+    /// after their retries, tasks the store refused); 0 without a store.
+    pub fn store_failures(&self) -> u64 {
+        self.shared.durable.as_ref().map_or(0, |d| d.failures())
+    }
+
+    /// The last of those failures.
+    pub fn last_store_error(&self) -> Option<TaskStoreError> {
+        self.shared.durable.as_ref().and_then(|d| d.last_error())
+    }
+
+    /// Runs whose host stopped (a lease sweeper's or a start's
+    /// [`recover_instance`](ThreadStore::recover_instance) results): fail
+    /// their tasks still in progress in the task store, unless this server
+    /// runs them, with a status message saying the server running them
+    /// stopped and the thread can be continued; followers on every host
+    /// see the task end. A task whose holder names another run is left
+    /// alone. Returns how many tasks failed; 0 without a task store.
+    pub async fn runs_interrupted(&self, runs: &[InterruptedRun]) -> Result<usize, TaskStoreError> {
+        match &self.shared.durable {
+            Some(durable) if durable.enabled() => {
+                super::remote::interrupted(durable, &self.shared.store, runs).await
+            }
+            _ => Ok(0),
+        }
     }
 
     /// Close the server at once: cancel every run in progress (a task
@@ -233,6 +296,8 @@ pub struct A2aServerBuilder {
     cancel_wait: Duration,
     keep_alive: Option<Duration>,
     thread_key: ThreadKeyFn,
+    task_store: Option<Arc<dyn ThreadStore>>,
+    task_poll: Duration,
 }
 
 impl A2aServerBuilder {
@@ -276,6 +341,8 @@ impl A2aServerBuilder {
             cancel_wait: DEFAULT_CANCEL_WAIT,
             keep_alive: Some(DEFAULT_KEEP_ALIVE),
             thread_key: Arc::new(|context: &str| format!("a2a:{context}")),
+            task_store: None,
+            task_poll: DEFAULT_TASK_POLL,
         }
     }
 
@@ -393,6 +460,23 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Keep tasks in `store` too, for every server sharing it: each task
+    /// change is written through (the live task stays in memory here), so
+    /// `GetTask`, `SubscribeToTask` and `CancelTask` work on any of them,
+    /// and `ListTasks` lists the caller's tasks. A store that cannot keep
+    /// tasks leaves the server in memory only (logged once).
+    pub fn task_store(mut self, store: Arc<dyn ThreadStore>) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
+    /// How often a follower of another host's task re-reads it when no
+    /// notification came (default [`DEFAULT_TASK_POLL`]).
+    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
+        self.task_poll = interval;
+        self
+    }
+
     /// Build the server.
     pub fn build(self) -> A2aServer {
         A2aServer {
@@ -409,7 +493,11 @@ impl A2aServerBuilder {
                 cancel_wait: self.cancel_wait,
                 keep_alive: self.keep_alive,
                 thread_key: self.thread_key,
-                store: TaskStore::new(self.max_tasks, self.ttl),
+                store: Arc::new(TaskStore::new(self.max_tasks, self.ttl)),
+                durable: self
+                    .task_store
+                    .map(|store| Arc::new(Durable::new(store, self.task_poll))),
+                cancels: tokio::sync::OnceCell::new(),
                 shutdown: CancellationToken::new(),
             }),
         }

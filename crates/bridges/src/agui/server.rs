@@ -226,7 +226,7 @@ impl SseHandler {
             store,
             key,
             meta: RunMeta {
-                owner: super::record::owner_digest(principal),
+                owner: principal.digest(),
                 thread_id: input.thread_id.clone(),
                 run_id: input.run_id.clone(),
                 user_message_id,
@@ -250,7 +250,7 @@ impl SseHandler {
             store: s.options.event_log.clone()?,
             key: agui_thread_key(&s.options.thread_namespace, &input.thread_id),
             meta: RunMeta {
-                owner: super::record::owner_digest(principal),
+                owner: principal.digest(),
                 thread_id: input.thread_id.clone(),
                 run_id: input.run_id.clone(),
                 user_message_id: None,

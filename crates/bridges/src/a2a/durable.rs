@@ -1,0 +1,303 @@
+//! Tasks in a shared [`ThreadStore`]: the write-through of every task
+//! change, and reading a task back on any host.
+//!
+//! The owning host keeps the live [`TaskSlot`] (its subscribers read it
+//! without touching the store); one writer per task takes the changes the
+//! slot collected since its last write, with the snapshot they lead to,
+//! and writes them as one [`TaskChange`] whose update body is the JSON
+//! array of those `StreamResponse`s, then notifies [`TOPIC_TASK`]. Writes
+//! run beside the run's event loop (never blocking it), keep their order,
+//! and the writer ends only after the terminal snapshot is written. A
+//! failed write is retried with the changes collected meanwhile; after
+//! [`WRITE_ATTEMPTS`] it is logged and kept as the server's
+//! [`TaskStoreError`].
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_adaptor_core::ThreadStore;
+use agent_adaptor_core::thread::durable::{NewTask, Notification, TOPIC_TASK, TaskChange, TaskRow};
+use agent_adaptor_core::thread::store::StoreError;
+use serde_json::Value;
+
+use super::rpc::{ErrorCode, RpcError};
+use super::store::{TaskSlot, Unsaved, trim_history};
+use super::types::{StreamResponse, Task};
+use crate::Principal;
+
+/// Attempts of one write before it is given up.
+pub(crate) const WRITE_ATTEMPTS: u32 = 8;
+/// The first retry's delay (doubled per attempt, at most 5 s).
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// Default interval at which followers on other hosts re-read a task when
+/// no notification came.
+pub const DEFAULT_TASK_POLL: Duration = Duration::from_millis(500);
+
+/// Why the task store did not take a task change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskStoreError {
+    /// Creating the task failed: it was refused, nothing started.
+    #[error("task {task}: the task store did not keep it: {message}")]
+    Create {
+        /// The task id.
+        task: String,
+        /// The store's error.
+        message: String,
+    },
+    /// Writing a change failed after every retry: other hosts see the task
+    /// as it was before that change.
+    #[error("task {task}: the task store did not take a change: {message}")]
+    Write {
+        /// The task id.
+        task: String,
+        /// The store's error.
+        message: String,
+    },
+    /// Reading tasks failed.
+    #[error("the task store could not be read: {message}")]
+    Read {
+        /// The store's error.
+        message: String,
+    },
+}
+
+/// The server's task store and how it fared.
+pub(crate) struct Durable {
+    pub(crate) store: Arc<dyn ThreadStore>,
+    pub(crate) poll: Duration,
+    /// Cleared when the store says it cannot keep tasks: the server then
+    /// keeps them in memory only, as without a store.
+    enabled: AtomicBool,
+    failures: AtomicU64,
+    last_error: Mutex<Option<TaskStoreError>>,
+}
+
+impl Durable {
+    pub(crate) fn new(store: Arc<dyn ThreadStore>, poll: Duration) -> Self {
+        Durable {
+            store,
+            poll: poll.max(Duration::from_millis(10)),
+            enabled: AtomicBool::new(true),
+            failures: AtomicU64::new(0),
+            last_error: Mutex::new(None),
+        }
+    }
+
+    /// Whether tasks go to the store.
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+
+    /// Log `error` and keep it as the last one.
+    pub(crate) fn failed(&self, error: TaskStoreError) {
+        tracing::error!(%error, "a2a: task store write-through failed");
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(error);
+    }
+
+    /// How many store operations failed for good.
+    pub(crate) fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// The last one.
+    pub(crate) fn last_error(&self) -> Option<TaskStoreError> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Keep the new task `slot` (submitted, not started). `Ok(false)`: the
+    /// store cannot keep tasks, the server goes on in memory only.
+    pub(crate) async fn create(&self, slot: &TaskSlot, key: &str) -> Result<bool, RpcError> {
+        if !self.enabled() {
+            return Ok(false);
+        }
+        let task = slot.snapshot(None);
+        let new = NewTask {
+            id: slot.id.clone(),
+            context_id: slot.context_id.clone(),
+            key: key.to_owned(),
+            principal: slot.owner.digest(),
+            state: task.status.state.as_str().to_owned(),
+            holder: None,
+            snapshot: encode(&task)?,
+        };
+        match self.store.create_task(new).await {
+            Ok(_) => {
+                self.notify(&slot.id).await;
+                Ok(true)
+            }
+            Err(StoreError::Unsupported(what)) => {
+                if self.enabled.swap(false, Ordering::AcqRel) {
+                    tracing::warn!(
+                        "a2a: the thread store cannot {what}: tasks stay on this server only"
+                    );
+                }
+                Ok(false)
+            }
+            Err(e) => {
+                let error = TaskStoreError::Create {
+                    task: slot.id.clone(),
+                    message: e.to_string(),
+                };
+                self.failed(error.clone());
+                Err(RpcError::new(ErrorCode::Internal, error.to_string()))
+            }
+        }
+    }
+
+    /// Tell every host task `id` changed (a lost notification only delays
+    /// followers until their next poll).
+    pub(crate) async fn notify(&self, id: &str) {
+        self.send(TOPIC_TASK, id).await;
+    }
+
+    /// Send (`topic`, `id`) to every host.
+    pub(crate) async fn send(&self, topic: &str, id: &str) {
+        let n = Notification {
+            topic: topic.to_owned(),
+            id: id.to_owned(),
+        };
+        if let Err(e) = self.store.notify(&n).await
+            && !matches!(e, StoreError::Unsupported(_))
+        {
+            tracing::warn!(topic, task = id, error = %e, "a2a: notification not sent");
+        }
+    }
+
+    /// Write `batch` as one change of task `id`.
+    async fn write(&self, id: &str, batch: &Unsaved) -> Result<(), StoreError> {
+        let snapshot = serde_json::to_value(&batch.task)
+            .map_err(|e| StoreError::Invalid(format!("task {id}: {e}")))?;
+        let update = if batch.updates.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_value(&batch.updates)
+                    .map_err(|e| StoreError::Invalid(format!("task {id}: {e}")))?,
+            )
+        };
+        let change = TaskChange {
+            state: batch.task.status.state.as_str().to_owned(),
+            terminal: batch.terminal(),
+            holder: batch.holder.clone(),
+            snapshot,
+            update,
+        };
+        self.store.update_task(id, change).await?;
+        self.notify(id).await;
+        Ok(())
+    }
+
+    /// The task `id` as the store holds it, if `principal` created it
+    /// (another principal's task is "not found").
+    pub(crate) async fn load(
+        &self,
+        id: &str,
+        principal: &Principal,
+    ) -> Result<Option<TaskRow>, RpcError> {
+        if !self.enabled() {
+            return Ok(None);
+        }
+        let row = match self.store.task(id).await {
+            Ok(row) => row,
+            Err(StoreError::Unsupported(_)) => return Ok(None),
+            Err(e) => return Err(read_error(&e)),
+        };
+        Ok(row.filter(|r| {
+            let mine = r.principal == principal.digest();
+            if !mine {
+                tracing::warn!(
+                    task = id,
+                    %principal,
+                    "a2a: refused access to another principal's task"
+                );
+            }
+            mine
+        }))
+    }
+}
+
+/// Write every change of `slot` through to the store until its terminal
+/// snapshot is written (or a write is given up).
+pub(crate) async fn write_through(durable: Arc<Durable>, slot: Arc<TaskSlot>) {
+    loop {
+        let Some(mut batch) = slot.take_unsaved() else {
+            slot.unsaved_changed().await;
+            continue;
+        };
+        let mut attempt = 1;
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            match durable.write(&slot.id, &batch).await {
+                Ok(()) => break,
+                // Unknown, or already final (the host was declared dead and
+                // the task failed): nothing later can be written either.
+                Err(e @ StoreError::Invalid(_)) => {
+                    durable.failed(TaskStoreError::Write {
+                        task: slot.id.clone(),
+                        message: e.to_string(),
+                    });
+                    return;
+                }
+                Err(e) if attempt >= WRITE_ATTEMPTS => {
+                    durable.failed(TaskStoreError::Write {
+                        task: slot.id.clone(),
+                        message: e.to_string(),
+                    });
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(task = %slot.id, attempt, error = %e, "a2a: task write failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    attempt += 1;
+                    if let Some(later) = slot.take_unsaved() {
+                        batch.merge(later);
+                    }
+                }
+            }
+        }
+        if batch.terminal() {
+            return;
+        }
+    }
+}
+
+/// The task a row holds, with at most `history` history messages.
+pub(crate) fn row_task(row: &TaskRow, history: Option<i32>) -> Result<Task, RpcError> {
+    let mut task: Task = serde_json::from_value(row.snapshot.clone()).map_err(|e| {
+        RpcError::new(
+            ErrorCode::Internal,
+            format!(
+                "task {:?}: the stored snapshot does not decode: {e}",
+                row.id
+            ),
+        )
+    })?;
+    trim_history(&mut task, history);
+    Ok(task)
+}
+
+/// The updates one stored update body holds (an array of them).
+pub(crate) fn decode_updates(body: &Value) -> Result<Vec<StreamResponse>, serde_json::Error> {
+    serde_json::from_value(body.clone())
+}
+
+fn encode(task: &Task) -> Result<Value, RpcError> {
+    serde_json::to_value(task)
+        .map_err(|e| RpcError::new(ErrorCode::Internal, format!("cannot encode the task: {e}")))
+}
+
+/// The JSON-RPC error of a failed store read.
+pub(crate) fn read_error(e: &StoreError) -> RpcError {
+    let error = TaskStoreError::Read {
+        message: e.to_string(),
+    };
+    tracing::warn!(%error, "a2a: task store read failed");
+    RpcError::new(ErrorCode::Internal, error.to_string())
+}
