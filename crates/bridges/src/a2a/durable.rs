@@ -223,8 +223,16 @@ impl Durable {
 }
 
 /// Write every change of `slot` through to the store until its terminal
-/// snapshot is written (or a write is given up).
+/// snapshot is written (or a write is given up: then the slot stops
+/// collecting changes).
 pub(crate) async fn write_through(durable: Arc<Durable>, slot: Arc<TaskSlot>) {
+    if !write_all(&durable, &slot).await {
+        slot.unjournal();
+    }
+}
+
+/// [`write_through`]; false when a write was given up.
+async fn write_all(durable: &Durable, slot: &TaskSlot) -> bool {
     loop {
         let Some(mut batch) = slot.take_unsaved() else {
             slot.unsaved_changed().await;
@@ -242,14 +250,14 @@ pub(crate) async fn write_through(durable: Arc<Durable>, slot: Arc<TaskSlot>) {
                         task: slot.id.clone(),
                         message: e.to_string(),
                     });
-                    return;
+                    return false;
                 }
                 Err(e) if attempt >= WRITE_ATTEMPTS => {
                     durable.failed(TaskStoreError::Write {
                         task: slot.id.clone(),
                         message: e.to_string(),
                     });
-                    return;
+                    return false;
                 }
                 Err(e) => {
                     tracing::warn!(task = %slot.id, attempt, error = %e, "a2a: task write failed; retrying");
@@ -263,7 +271,7 @@ pub(crate) async fn write_through(durable: Arc<Durable>, slot: Arc<TaskSlot>) {
             }
         }
         if batch.terminal() {
-            return;
+            return true;
         }
     }
 }

@@ -47,7 +47,7 @@ pub(crate) struct TaskSlot {
     updates: broadcast::Sender<StreamResponse>,
     state: watch::Sender<TaskState>,
     /// Whether changes are collected for the store's write-through.
-    journaled: bool,
+    journaled: AtomicBool,
     /// Signalled on every collected change.
     changed: Notify,
 }
@@ -136,7 +136,7 @@ impl TaskSlot {
             }),
             updates: broadcast::channel(UPDATE_BUFFER).0,
             state: watch::channel(TaskState::Submitted).0,
-            journaled,
+            journaled: AtomicBool::new(journaled),
             changed: Notify::new(),
         })
     }
@@ -165,7 +165,7 @@ impl TaskSlot {
 
     /// Note a change for the write-through (journaled slots only).
     fn journal(&self, inner: &mut Inner, update: Option<&StreamResponse>) {
-        if !self.journaled {
+        if !self.journaled.load(Ordering::Acquire) {
             return;
         }
         if let Some(u) = update {
@@ -173,6 +173,14 @@ impl TaskSlot {
         }
         inner.dirty = true;
         self.changed.notify_one();
+    }
+
+    /// Stop collecting changes (nobody writes them any more).
+    pub(crate) fn unjournal(&self) {
+        let mut inner = self.lock();
+        self.journaled.store(false, Ordering::Release);
+        inner.unsaved = Vec::new();
+        inner.dirty = false;
     }
 
     /// The changes collected since the last call, if any.

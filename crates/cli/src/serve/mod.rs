@@ -146,6 +146,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         .description(format!("agent-adaptor serve: {}", selected.label))
         .public_url(format!("http://{local}"))
         .run_options(run_options)
+        .task_store(store.store.clone())
         .card_with(|card| {
             if authenticated {
                 card.declare_bearer(Some(
@@ -154,6 +155,13 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
             }
         })
         .build();
+    // The tasks of runs a dead process of this instance left behind fail
+    // (every server sharing the store shows it).
+    match a2a.runs_interrupted(&recovered).await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(tasks = n, "A2A tasks of interrupted runs failed"),
+        Err(e) => tracing::error!(error = %e, "cannot fail the A2A tasks of interrupted runs"),
+    }
     let state = api::AppState {
         store: store.store.clone(),
         // What the page's header shows: never a path, a URL or a key
@@ -192,7 +200,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     }
     tracing::info!(
         instance = %identity.instance,
-        recovered,
+        recovered = recovered.len(),
         max_connections = limits.max_connections,
         grace_secs = args.shutdown_grace,
         "serving"

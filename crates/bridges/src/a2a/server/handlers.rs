@@ -362,6 +362,8 @@ async fn send(
             };
             if kept {
                 tokio::spawn(write_through(durable.clone(), slot.clone()));
+            } else {
+                slot.unjournal();
             }
         }
         let sub = slot.subscribe();

@@ -1,0 +1,261 @@
+//! Two A2A servers over one task store, as two `agent-adaptor serve`
+//! instances over one database: a task started on one is read, followed,
+//! cancelled and listed on the other; when the first one dies, the
+//! interrupted run fails its task and the other server's follower sees
+//! the end.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/a2a_agents.rs"]
+mod a2a_agents;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_agents::{Scenarios, builder};
+use agent_adaptor_bridges::a2a::{
+    A2aServer, Client, ErrorCode, GetTaskRequest, INTERRUPTED_TEXT, ListTasksRequest, Message,
+    RunningServer, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState,
+};
+use agent_adaptor_core::thread::store::InterruptedRun;
+use agent_adaptor_core::{MemoryStore, ThreadStore};
+use futures::StreamExt;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(DEADLINE, fut)
+        .await
+        .expect("finished within the deadline")
+}
+
+/// A server over `store`, polling often (the test store notifies anyway).
+fn server(scenarios: &Arc<Scenarios>, store: &Arc<dyn ThreadStore>) -> A2aServer {
+    builder(scenarios)
+        .task_store(store.clone())
+        .task_poll_interval(Duration::from_millis(50))
+        .cancel_wait(Duration::from_secs(20))
+        .build()
+}
+
+async fn serve(server: &A2aServer) -> (RunningServer, Client) {
+    let running = server.clone().serve_local().await.unwrap();
+    let client = Client::connect(running.url()).await.unwrap();
+    (running, client)
+}
+
+fn task(reply: SendMessageResponse) -> Task {
+    match reply {
+        SendMessageResponse::Task(t) => t,
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+/// Start `prompt` without waiting; its task.
+async fn start(client: &Client, prompt: &str) -> Task {
+    let request = SendMessageRequest::new(Message::user_text(prompt)).return_immediately();
+    task(client.send(request).await.unwrap())
+}
+
+/// Read task `id` through `client` until `done` holds (bounded).
+async fn wait_for(client: &Client, id: &str, done: impl Fn(&Task) -> bool) -> Task {
+    within(async {
+        loop {
+            if let Ok(t) = client.get_task(id).await
+                && done(&t)
+            {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
+
+fn states(items: &[StreamResponse]) -> Vec<TaskState> {
+    items.iter().filter_map(StreamResponse::state).collect()
+}
+
+#[tokio::test]
+async fn a_task_is_read_followed_cancelled_and_listed_on_another_server() {
+    let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::new());
+    let scenarios = Scenarios::new();
+    let (a, b) = (server(&scenarios, &store), server(&scenarios, &store));
+    let ((ra, on_a), (rb, on_b)) = (serve(&a).await, serve(&b).await);
+
+    // A finished task: the other server reads it, history trimmed on ask.
+    let hello = task(
+        on_a.send(SendMessageRequest::new(Message::user_text("hello")))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(hello.status.state, TaskState::Completed);
+    let read = wait_for(&on_b, &hello.id, |t| t.status.state.is_terminal()).await;
+    assert_eq!(read.artifact_text(), "Hello from agent-adaptor");
+    assert_eq!(read.context_id, hello.context_id);
+    assert_eq!(read.history[0].text(), "hello");
+    let trimmed = on_b
+        .get_task_with(GetTaskRequest {
+            id: hello.id.clone(),
+            history_length: Some(0),
+            ..GetTaskRequest::default()
+        })
+        .await
+        .unwrap();
+    assert!(trimmed.history.is_empty());
+    let err = on_b.subscribe(&hello.id).await.err().unwrap();
+    assert_eq!(err.code(), Some(ErrorCode::UnsupportedOperation));
+    let err = on_b.cancel_task(&hello.id).await.unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::TaskNotCancelable));
+
+    // A task in progress on A: B follows it and cancels it; A's run stops.
+    let hang = start(&on_a, "hang").await;
+    wait_for(&on_b, &hang.id, |t| {
+        t.status.state == TaskState::Working && t.artifact_text() == "working"
+    })
+    .await;
+    let mut follower = on_b.subscribe(&hang.id).await.unwrap();
+    let first = within(follower.next()).await.unwrap().unwrap();
+    let StreamResponse::Task(snapshot) = first else {
+        panic!("the first item is the task: {first:?}")
+    };
+    assert_eq!(snapshot.status.state, TaskState::Working);
+    let cancelled = within(on_b.cancel_task(&hang.id)).await.unwrap();
+    assert_eq!(cancelled.status.state, TaskState::Canceled);
+    let rest = within(follower.collect_all()).await.unwrap();
+    assert_eq!(states(&rest), [TaskState::Canceled], "{rest:?}");
+    let on_owner = on_a.get_task(&hang.id).await.unwrap();
+    assert_eq!(on_owner.status.state, TaskState::Canceled);
+
+    // B lists both, newest change first, without artifacts unless asked.
+    let all = on_b.list_tasks(ListTasksRequest::default()).await.unwrap();
+    let ids: Vec<_> = all.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, [hang.id.as_str(), hello.id.as_str()]);
+    assert_eq!(all.total_size, 2);
+    assert!(all.next_page_token.is_empty());
+    assert!(all.tasks.iter().all(|t| t.artifacts.is_empty()));
+    let with_artifacts = ListTasksRequest {
+        include_artifacts: Some(true),
+        status: Some(TaskState::Completed),
+        ..ListTasksRequest::default()
+    };
+    let completed = on_b.list_tasks(with_artifacts).await.unwrap();
+    assert_eq!(completed.tasks.len(), 1);
+    assert_eq!(
+        completed.tasks[0].artifact_text(),
+        "Hello from agent-adaptor"
+    );
+    let first_page = on_b
+        .list_tasks(ListTasksRequest {
+            page_size: Some(1),
+            ..ListTasksRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(first_page.tasks[0].id, hang.id);
+    assert_eq!(first_page.total_size, 2);
+    let second_page = on_b
+        .list_tasks(ListTasksRequest {
+            page_size: Some(1),
+            page_token: first_page.next_page_token.clone(),
+            ..ListTasksRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(second_page.tasks[0].id, hello.id);
+    assert!(second_page.next_page_token.is_empty());
+    let of_context = on_b
+        .list_tasks(ListTasksRequest {
+            context_id: hello.context_id.clone(),
+            ..ListTasksRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(of_context.tasks.len(), 1);
+    let err = on_b
+        .list_tasks(ListTasksRequest {
+            page_size: Some(101),
+            ..ListTasksRequest::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::InvalidParams));
+
+    assert_eq!(a.store_failures() + b.store_failures(), 0);
+    ra.shutdown().await.unwrap();
+    rb.shutdown().await.unwrap();
+}
+
+/// A server over `store` in a runtime of its own, so that it can die
+/// without a word (its runtime dropped: no cancel, no final write).
+struct Doomed {
+    url: String,
+    kill: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn doomed(store: Arc<dyn ThreadStore>) -> Doomed {
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let (kill, killed) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let scenarios = Scenarios::new();
+        let running = rt
+            .block_on(server(&scenarios, &store).serve_local())
+            .unwrap();
+        url_tx.send(running.url().to_owned()).unwrap();
+        let _ = killed.recv();
+        // Dropping the server would cancel its runs: it must vanish instead.
+        std::mem::forget(running);
+        rt.shutdown_background();
+    });
+    Doomed {
+        url: url_rx.recv().unwrap(),
+        kill,
+        thread,
+    }
+}
+
+#[tokio::test]
+async fn a_dead_owner_s_task_fails_and_its_follower_sees_the_end() {
+    let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::new());
+    let owner = doomed(store.clone());
+    let on_owner = Client::connect(&owner.url).await.unwrap();
+    let scenarios = Scenarios::new();
+    let b = server(&scenarios, &store);
+    let (rb, on_b) = serve(&b).await;
+
+    let hang = start(&on_owner, "hang").await;
+    wait_for(&on_b, &hang.id, |t| t.artifact_text() == "working").await;
+    let mut follower = on_b.subscribe(&hang.id).await.unwrap();
+    let first = within(follower.next()).await.unwrap().unwrap();
+    assert!(matches!(first, StreamResponse::Task(_)), "{first:?}");
+
+    owner.kill.send(()).unwrap();
+    owner.thread.join().unwrap();
+    let run = InterruptedRun {
+        key: format!("a2a:{}", hang.context_id),
+        run_id: "run-of-the-dead".into(),
+        prompt: Some("hang".into()),
+        started_at: chrono::Utc::now(),
+        interrupted_at: chrono::Utc::now(),
+    };
+    assert_eq!(b.runs_interrupted(std::slice::from_ref(&run)).await, Ok(1));
+
+    let rest = within(follower.collect_all()).await.unwrap();
+    assert_eq!(states(&rest), [TaskState::Failed], "{rest:?}");
+    let failed = on_b.get_task(&hang.id).await.unwrap();
+    assert_eq!(failed.status.state, TaskState::Failed);
+    let note = failed.status.message.as_ref().unwrap().text();
+    assert_eq!(note, INTERRUPTED_TEXT);
+    assert_eq!(
+        failed.metadata.as_ref().unwrap()["agentAdaptor"]["reason"],
+        "interrupted"
+    );
+    // Once failed, the task is not failed again.
+    assert_eq!(b.runs_interrupted(&[run]).await, Ok(0));
+    rb.shutdown().await.unwrap();
+}
