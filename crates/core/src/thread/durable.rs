@@ -28,6 +28,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::store::StoreError;
+
 /// Where a durable approval stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -126,6 +128,14 @@ pub enum AnswerRefused {
     Expired,
 }
 
+impl ApprovalRow {
+    /// Whether the row is pending with its deadline passed at `now` (it
+    /// is expired by the next read or answer).
+    pub fn overdue(&self, now: DateTime<Utc>) -> bool {
+        self.state == ApprovalState::Pending && self.deadline.is_some_and(|d| d <= now)
+    }
+}
+
 /// A bridge task's current state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRow {
@@ -201,6 +211,80 @@ pub struct TaskQuery {
     pub page_token: Option<String>,
 }
 
+impl TaskQuery {
+    /// The page size the stores use: `page_size` clamped to 1..=1000, 50
+    /// for 0.
+    pub fn limit(&self) -> usize {
+        match self.page_size {
+            0 => 50,
+            n => n.min(1000),
+        }
+    }
+
+    /// The position [`page_token`](Self::page_token) continues after:
+    /// `(updated_at, id)` of the previous page's last task. `Invalid` for
+    /// a token no store issued.
+    pub fn after(&self) -> Result<Option<(DateTime<Utc>, String)>, StoreError> {
+        self.page_token
+            .as_deref()
+            .map(decode_page_token)
+            .transpose()
+    }
+
+    /// Whether `task` matches the filters (not the page position).
+    pub fn matches(&self, task: &TaskRow) -> bool {
+        self.principal.as_ref().is_none_or(|p| *p == task.principal)
+            && self
+                .context_id
+                .as_ref()
+                .is_none_or(|c| *c == task.context_id)
+            && self.state.as_ref().is_none_or(|s| *s == task.state)
+            && self.updated_since.is_none_or(|t| task.updated_at >= t)
+    }
+}
+
+const PAGE_TOKEN_PREFIX: &str = "tp1.";
+
+/// The opaque token of the page after `last` (the last task of a page):
+/// its change time (microseconds) and id.
+pub fn page_token_after(last: &TaskRow) -> String {
+    let hex: String = last.id.bytes().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{PAGE_TOKEN_PREFIX}{}.{hex}",
+        last.updated_at.timestamp_micros()
+    )
+}
+
+fn decode_page_token(token: &str) -> Result<(DateTime<Utc>, String), StoreError> {
+    let invalid = || StoreError::Invalid("a page token this store did not issue".into());
+    let rest = token.strip_prefix(PAGE_TOKEN_PREFIX).ok_or_else(invalid)?;
+    let (micros, hex) = rest.split_once('.').ok_or_else(invalid)?;
+    let micros: i64 = micros.parse().map_err(|_| invalid())?;
+    let at = DateTime::from_timestamp_micros(micros).ok_or_else(invalid)?;
+    if hex.len() % 2 != 0 || !hex.is_ascii() {
+        return Err(invalid());
+    }
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .map_err(|_| invalid())?;
+    let id = String::from_utf8(bytes).map_err(|_| invalid())?;
+    Ok((at, id))
+}
+
+/// Whether a task changed at `updated_at` with `id` comes after the
+/// position `(at, after_id)` in the listing order (newest change first,
+/// ties by id ascending).
+pub fn listed_after(
+    updated_at: DateTime<Utc>,
+    id: &str,
+    at: DateTime<Utc>,
+    after_id: &str,
+) -> bool {
+    updated_at < at || (updated_at == at && id > after_id)
+}
+
 /// One page of tasks.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskPage {
@@ -234,6 +318,50 @@ pub struct Notification {
     /// Which one (an approval id, a task id …; at most 1,000 bytes).
     pub id: String,
 }
+
+impl Notification {
+    /// A notification on `topic` about `id`.
+    pub fn new(topic: impl Into<String>, id: impl Into<String>) -> Self {
+        Notification {
+            topic: topic.into(),
+            id: id.into(),
+        }
+    }
+
+    /// `Invalid` for an empty topic, a topic holding `:` or an id over
+    /// 1,000 bytes: what every store's
+    /// [`notify`](super::ThreadStore::notify) checks first.
+    pub fn check(&self) -> Result<(), StoreError> {
+        if self.topic.is_empty() || self.topic.contains(':') {
+            return Err(StoreError::Invalid(format!(
+                "notification topic {:?} is empty or holds ':'",
+                self.topic
+            )));
+        }
+        if self.id.len() > 1000 {
+            return Err(StoreError::Invalid(format!(
+                "notification id of {} bytes (at most 1000)",
+                self.id.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The wire form `topic:id` (PostgreSQL's `NOTIFY` payload).
+    pub fn payload(&self) -> String {
+        format!("{}:{}", self.topic, self.id)
+    }
+
+    /// From the wire form `topic:id`; `None` without a `:`.
+    pub fn from_payload(payload: &str) -> Option<Self> {
+        let (topic, id) = payload.split_once(':')?;
+        Some(Notification::new(topic, id))
+    }
+}
+
+/// How many notifications a store buffers per listener before the
+/// slowest loses the oldest.
+pub const NOTIFICATION_CAPACITY: usize = 1024;
 
 /// An approval was answered or expired.
 pub const TOPIC_APPROVAL: &str = "approval";

@@ -37,6 +37,7 @@ pub mod durable;
 pub(crate) mod error;
 pub mod event_log;
 pub(crate) mod grants;
+mod memory_durable;
 pub(crate) mod recorder;
 pub mod store;
 

@@ -13,13 +13,16 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use tokio::sync::broadcast;
+
 use super::durable::{
-    AnswerRefused, ApprovalRow, NewApproval, NewTask, Notification, Notifications, PushConfigRow,
-    TaskChange, TaskPage, TaskQuery, TaskRow, TaskUpdate,
+    AnswerRefused, ApprovalRow, NOTIFICATION_CAPACITY, NewApproval, NewTask, Notification,
+    Notifications, PushConfigRow, TaskChange, TaskPage, TaskQuery, TaskRow, TaskUpdate,
 };
 use super::event_log::{
     EventPage, EventQuery, NewEvent, Retention, StoredEventRow, check_append, encode_event,
 };
+use super::memory_durable::Durable;
 
 /// Whether a record is the key's current one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -517,20 +520,22 @@ pub fn check_tool_name(tool: &str) -> Result<(), StoreError> {
 }
 
 /// A lease as the memory store holds it: with its run's prompt and start.
-struct Held {
-    lease: Lease,
-    prompt: Option<String>,
-    started_at: DateTime<Utc>,
+pub(super) struct Held {
+    pub(super) lease: Lease,
+    pub(super) prompt: Option<String>,
+    pub(super) started_at: DateTime<Utc>,
 }
 
 #[derive(Default)]
-struct MemoryInner {
+pub(super) struct MemoryInner {
     records: Vec<ThreadRecord>,
-    leases: HashMap<String, Held>,
-    interrupted: Vec<InterruptedRun>,
+    pub(super) leases: HashMap<String, Held>,
+    pub(super) interrupted: Vec<InterruptedRun>,
     logs: HashMap<String, EventLog>,
     /// Per key: the always-allowed tools.
     policies: HashMap<String, std::collections::BTreeSet<String>>,
+    /// Approvals and tasks.
+    pub(super) durable: Durable,
 }
 
 /// A key's event log in memory: its rows (as the durable stores keep
@@ -574,10 +579,20 @@ impl MemoryInner {
     }
 }
 
-/// A store in process memory: for tests and single-process hosts.
-#[derive(Default)]
+/// A store in process memory: for tests and single-process hosts. Its
+/// notifications reach the listeners of this store value only.
 pub struct MemoryStore {
     inner: Mutex<MemoryInner>,
+    notifications: broadcast::Sender<Notification>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore {
+            inner: Mutex::default(),
+            notifications: broadcast::Sender::new(NOTIFICATION_CAPACITY),
+        }
+    }
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -764,33 +779,9 @@ impl ThreadStore for MemoryStore {
         epoch: &str,
     ) -> Result<Vec<InterruptedRun>, StoreError> {
         let (dead, alive) = recovery_prefixes(instance, epoch)?;
-        let mut inner = self.lock();
-        let now = Utc::now();
-        let mut stale: Vec<String> = inner
-            .leases
-            .iter()
-            .filter(|(_, held)| {
-                held.lease.owner.starts_with(&dead) && !held.lease.owner.starts_with(&alive)
-            })
-            .map(|(target, _)| target.clone())
-            .collect();
-        stale.sort_by_key(|target| inner.leases.get(target).map(|held| held.started_at));
-        let mut runs = Vec::new();
-        for target in stale {
-            let Some(held) = inner.leases.remove(&target) else {
-                continue;
-            };
-            let run = InterruptedRun::from_lease(
-                &target,
-                &held.lease.owner,
-                held.prompt,
-                held.started_at,
-                now,
-            );
-            runs.extend(run);
-        }
-        inner.interrupted.extend(runs.iter().cloned());
-        Ok(runs)
+        Ok(self.lock().recover_where(|_, held| {
+            held.lease.owner.starts_with(&dead) && !held.lease.owner.starts_with(&alive)
+        }))
     }
 
     async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
@@ -909,5 +900,99 @@ impl ThreadStore for MemoryStore {
         let drop = log.rows.partition_point(|r| r.cursor < keep_from);
         log.rows.drain(..drop);
         Ok(drop as u64)
+    }
+
+    async fn recover_expired(&self) -> Result<Vec<InterruptedRun>, StoreError> {
+        Ok(self.lock().recover_expired())
+    }
+
+    async fn put_approval(&self, approval: NewApproval) -> Result<ApprovalRow, StoreError> {
+        self.lock().durable.put_approval(approval)
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
+        Ok(self.lock().durable.approval(id))
+    }
+
+    async fn pending_approvals(&self, key: &str) -> Result<Vec<ApprovalRow>, StoreError> {
+        Ok(self.lock().durable.pending_approvals(key))
+    }
+
+    async fn answer_approval(
+        &self,
+        id: &str,
+        principal: &str,
+        answer: Value,
+    ) -> Result<Result<ApprovalRow, AnswerRefused>, StoreError> {
+        Ok(self.lock().durable.answer_approval(id, principal, answer))
+    }
+
+    async fn expire_approval(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.lock().durable.expire_approval(id))
+    }
+
+    async fn create_task(&self, task: NewTask) -> Result<TaskRow, StoreError> {
+        self.lock().durable.create_task(task)
+    }
+
+    async fn update_task(&self, id: &str, change: TaskChange) -> Result<TaskRow, StoreError> {
+        self.lock().durable.update_task(id, change)
+    }
+
+    async fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        Ok(self.lock().durable.task(id))
+    }
+
+    async fn task_updates(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskUpdate>, StoreError> {
+        Ok(self.lock().durable.task_updates(id, after, limit))
+    }
+
+    async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.lock().durable.list_tasks(query)
+    }
+
+    async fn active_tasks(&self, key: &str) -> Result<Vec<TaskRow>, StoreError> {
+        Ok(self.lock().durable.active_tasks(key))
+    }
+
+    async fn request_task_cancel(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        Ok(self.lock().durable.request_task_cancel(id))
+    }
+
+    async fn prune_tasks(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        Ok(self.lock().durable.prune_tasks(before))
+    }
+
+    async fn put_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+        config: Value,
+    ) -> Result<PushConfigRow, StoreError> {
+        self.lock().durable.put_push_config(task_id, id, config)
+    }
+
+    async fn push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
+        Ok(self.lock().durable.push_configs(task_id))
+    }
+
+    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, StoreError> {
+        Ok(self.lock().durable.delete_push_config(task_id, id))
+    }
+
+    async fn notify(&self, notification: &Notification) -> Result<(), StoreError> {
+        notification.check()?;
+        // No listener is not an error: nobody waits.
+        let _ = self.notifications.send(notification.clone());
+        Ok(())
+    }
+
+    async fn listen(&self) -> Result<Notifications, StoreError> {
+        Ok(self.notifications.subscribe())
     }
 }
