@@ -2,11 +2,16 @@
 //! instances over one database: a task started on one is read, followed,
 //! cancelled and listed on the other; when the first one dies, the
 //! interrupted run fails its task and the other server's follower sees
-//! the end.
+//! the end. The official JS client (`@a2a-js/sdk`, `list_across` in
+//! tests/bridges/a2a/client.mjs) lists on one server the tasks it sent to
+//! the other. (`agent-adaptor serve` instances over PostgreSQL: the cli
+//! tests.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/a2a_agents.rs"]
 mod a2a_agents;
+#[path = "support/a2a_peers.rs"]
+mod a2a_peers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -257,5 +262,61 @@ async fn a_dead_owner_s_task_fails_and_its_follower_sees_the_end() {
     );
     // Once failed, the task is not failed again.
     assert_eq!(b.runs_interrupted(&[run]).await, Ok(0));
+    rb.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_official_js_client_lists_on_one_server_the_tasks_sent_to_another() {
+    let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::new());
+    let scenarios = Scenarios::new();
+    let (a, b) = (server(&scenarios, &store), server(&scenarios, &store));
+    let ((ra, _), (rb, _)) = (serve(&a).await, serve(&b).await);
+    let script = a2a_peers::script("client.mjs");
+    let out = a2a_peers::run(
+        &a2a_peers::node(),
+        &[script.to_str().unwrap(), "list_across", ra.url(), rb.url()],
+        None,
+        Duration::from_secs(90),
+    )
+    .await;
+    let report = out.json();
+    let sent = &report["sent"];
+    let (hello, structured) = (sent[0].clone(), sent[1].clone());
+    let all = &report["all"];
+    // Newest change first: the second task finished last.
+    assert_eq!(
+        all["ids"],
+        serde_json::json!([structured, hello]),
+        "{report}"
+    );
+    assert_eq!(all["totalSize"], 2);
+    assert_eq!(all["pageSize"], 50);
+    assert_eq!(all["nextPageToken"], "");
+    assert_eq!(
+        all["states"],
+        serde_json::json!(["TASK_STATE_COMPLETED", "TASK_STATE_COMPLETED"])
+    );
+    assert_eq!(
+        all["artifactText"],
+        serde_json::json!(["{\"answer\": 42}", "Hello from agent-adaptor"])
+    );
+    assert_eq!(all["historyLengths"], serde_json::json!([0, 0]));
+    let (first, second) = (&report["first"], &report["second"]);
+    assert_eq!(first["ids"], serde_json::json!([structured]));
+    assert_ne!(first["nextPageToken"], "");
+    assert_eq!(
+        first["artifactText"],
+        serde_json::json!([""]),
+        "no artifacts unless asked"
+    );
+    assert_eq!(second["ids"], serde_json::json!([hello]));
+    assert_eq!(second["nextPageToken"], "");
+    assert_eq!(report["ofContext"]["ids"], serde_json::json!([hello]));
+    assert_eq!(report["completed"]["totalSize"], 2);
+    assert_eq!(report["got"]["id"], hello);
+    assert_eq!(report["got"]["artifactText"], "Hello from agent-adaptor");
+    let statuses = report["statuses"].as_array().unwrap();
+    assert!(statuses.iter().all(|s| s == 200), "{report}");
+    ra.shutdown().await.unwrap();
     rb.shutdown().await.unwrap();
 }
