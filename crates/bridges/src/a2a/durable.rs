@@ -67,6 +67,8 @@ pub enum TaskStoreError {
 pub(crate) struct Durable {
     pub(crate) store: Arc<dyn ThreadStore>,
     pub(crate) poll: Duration,
+    /// The first retry's delay of a failed write.
+    backoff: Duration,
     /// Cleared when the store says it cannot keep tasks: the server then
     /// keeps them in memory only, as without a store.
     enabled: AtomicBool,
@@ -79,6 +81,7 @@ impl Durable {
         Durable {
             store,
             poll: poll.max(Duration::from_millis(10)),
+            backoff: FIRST_BACKOFF,
             enabled: AtomicBool::new(true),
             failures: AtomicU64::new(0),
             last_error: Mutex::new(None),
@@ -239,7 +242,7 @@ async fn write_all(durable: &Durable, slot: &TaskSlot) -> bool {
             continue;
         };
         let mut attempt = 1;
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = durable.backoff;
         loop {
             match durable.write(&slot.id, &batch).await {
                 Ok(()) => break,
@@ -308,4 +311,141 @@ pub(crate) fn read_error(e: &StoreError) -> RpcError {
     };
     tracing::warn!(%error, "a2a: task store read failed");
     RpcError::new(ErrorCode::Internal, error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU32;
+
+    use agent_adaptor_core::MemoryStore;
+    use agent_adaptor_core::driver::async_trait;
+    use agent_adaptor_core::thread::durable::{Notifications, TaskUpdate};
+    use agent_adaptor_core::thread::{FinalizeRequest, Lease, ThreadRecord};
+
+    use super::*;
+    use crate::a2a::types::{Artifact, Message, Part, TaskState};
+
+    /// A [`MemoryStore`] whose task updates fail `failures` times first.
+    struct Flaky {
+        inner: MemoryStore,
+        failures: AtomicU32,
+    }
+
+    const NO: StoreError = StoreError::Unsupported("keep threads");
+
+    #[async_trait]
+    impl ThreadStore for Flaky {
+        async fn resolve(&self, _: &str, _: bool) -> Result<Option<ThreadRecord>, StoreError> {
+            Err(NO)
+        }
+        async fn acquire_lease(&self, _: &str, _: &str, _: Duration) -> Result<Lease, StoreError> {
+            Err(NO)
+        }
+        async fn renew_lease(&self, _: &Lease, _: Duration) -> Result<Lease, StoreError> {
+            Err(NO)
+        }
+        async fn release_lease(&self, _: &Lease) -> Result<(), StoreError> {
+            Err(NO)
+        }
+        async fn finalize(&self, _: FinalizeRequest) -> Result<ThreadRecord, StoreError> {
+            Err(NO)
+        }
+        async fn create_task(&self, task: NewTask) -> Result<TaskRow, StoreError> {
+            self.inner.create_task(task).await
+        }
+        async fn update_task(&self, id: &str, change: TaskChange) -> Result<TaskRow, StoreError> {
+            let left = self.failures.load(Ordering::Acquire);
+            if left > 0 {
+                self.failures.store(left - 1, Ordering::Release);
+                return Err(StoreError::Backend("connection reset".into()));
+            }
+            self.inner.update_task(id, change).await
+        }
+        async fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+            self.inner.task(id).await
+        }
+        async fn task_updates(
+            &self,
+            id: &str,
+            after: u64,
+            limit: usize,
+        ) -> Result<Vec<TaskUpdate>, StoreError> {
+            self.inner.task_updates(id, after, limit).await
+        }
+        async fn notify(&self, n: &Notification) -> Result<(), StoreError> {
+            self.inner.notify(n).await
+        }
+        async fn listen(&self) -> Result<Notifications, StoreError> {
+            self.inner.listen().await
+        }
+    }
+
+    /// A journaled task over a store whose updates fail `failures` times,
+    /// its writer running; three changes, the last one final.
+    async fn run(failures: u32) -> (Arc<Durable>, Arc<TaskSlot>) {
+        let store = Arc::new(Flaky {
+            inner: MemoryStore::new(),
+            failures: AtomicU32::new(failures),
+        });
+        let mut durable = Durable::new(store, DEFAULT_TASK_POLL);
+        durable.backoff = Duration::from_millis(1);
+        let durable = Arc::new(durable);
+        let slot = TaskSlot::new(
+            "t1".into(),
+            "c1".into(),
+            Message::user_text("hi"),
+            Principal::anonymous(),
+            true,
+        );
+        assert!(durable.create(&slot, "a2a:c1").await.unwrap());
+        let writer = tokio::spawn(write_through(durable.clone(), slot.clone()));
+        slot.set_status(TaskState::Working, None);
+        let chunk = Artifact {
+            artifact_id: "response".into(),
+            parts: vec![Part::text("done")],
+            ..Artifact::default()
+        };
+        slot.artifact(chunk, false, true);
+        slot.set_status(TaskState::Completed, None);
+        writer.await.unwrap();
+        (durable, slot)
+    }
+
+    #[tokio::test]
+    async fn failed_writes_are_retried_in_order_and_the_final_one_lands() {
+        let (durable, _slot) = run(3).await;
+        let row = durable.store.task("t1").await.unwrap().unwrap();
+        assert!(row.terminal);
+        assert_eq!(row.state, "TASK_STATE_COMPLETED");
+        assert_eq!(row_task(&row, None).unwrap().artifact_text(), "done");
+        let items: Vec<StreamResponse> = durable
+            .store
+            .task_updates("t1", 0, 100)
+            .await
+            .unwrap()
+            .iter()
+            .flat_map(|u| decode_updates(&u.body).unwrap())
+            .collect();
+        let kinds: Vec<_> = items.iter().map(StreamResponse::state).collect();
+        assert_eq!(
+            kinds,
+            [Some(TaskState::Working), None, Some(TaskState::Completed)]
+        );
+        assert_eq!(durable.failures(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_write_that_keeps_failing_is_given_up_and_reported() {
+        let (durable, slot) = run(u32::MAX).await;
+        assert_eq!(durable.failures(), 1);
+        let error = durable.last_error().unwrap();
+        assert!(
+            matches!(&error, TaskStoreError::Write { task, message }
+                if task == "t1" && message.contains("connection reset")),
+            "{error:?}"
+        );
+        let row = durable.store.task("t1").await.unwrap().unwrap();
+        assert_eq!(row.state, "TASK_STATE_SUBMITTED", "nothing was written");
+        assert!(slot.take_unsaved().is_none(), "the slot stopped collecting");
+    }
 }
