@@ -61,6 +61,7 @@ struct AgentInner {
     identity: AgentIdentity,
     thread_store: Option<Arc<dyn ThreadStore>>,
     lease_owner: Option<Arc<str>>,
+    lease_ttl: Duration,
     resources: Option<Arc<dyn crate::resources::RunResources>>,
 }
 
@@ -99,6 +100,7 @@ impl Agent {
                 identity: s.identity,
                 thread_store: s.thread_store,
                 lease_owner: s.lease_owner,
+                lease_ttl: s.lease_ttl,
                 resources: s.resources,
             }),
         }
@@ -177,6 +179,12 @@ impl Agent {
     /// [`AgentBuilder::lease_owner`]).
     pub(crate) fn lease_owner(&self) -> Option<Arc<str>> {
         self.inner.lease_owner.clone()
+    }
+
+    /// How long this agent's thread leases last without renewal (see
+    /// [`AgentBuilder::lease_ttl`]).
+    pub(crate) fn lease_ttl(&self) -> Duration {
+        self.inner.lease_ttl
     }
 
     /// The run resources manager, if the host configured one.
@@ -294,6 +302,7 @@ struct Settings {
     identity: AgentIdentity,
     thread_store: Option<Arc<dyn ThreadStore>>,
     lease_owner: Option<Arc<str>>,
+    lease_ttl: Duration,
     resources: Option<Arc<dyn crate::resources::RunResources>>,
 }
 
@@ -313,6 +322,7 @@ impl AgentBuilder {
             identity: AgentIdentity::default(),
             thread_store: None,
             lease_owner: None,
+            lease_ttl: crate::thread::LEASE_TTL,
             resources: None,
         }
     }
@@ -370,6 +380,17 @@ impl AgentBuilder {
         self
     }
 
+    /// How long a thread lease lasts without renewal (default
+    /// [`LEASE_TTL`](crate::thread::LEASE_TTL)); a running thread renews
+    /// it every third of that. A host whose process dies holds its threads
+    /// this long unless it recovers them (see
+    /// [`ThreadStore::recover_expired`]); a shorter TTL frees them sooner
+    /// and costs more renewals. `build` refuses a TTL under 1 s.
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.settings.lease_ttl = ttl;
+        self
+    }
+
     /// A manager of run resources (a git worktree per thread or run,
     /// runtime services): each run's workspace and services are made ready
     /// before the driver is called, released after, and reported in
@@ -396,6 +417,12 @@ impl AgentBuilder {
                     reason: e.to_string(),
                 });
             }
+        }
+        if self.settings.lease_ttl < Duration::from_secs(1) {
+            return Err(Error::InvalidOption {
+                option: "lease_ttl",
+                reason: format!("{:?} is under 1 s", self.settings.lease_ttl),
+            });
         }
         if self.settings.broker.buffer == 0 {
             return Err(Error::InvalidOption {

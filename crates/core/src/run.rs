@@ -48,7 +48,7 @@ pub(crate) struct Launch {
 pub(crate) fn refused(run_id: Arc<str>, err: Error) -> RunStream {
     let (tx, rx) = watch::channel(Some(Arc::new(Err(err))));
     drop(tx);
-    RunStream::new(run_id, Arc::new(RunControl::default()), rx, None)
+    RunStream::new(run_id, Arc::new(RunControl::default()), rx, None, None)
 }
 
 /// Admit the run: spawn its task and return the stream at once.
@@ -58,6 +58,10 @@ pub(crate) fn start(launch: Launch) -> RunStream {
         return refused(run_id, Error::NoRuntime);
     };
     let control = Arc::new(RunControl::default());
+    let holder = launch
+        .thread
+        .as_ref()
+        .map(|plan| Arc::from(plan.holder(&run_id)));
     let (tx, rx) = watch::channel(None);
     let template = EventMeta::unstamped(run_id.clone(), launch.thread_key.clone());
     let spec = launch
@@ -80,7 +84,7 @@ pub(crate) fn start(launch: Launch) -> RunStream {
         launch.approvals.clone(),
     );
     runtime.spawn(execute(launch, sink, control.clone(), tx, recorder));
-    RunStream::new(run_id, control, rx, Some(consumer))
+    RunStream::new(run_id, control, rx, Some(consumer), holder)
 }
 
 /// How the driver call ended.

@@ -23,6 +23,7 @@ pub(crate) type Outcome = Option<Arc<Result<RunResult, Error>>>;
 #[derive(Clone)]
 pub struct RunHandle {
     run_id: Arc<str>,
+    lease_holder: Option<Arc<str>>,
     control: Arc<RunControl>,
     outcome: watch::Receiver<Outcome>,
 }
@@ -40,6 +41,18 @@ impl RunHandle {
     /// The SDK run id, available at once.
     pub fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// The owner a thread run takes its key's lease with
+    /// (`{instance}@{epoch}/{run id}`, or the run id alone when the host
+    /// did not name its process; see
+    /// [`AgentBuilder::lease_owner`](crate::AgentBuilder::lease_owner)):
+    /// what a bridge keeps as the holder of the run's durable approvals
+    /// and tasks, so that recovering the lease expires them. `None` for a
+    /// run outside a thread (and for a thread run refused before it
+    /// started).
+    pub fn lease_holder(&self) -> Option<&str> {
+        self.lease_holder.as_deref()
     }
 
     /// Cancel the run. Idempotent; releases blocked publishers and approval
@@ -127,11 +140,13 @@ impl RunStream {
         control: Arc<RunControl>,
         outcome: watch::Receiver<Outcome>,
         events: Option<Consumer>,
+        lease_holder: Option<Arc<str>>,
     ) -> Self {
         RunStream {
             events,
             handle: RunHandle {
                 run_id,
+                lease_holder,
                 control,
                 outcome,
             },
@@ -142,6 +157,11 @@ impl RunStream {
     /// The SDK run id.
     pub fn run_id(&self) -> &str {
         self.handle.run_id()
+    }
+
+    /// The run's lease holder; see [`RunHandle::lease_holder`].
+    pub fn lease_holder(&self) -> Option<&str> {
+        self.handle.lease_holder()
     }
 
     /// Cancel the run (idempotent). Keep reading until the stream ends, then

@@ -28,7 +28,15 @@ impl Thread {
             base_dir: self.agent.default_workspace(),
         };
         let owner = self.agent.lease_owner();
-        delete(&*store, resources.as_deref(), &thread, owner.as_deref()).await
+        let ttl = self.agent.lease_ttl();
+        delete_with_ttl(
+            &*store,
+            resources.as_deref(),
+            &thread,
+            owner.as_deref(),
+            ttl,
+        )
+        .await
     }
 }
 
@@ -51,6 +59,23 @@ pub async fn delete(
     thread: &ResourceThread,
     owner: Option<&str>,
 ) -> Result<u64, Error> {
+    delete_with_ttl(store, resources, thread, owner, LEASE_TTL).await
+}
+
+/// [`delete`], holding the thread's lease with `ttl` (an agent's
+/// [`lease_ttl`](crate::AgentBuilder::lease_ttl)) while the resources are
+/// released.
+///
+/// # Errors
+///
+/// As [`delete`].
+pub async fn delete_with_ttl(
+    store: &dyn ThreadStore,
+    resources: Option<&dyn RunResources>,
+    thread: &ResourceThread,
+    owner: Option<&str>,
+    ttl: std::time::Duration,
+) -> Result<u64, Error> {
     let key = thread.key.as_str();
     let store_err = |e| Error::Thread(ThreadError::from_store(e, key));
     let run = new_id("delete_");
@@ -59,7 +84,7 @@ pub async fn delete(
         None => run,
     };
     let lease = store
-        .acquire_lease(&format!("key:{key}"), &owner, LEASE_TTL)
+        .acquire_lease(&format!("key:{key}"), &owner, ttl)
         .await
         .map_err(store_err)?;
     let released = match resources {

@@ -32,7 +32,7 @@
 //! with [`ThreadStore::events`].
 
 mod delete;
-pub use delete::delete;
+pub use delete::{delete, delete_with_ttl};
 pub mod durable;
 pub(crate) mod error;
 pub mod event_log;
@@ -65,10 +65,12 @@ pub use store::{
     ThreadRecord, ThreadStore, check_tool_name, recovery_prefixes,
 };
 
-/// How long a thread lease lasts without renewal.
+/// How long a thread lease lasts without renewal, unless the agent sets
+/// its own ([`AgentBuilder::lease_ttl`](crate::AgentBuilder::lease_ttl)).
 pub const LEASE_TTL: Duration = Duration::from_secs(300);
-/// How often a running thread renews its lease.
-pub const LEASE_RENEW: Duration = Duration::from_secs(120);
+/// How often a running thread renews a [`LEASE_TTL`] lease: every third
+/// of its TTL.
+pub const LEASE_RENEW: Duration = Duration::from_secs(100);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Mode {
@@ -226,6 +228,7 @@ impl Thread {
         Ok(ThreadPlan {
             store,
             owner: self.agent.lease_owner(),
+            lease_ttl: self.agent.lease_ttl(),
             key: self.key.clone(),
             mode: self.mode.clone(),
             driver_type: driver.descriptor().driver_type,
@@ -252,6 +255,8 @@ pub(crate) struct ThreadPlan {
     store: Arc<dyn ThreadStore>,
     /// `{instance}@{epoch}` of the process, when the host named it.
     owner: Option<Arc<str>>,
+    /// How long the lease lasts without renewal.
+    lease_ttl: Duration,
     pub(crate) key: Arc<str>,
     mode: Mode,
     driver_type: String,
@@ -349,10 +354,7 @@ impl ThreadPlan {
     /// Take the lease and resolve the record into the request's session.
     pub(crate) async fn begin(self, request: &mut Request) -> Result<ActiveThread, ThreadError> {
         let target = format!("key:{}", self.key);
-        let owner = match &self.owner {
-            Some(process) => format!("{process}/{}", request.run_id),
-            None => request.run_id.clone(),
-        };
+        let owner = self.holder(&request.run_id);
         let fingerprint = self.fingerprint(request);
         // A strict thread refuses an incompatible record before it takes
         // the lease (and again under it, below, should the record change).
@@ -361,7 +363,7 @@ impl ThreadPlan {
         }
         let lease = self
             .store
-            .acquire_run_lease(&target, &owner, LEASE_TTL, &request.prompt)
+            .acquire_run_lease(&target, &owner, self.lease_ttl, &request.prompt)
             .await
             .map_err(|e| ThreadError::from_store(e, &self.key))?;
         let resolved = self.resolve(&fingerprint).await;
@@ -380,6 +382,16 @@ impl ThreadPlan {
                 let _ = self.store.release_lease(&lease).await;
                 Err(e)
             }
+        }
+    }
+
+    /// The owner run `run_id` takes the key's lease with:
+    /// `{instance}@{epoch}/{run id}`, or the run id alone when the host
+    /// did not name its process.
+    pub(crate) fn holder(&self, run_id: &str) -> String {
+        match &self.owner {
+            Some(process) => format!("{process}/{run_id}"),
+            None => run_id.to_owned(),
         }
     }
 
@@ -494,8 +506,9 @@ impl ActiveThread {
     pub(crate) async fn keep_alive(&self, control: &RunControl) {
         let mut lease = self.lease.clone();
         loop {
-            tokio::time::sleep(LEASE_RENEW).await;
-            match self.plan.store.renew_lease(&lease, LEASE_TTL).await {
+            let ttl = self.plan.lease_ttl;
+            tokio::time::sleep(ttl / 3).await;
+            match self.plan.store.renew_lease(&lease, ttl).await {
                 Ok(l) => lease = l,
                 Err(_) => {
                     control.stop(StopReason::LeaseLost(self.plan.key.to_string()));
