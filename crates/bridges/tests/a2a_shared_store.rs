@@ -21,8 +21,10 @@ use agent_adaptor_bridges::a2a::{
     A2aServer, Client, ErrorCode, GetTaskRequest, INTERRUPTED_TEXT, ListTasksRequest, Message,
     RunningServer, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState,
 };
+use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
 use agent_adaptor_core::thread::store::InterruptedRun;
-use agent_adaptor_core::{MemoryStore, ThreadStore};
+use agent_adaptor_core::{Agent, MemoryStore, ThreadStore};
+use agent_adaptor_driver::StreamPayload;
 use futures::StreamExt;
 
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -318,5 +320,65 @@ async fn the_official_js_client_lists_on_one_server_the_tasks_sent_to_another() 
     let statuses = report["statuses"].as_array().unwrap();
     assert!(statuses.iter().all(|s| s == 200), "{report}");
     ra.shutdown().await.unwrap();
+    rb.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_thread_task_names_its_run_s_lease_holder_and_only_that_run_fails_it() {
+    let memory = Arc::new(MemoryStore::new());
+    let store: Arc<dyn ThreadStore> = memory.clone();
+    let driver = ScriptedDriver::new(
+        vec![
+            Step::Stream(StreamPayload::run_started()),
+            Step::WaitForCancel,
+        ],
+        Ending::Fail("unreachable".into()),
+    )
+    .with_resume(
+        Arc::new(agent_adaptor_driver::StandardSessionCodec::new("scripted")),
+        "scripted-config-v1",
+    );
+    let agent = Agent::builder(driver)
+        .thread_store(memory)
+        .lease_owner("host-a", "epoch-1")
+        .build()
+        .unwrap();
+    let owner = A2aServer::with_threads(agent)
+        .task_store(store.clone())
+        .build();
+    let scenarios = Scenarios::new();
+    let other = server(&scenarios, &store);
+    let ((ro, on_owner), (rb, on_b)) = (serve(&owner).await, serve(&other).await);
+
+    let started = start(&on_owner, "wait").await;
+    let holder = within(async {
+        loop {
+            let row = store.task(&started.id).await.unwrap().unwrap();
+            if let Some(h) = row.holder {
+                return h;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let (prefix, run_id) = holder.split_once('/').unwrap();
+    assert_eq!(prefix, "host-a@epoch-1");
+    let run = |run_id: &str| InterruptedRun {
+        key: format!("a2a:{}", started.context_id),
+        run_id: run_id.into(),
+        prompt: None,
+        started_at: chrono::Utc::now(),
+        interrupted_at: chrono::Utc::now(),
+    };
+    // Another run of the thread: the task is not its.
+    assert_eq!(other.runs_interrupted(&[run("another-run")]).await, Ok(0));
+    // The owner runs it: its own server never fails it.
+    assert_eq!(owner.runs_interrupted(&[run(run_id)]).await, Ok(0));
+    assert_eq!(other.runs_interrupted(&[run(run_id)]).await, Ok(1));
+    let failed = on_b.get_task(&started.id).await.unwrap();
+    assert_eq!(failed.status.state, TaskState::Failed);
+    let row = store.task(&started.id).await.unwrap().unwrap();
+    assert_eq!(row.holder, None);
+    ro.shutdown().await.unwrap();
     rb.shutdown().await.unwrap();
 }

@@ -371,8 +371,10 @@ pub(crate) async fn interrupted(
             }
         };
         for row in rows {
+            // The holder's run part: after its first `/` (the whole holder
+            // when the host did not name its process).
             let held_by_run = row.holder.as_deref().is_none_or(|h| {
-                run.run_id.is_empty() || h.split_once('/').is_some_and(|(_, r)| r == run.run_id)
+                run.run_id.is_empty() || h.split_once('/').map_or(h, |(_, r)| r) == run.run_id
             });
             if !held_by_run || local.get(&row.id).is_some() {
                 continue;

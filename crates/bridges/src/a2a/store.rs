@@ -291,13 +291,18 @@ impl TaskSlot {
         let _ = self.updates.send(update);
     }
 
-    /// Attach the run (cancelling it at once if a cancel came first).
+    /// Attach the run (cancelling it at once if a cancel came first); its
+    /// lease owner becomes the task's holder in the store.
     pub(crate) fn attach_run(&self, run: RunHandle) {
         let mut inner = self.lock();
         if inner.cancel_requested || inner.closing {
             run.cancel();
         }
         if !inner.task.status.state.is_terminal() {
+            if let Some(holder) = run.lease_holder() {
+                inner.holder = Some(holder.to_owned());
+                self.journal(&mut inner, None);
+            }
             inner.run = Some(run);
         }
     }
