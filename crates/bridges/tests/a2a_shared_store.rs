@@ -188,6 +188,16 @@ async fn a_task_is_read_followed_cancelled_and_listed_on_another_server() {
     assert_eq!(err.code(), Some(ErrorCode::InvalidParams));
 
     assert_eq!(a.store_failures() + b.store_failures(), 0);
+
+    // Pruning: the finished tasks leave the store, and A forgets nothing
+    // it still holds in memory.
+    assert_eq!(b.prune_stored_tasks(Duration::from_secs(3600)).await, Ok(0));
+    assert_eq!(b.prune_stored_tasks(Duration::ZERO).await, Ok(2));
+    let err = on_b.get_task(&hello.id).await.unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::TaskNotFound));
+    assert_eq!(on_a.get_task(&hello.id).await.unwrap().id, hello.id);
+    let none = on_b.list_tasks(ListTasksRequest::default()).await.unwrap();
+    assert_eq!(none.total_size, 0);
     ra.shutdown().await.unwrap();
     rb.shutdown().await.unwrap();
 }

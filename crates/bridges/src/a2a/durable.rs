@@ -34,6 +34,11 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// no notification came.
 pub const DEFAULT_TASK_POLL: Duration = Duration::from_millis(500);
 
+/// Default time a finished task stays in the task store.
+pub const DEFAULT_STORED_TASK_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How often a server prunes finished tasks from the task store.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
 /// Why the task store did not take a task change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -52,6 +57,12 @@ pub enum TaskStoreError {
     Write {
         /// The task id.
         task: String,
+        /// The store's error.
+        message: String,
+    },
+    /// Pruning finished tasks failed.
+    #[error("the task store could not prune finished tasks: {message}")]
+    Prune {
         /// The store's error.
         message: String,
     },
@@ -222,6 +233,44 @@ impl Durable {
             }
             mine
         }))
+    }
+}
+
+impl Durable {
+    /// Delete the finished tasks last changed more than `keep` ago (with
+    /// their updates and push configurations); how many.
+    pub(crate) async fn prune(&self, keep: Duration) -> Result<u64, TaskStoreError> {
+        let keep = chrono::Duration::from_std(keep).unwrap_or(chrono::Duration::MAX);
+        let before = chrono::Utc::now()
+            .checked_sub_signed(keep)
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
+        match self.store.prune_tasks(before).await {
+            Ok(n) => Ok(n),
+            Err(StoreError::Unsupported(_)) => Ok(0),
+            Err(e) => Err(TaskStoreError::Prune {
+                message: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// Prune finished tasks older than `keep` now and every hour, until `stop`
+/// (every server sharing the store does: pruning is idempotent).
+pub(crate) async fn prune_loop(
+    durable: Arc<Durable>,
+    keep: Duration,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        match durable.prune(keep).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(tasks = n, "a2a: finished tasks pruned from the task store"),
+            Err(e) => tracing::warn!(error = %e, "a2a: cannot prune finished tasks"),
+        }
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(PRUNE_EVERY) => {}
+        }
     }
 }
 

@@ -147,7 +147,8 @@
 //! and followers anywhere see the end. A write the store keeps refusing is
 //! retried, then logged and counted ([`A2aServer::store_failures`],
 //! [`TaskStoreError`]); a store that cannot keep tasks leaves the server
-//! in memory only.
+//! in memory only. Finished tasks leave the store after
+//! [`DEFAULT_STORED_TASK_TTL`] ([`A2aServerBuilder::stored_task_ttl`]).
 //!
 //! ## Client
 //!
@@ -168,7 +169,7 @@ mod store;
 mod types;
 
 pub use client::{Client, ClientBuilder, ClientError, UpdateStream};
-pub use durable::{DEFAULT_TASK_POLL, TaskStoreError};
+pub use durable::{DEFAULT_STORED_TASK_TTL, DEFAULT_TASK_POLL, TaskStoreError};
 pub use execute::RESPONSE_ARTIFACT_ID;
 pub use observe::{
     CAPABILITIES_ARTIFACT_ID, IMAGES_ARTIFACT_ID, SUBAGENT_ARTIFACT_PREFIX, TODO_ARTIFACT_ID,

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
-use super::durable::{DEFAULT_TASK_POLL, Durable, TaskStoreError};
+use super::durable::{DEFAULT_STORED_TASK_TTL, DEFAULT_TASK_POLL, Durable, TaskStoreError};
 use super::store::TaskStore;
 use super::types::{
     AGENT_CARD_PATH, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC_BINDING,
@@ -64,8 +64,11 @@ pub(crate) struct Shared {
     store: Arc<TaskStore>,
     /// The shared task store, when one is configured.
     durable: Option<Arc<Durable>>,
-    /// Set once this server listens for cancels from other hosts.
+    /// Set once this server listens for cancels from other hosts (and
+    /// prunes the store).
     cancels: tokio::sync::OnceCell<()>,
+    /// How long finished tasks stay in the task store (`None`: forever).
+    stored_ttl: Option<Duration>,
     shutdown: CancellationToken,
 }
 
@@ -96,6 +99,13 @@ impl Shared {
                     rx,
                     self.shutdown.clone(),
                 ));
+                if let Some(keep) = self.stored_ttl {
+                    tokio::spawn(super::durable::prune_loop(
+                        durable.clone(),
+                        keep,
+                        self.shutdown.clone(),
+                    ));
+                }
             })
             .await;
     }
@@ -199,6 +209,16 @@ impl A2aServer {
         self.shared.durable.as_ref().and_then(|d| d.last_error())
     }
 
+    /// Delete from the task store the finished tasks last changed more
+    /// than `keep` ago (every server does this hourly with its
+    /// [`A2aServerBuilder::stored_task_ttl`]); how many. 0 without a store.
+    pub async fn prune_stored_tasks(&self, keep: Duration) -> Result<u64, TaskStoreError> {
+        match &self.shared.durable {
+            Some(durable) if durable.enabled() => durable.prune(keep).await,
+            _ => Ok(0),
+        }
+    }
+
     /// Runs whose host stopped (a lease sweeper's or a start's
     /// [`recover_instance`](ThreadStore::recover_instance) results): fail
     /// their tasks still in progress in the task store, unless this server
@@ -298,6 +318,7 @@ pub struct A2aServerBuilder {
     thread_key: ThreadKeyFn,
     task_store: Option<Arc<dyn ThreadStore>>,
     task_poll: Duration,
+    stored_ttl: Option<Duration>,
 }
 
 impl A2aServerBuilder {
@@ -343,6 +364,7 @@ impl A2aServerBuilder {
             thread_key: Arc::new(|context: &str| format!("a2a:{context}")),
             task_store: None,
             task_poll: DEFAULT_TASK_POLL,
+            stored_ttl: Some(DEFAULT_STORED_TASK_TTL),
         }
     }
 
@@ -477,6 +499,15 @@ impl A2aServerBuilder {
         self
     }
 
+    /// How long a finished task stays in the task store (default
+    /// [`DEFAULT_STORED_TASK_TTL`]; `None`: until the host prunes it, see
+    /// [`A2aServer::prune_stored_tasks`]). The server prunes hourly once it
+    /// has stored a task.
+    pub fn stored_task_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.stored_ttl = ttl;
+        self
+    }
+
     /// Build the server.
     pub fn build(self) -> A2aServer {
         A2aServer {
@@ -498,6 +529,7 @@ impl A2aServerBuilder {
                     .task_store
                     .map(|store| Arc::new(Durable::new(store, self.task_poll))),
                 cancels: tokio::sync::OnceCell::new(),
+                stored_ttl: self.stored_ttl,
                 shutdown: CancellationToken::new(),
             }),
         }
