@@ -12,6 +12,7 @@
 pub mod a2a;
 pub mod acp;
 pub mod agui;
+pub mod desk;
 pub mod guard;
 pub mod http;
 mod observation_json;

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::record::owner_digest;
 use super::run::FrameId;
 use crate::Principal;
 
@@ -58,8 +59,11 @@ pub(crate) struct Hub {
     /// A subscriber read a frame or left.
     progress: Notify,
     limits: ReplayLimits,
-    /// Who started the run: the only principal that may replay it.
-    owner: Principal,
+    /// Who started the run ([`owner_digest`] of its principal): the only
+    /// principal that may replay it.
+    owner: String,
+    /// The core run its producer reads.
+    run: std::sync::OnceLock<RunHandle>,
 }
 
 /// The requested cursor lies before the oldest frame still kept.
@@ -71,7 +75,7 @@ pub(crate) struct Gap;
 pub(crate) struct Abandoned;
 
 impl Hub {
-    pub(crate) fn new(limits: ReplayLimits, owner: Principal) -> Arc<Self> {
+    pub(crate) fn new(limits: ReplayLimits, owner: String) -> Arc<Self> {
         Arc::new(Hub {
             inner: Mutex::new(Inner {
                 frames: VecDeque::new(),
@@ -86,12 +90,28 @@ impl Hub {
             progress: Notify::new(),
             limits,
             owner,
+            run: std::sync::OnceLock::new(),
         })
     }
 
-    /// Who started the run.
-    pub(crate) fn owner(&self) -> &Principal {
+    /// Who started the run (a digest).
+    pub(crate) fn owner(&self) -> &str {
         &self.owner
+    }
+
+    /// Name the core run the producer reads.
+    pub(crate) fn set_run(&self, run: RunHandle) {
+        let _ = self.run.set(run);
+    }
+
+    /// The core run the producer reads.
+    pub(crate) fn run(&self) -> Option<&RunHandle> {
+        self.run.get()
+    }
+
+    /// Whether `principal` started the run.
+    pub(crate) fn owned_by(&self, principal: &Principal) -> bool {
+        owner_digest(principal) == self.owner
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -114,6 +134,8 @@ impl Hub {
         let id = inner.next_sub;
         inner.next_sub += 1;
         inner.subs.insert(id, start);
+        drop(inner);
+        self.progress.notify_waiters();
         Ok(Subscription {
             hub: self.clone(),
             id,
@@ -121,8 +143,15 @@ impl Hub {
     }
 
     /// Append a frame, waiting while the buffer is full of frames some
-    /// subscriber has not read. Fails when no subscriber is attached.
-    pub(crate) async fn push(&self, id: FrameId, bytes: Bytes) -> Result<(), Abandoned> {
+    /// subscriber has not read. Without a subscriber the oldest frames
+    /// make room (a reconnect within the grace finds the newest; the event
+    /// log keeps them all) unless `must_be_read`, when it fails.
+    pub(crate) async fn push(
+        &self,
+        id: FrameId,
+        bytes: Bytes,
+        must_be_read: bool,
+    ) -> Result<(), Abandoned> {
         let mut bytes = Some(bytes);
         loop {
             let progressed = self.progress.notified();
@@ -130,7 +159,7 @@ impl Hub {
             progressed.as_mut().enable();
             {
                 let mut inner = self.lock();
-                if inner.subs.is_empty() {
+                if must_be_read && inner.subs.is_empty() {
                     return Err(Abandoned);
                 }
                 let incoming = bytes.as_ref().map_or(0, Bytes::len);
@@ -166,6 +195,19 @@ impl Hub {
     pub(crate) fn finish(&self) {
         self.lock().finished = true;
         self.appended.notify_waiters();
+    }
+
+    /// Resolves once a subscriber is attached.
+    pub(crate) async fn attached(&self) {
+        loop {
+            let progressed = self.progress.notified();
+            tokio::pin!(progressed);
+            progressed.as_mut().enable();
+            if !self.lock().subs.is_empty() {
+                return;
+            }
+            progressed.await;
+        }
     }
 
     /// Resolves when every subscriber has left (the run was abandoned).
@@ -345,10 +387,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_reconnect_replays_after_its_cursor_and_detects_gaps() {
-        let hub = Hub::new(limits(2), Principal::anonymous());
+        let hub = Hub::new(limits(2), String::new());
         let mut live = hub.attach(None).unwrap();
         for s in 1..=3 {
-            let push = hub.push(id(s), Bytes::from(s.to_string()));
+            let push = hub.push(id(s), Bytes::from(s.to_string()), true);
             // The live reader makes room as it reads.
             let (pushed, _) = tokio::join!(push, async {
                 if s == 3 {
@@ -370,7 +412,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_last_reader_leaving_abandons_the_run() {
-        let hub = Hub::new(limits(8), Principal::anonymous());
+        let hub = Hub::new(limits(8), String::new());
         let sub = hub.attach(None).unwrap();
         let waiter = tokio::spawn({
             let hub = hub.clone();
@@ -383,6 +425,25 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(hub.push(id(1), Bytes::new()).await, Err(Abandoned));
+        assert_eq!(hub.push(id(1), Bytes::new(), true).await, Err(Abandoned));
+    }
+
+    #[tokio::test]
+    async fn without_a_reader_the_newest_frames_wait_for_a_reconnect() {
+        let hub = Hub::new(limits(2), String::new());
+        for s in 1..=3 {
+            hub.push(id(s), Bytes::from(s.to_string()), false)
+                .await
+                .unwrap();
+        }
+        hub.finish();
+        // The oldest made room; a reconnect after it finds a gap, one
+        // after the newest evicted frame reads the rest.
+        assert!(hub.attach(None).is_ok());
+        assert!(hub.attach(Some(id(0))).is_err());
+        let mut late = hub.attach(Some(id(1))).unwrap();
+        assert_eq!(late.next().await, Some(Bytes::from("2")));
+        assert_eq!(late.next().await, Some(Bytes::from("3")));
+        assert_eq!(late.next().await, None);
     }
 }

@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use agent_adaptor_core::RunHandle;
 
+use super::record::owner_digest;
 use super::run::Interrupted;
 use crate::Principal;
 
 struct Parked {
     thread_id: String,
-    owner: Principal,
+    /// [`owner_digest`] of the principal that started the run.
+    owner: String,
     run: Interrupted,
     reaper: tokio::task::AbortHandle,
 }
@@ -67,7 +69,7 @@ impl InterruptRegistry {
 
     /// Park `run` until it is taken or its interrupt expires (at its
     /// `expiresAt`, else after `fallback`); an expired run is cancelled.
-    pub(crate) fn park(&self, run: Interrupted, fallback: Duration, owner: Principal) {
+    pub(crate) fn park(&self, run: Interrupted, fallback: Duration, owner: String) {
         if self.registry().closed {
             tracing::debug!("the handler is closed; cancelling the interrupted run");
             run.handle().cancel();
@@ -110,30 +112,33 @@ impl InterruptRegistry {
         }
     }
 
-    /// Take the run waiting on `interrupt_id` of `thread_id` if `principal`
-    /// started it and `check` accepts it; a refused or mismatched request
-    /// leaves it parked.
-    pub(crate) fn take<E>(
+    /// Check, without taking it, that the run waiting on `interrupt_id` of
+    /// `thread_id` is parked here, that `principal` started it and that
+    /// `check` accepts it.
+    pub(crate) fn peek<E>(
         &self,
         interrupt_id: &str,
         thread_id: &str,
         principal: &Principal,
         check: impl FnOnce(&Interrupted) -> Result<(), E>,
-    ) -> Result<Interrupted, TakeError<E>> {
-        let mut registry = self.registry();
-        let map = &mut registry.parked;
-        match map.get(interrupt_id) {
-            Some(p) if p.thread_id == thread_id && p.owner != *principal => {
-                return Err(TakeError::Forbidden);
+    ) -> Result<(), TakeError<E>> {
+        let registry = self.registry();
+        match registry.parked.get(interrupt_id) {
+            Some(p) if p.thread_id == thread_id && p.owner != owner_digest(principal) => {
+                Err(TakeError::Forbidden)
             }
-            Some(p) if p.thread_id == thread_id => {
-                check(&p.run).map_err(TakeError::Refused)?;
-            }
-            _ => return Err(TakeError::NotFound),
+            Some(p) if p.thread_id == thread_id => check(&p.run).map_err(TakeError::Refused),
+            _ => Err(TakeError::NotFound),
         }
-        let parked = map.remove(interrupt_id).ok_or(TakeError::NotFound)?;
+    }
+
+    /// Take the run waiting on `interrupt_id` whatever asks (its answer was
+    /// checked and recorded in the store already); `None` when it is not
+    /// parked here (any more).
+    pub(crate) fn take_answered(&self, interrupt_id: &str) -> Option<Interrupted> {
+        let parked = self.registry().parked.remove(interrupt_id)?;
         parked.reaper.abort();
-        Ok(parked.run)
+        Some(parked.run)
     }
 
     /// The interrupts parked for `thread_id`: `None` when there are none,
@@ -144,6 +149,7 @@ impl InterruptRegistry {
         thread_id: &str,
         principal: &Principal,
     ) -> Option<Vec<String>> {
+        let digest = owner_digest(principal);
         let registry = self.registry();
         let pending: Vec<(&String, &Parked)> = registry
             .parked
@@ -155,7 +161,7 @@ impl InterruptRegistry {
         }
         let mut ids: Vec<String> = pending
             .into_iter()
-            .filter(|(_, p)| p.owner == *principal)
+            .filter(|(_, p)| p.owner == digest)
             .map(|(id, _)| id.clone())
             .collect();
         ids.sort();

@@ -87,9 +87,21 @@
 //!   `MESSAGES_SNAPSHOT` of the thread ([`history`]) and the current prompt.
 //!   [`thread_transcript`] derives every run of a thread's log again (the
 //!   same frames, prompts and interrupt decisions): a client's history.
-//! * A run lives while a client is attached: when the last one disconnects
+//! * A run lives while a client reads it: when the last one disconnects
 //!   (or stops reading for [`DEFAULT_WRITE_TIMEOUT`], the per-write
-//!   deadline), the run is cancelled, which stops its CLI process.
+//!   deadline), the run is cancelled, which stops its CLI process — at
+//!   once without an event log; with one, after
+//!   [`SseOptions::reconnect_grace`] ([`DEFAULT_RECONNECT_GRACE`]) without
+//!   a reader, here or on another host replaying it from the log (that
+//!   reader announces itself through the store's notifications).
+//!   [`SseHandler::cancel_run`] stops a run at once (a client's explicit
+//!   Stop).
+//! * Shared interrupts (with an event log whose store keeps approvals,
+//!   see [`desk`](crate::desk)): a parked run's interrupt is a pending
+//!   approval row; a resume reaching another host is checked against the
+//!   row (owner, thread, payload), recorded once, and streamed from the
+//!   log while the run's host continues the run under the client's new
+//!   run id. An expired row is refused everywhere and its run cancelled.
 //! * Shutdown ([`SseHandler::shutdown`]): every run streaming and every
 //!   run parked at an interrupt is cancelled; attached streams get the
 //!   final `RUN_FINISHED` (outcome `cancelled`) and end; the call waits,
@@ -117,10 +129,12 @@ mod interrupts;
 mod mapper;
 mod observe;
 mod options;
+mod presence;
 mod record;
 mod replay;
 mod run;
 mod server;
+mod shared;
 mod source;
 mod sse;
 mod thread_key;
@@ -135,8 +149,8 @@ pub use mapper::{
 pub use observe::{ACTIVITY_CAPABILITY, ACTIVITY_SUBAGENT, ACTIVITY_TODO, CUSTOM_IMAGE};
 pub use options::{
     DEFAULT_INTERRUPT_TIMEOUT, DEFAULT_KEEP_ALIVE, DEFAULT_LOG_IDLE, DEFAULT_LOG_POLL,
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_REPLAY_BYTES, DEFAULT_REPLAY_FRAMES, DEFAULT_REPLAY_RETAIN,
-    DEFAULT_WRITE_TIMEOUT, Protocol, SseOptions,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_RECONNECT_GRACE, DEFAULT_REPLAY_BYTES, DEFAULT_REPLAY_FRAMES,
+    DEFAULT_REPLAY_RETAIN, DEFAULT_WRITE_TIMEOUT, Protocol, SseOptions,
 };
 pub use record::{history, thread_history};
 pub use run::{AguiFrame, AguiRun, BadFrameId, Decision, FrameId, Interrupted, ResumeError};

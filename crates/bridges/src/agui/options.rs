@@ -32,6 +32,10 @@ pub const DEFAULT_LOG_POLL: Duration = Duration::from_millis(200);
 /// Default longest silence of a run followed in the event log before the
 /// replay ends it with `RUN_ERROR` `interrupted` (its owner died or hangs).
 pub const DEFAULT_LOG_IDLE: Duration = Duration::from_secs(120);
+/// How long a recorded run goes on after its last client left, waiting for
+/// a reconnect here or on another host (see
+/// [`SseOptions::reconnect_grace`]).
+pub const DEFAULT_RECONNECT_GRACE: Duration = Duration::from_secs(3);
 
 /// What the handler speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -61,6 +65,8 @@ pub struct SseOptions {
     pub(crate) event_log_retention: Retention,
     pub(crate) log_poll: Duration,
     pub(crate) log_idle: Duration,
+    pub(crate) reconnect_grace: Option<Duration>,
+    pub(crate) desk: Option<crate::desk::Desk>,
 }
 
 impl fmt::Debug for SseOptions {
@@ -82,6 +88,7 @@ impl fmt::Debug for SseOptions {
             .field("event_log", &self.event_log.is_some())
             .field("log_poll", &self.log_poll)
             .field("log_idle", &self.log_idle)
+            .field("reconnect_grace", &self.reconnect_grace)
             .finish()
     }
 }
@@ -107,6 +114,8 @@ impl Default for SseOptions {
             event_log_retention: Retention::keep_all(),
             log_poll: DEFAULT_LOG_POLL,
             log_idle: DEFAULT_LOG_IDLE,
+            reconnect_grace: None,
+            desk: None,
         }
     }
 }
@@ -177,9 +186,34 @@ impl SseOptions {
     /// in-memory replay buffer cannot serve (another instance, a finished
     /// run gone from memory) is then replayed from the log. A store without
     /// an event log makes such reconnects 503 `event_log_unavailable`.
+    ///
+    /// The same store then shares the handler's approvals with every host
+    /// over it (see [`Desk`](crate::desk::Desk)): an interrupt is a store
+    /// row any host answers, and the host running the agent continues the
+    /// run. A store that keeps no approvals leaves them in this process.
     pub fn event_log(mut self, store: Arc<dyn ThreadStore>) -> Self {
+        self.desk = Some(crate::desk::Desk::new(store.clone()));
         self.event_log = Some(store);
         self
+    }
+
+    /// How long a run goes on after its last client left before it is
+    /// cancelled, waiting for a reconnect — here, or on another host
+    /// replaying it from the event log (whose reader announces itself).
+    /// Default: [`DEFAULT_RECONNECT_GRACE`] with an event log, zero (at
+    /// once) without one.
+    pub fn reconnect_grace(mut self, grace: Duration) -> Self {
+        self.reconnect_grace = Some(grace);
+        self
+    }
+
+    /// The grace in effect (see [`reconnect_grace`](Self::reconnect_grace)).
+    pub(crate) fn grace(&self) -> Duration {
+        match (self.reconnect_grace, &self.event_log) {
+            (Some(g), _) => g,
+            (None, Some(_)) => DEFAULT_RECONNECT_GRACE,
+            (None, None) => Duration::ZERO,
+        }
     }
 
     /// What the log keeps of each thread (default: everything): applied

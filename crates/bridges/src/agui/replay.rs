@@ -19,10 +19,12 @@ use agent_adaptor_core::{Event, ThreadStore};
 use super::error::RequestError;
 use super::hub::Hub;
 use super::mapper::{Mapper, Next};
+use super::presence::TOPIC_READER;
 use super::record::{RunMeta, TERMINAL_NOTICE, TerminalFrame, read_since, run_meta, unsupported};
 use super::run::{FrameId, Stamp};
 use super::sse::frame;
 use crate::Principal;
+use crate::desk::Desk;
 
 /// A recorded run found in the log.
 pub(crate) struct Found {
@@ -235,28 +237,49 @@ impl LogFrames {
     }
 }
 
+/// The frames of AG-UI run `run_id` of `thread_id` that never started
+/// where a replay could see it: `RUN_STARTED`, then `RUN_ERROR`
+/// `interrupted`.
+pub(crate) fn interrupted_frames(thread_id: String, run_id: String) -> Vec<(FrameId, String)> {
+    let mut mapper = Mapper::new(thread_id, run_id, None);
+    let mut events = Vec::new();
+    mapper.interrupted(Some(chrono::Utc::now().timestamp_millis()), &mut events);
+    LogFrames::encode(Stamp::default().stamp(None, events))
+}
+
 /// How a replay follows the log.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) struct Follow {
     pub(crate) poll: Duration,
     pub(crate) idle: Duration,
+    /// Where to announce this reader to the run's host, and how often
+    /// (see [`presence`](super::presence)).
+    pub(crate) announce: Option<(Desk, Duration)>,
 }
 
-/// Push the frames after `cursor` of the run `found` into `hub`, following
-/// the log until the run's end; then finish the hub. Stops when the client
-/// leaves.
+/// Push the frames after `cursor` (all without one) of the run `found`
+/// into `hub`, following the log until the run's end; then finish the hub.
+/// Stops when the client leaves. While it reads, it tells the run's host
+/// that a reader is there.
 pub(crate) async fn follow(
     store: Arc<dyn ThreadStore>,
     key: String,
     found: Found,
-    cursor: FrameId,
+    cursor: Option<FrameId>,
     hub: Arc<Hub>,
     follow: Follow,
 ) {
     let mut frames = LogFrames::new(&found);
     let mut after = found.start.saturating_sub(1);
     let mut heard = Instant::now();
+    let mut announced: Option<Instant> = None;
     'follow: loop {
+        if let Some((desk, every)) = &follow.announce
+            && announced.is_none_or(|t| t.elapsed() >= *every)
+        {
+            desk.notify(TOPIC_READER, &found.core_run_id).await;
+            announced = Some(Instant::now());
+        }
         let batch = match read_since(store.as_ref(), &key, after).await {
             Ok(records) => {
                 let mut out = Vec::new();
@@ -284,7 +307,8 @@ pub(crate) async fn follow(
             }
         };
         for (id, json) in batch {
-            if id > cursor && hub.push(id, frame(id, &json)).await.is_err() {
+            if cursor.is_none_or(|c| id > c) && hub.push(id, frame(id, &json), true).await.is_err()
+            {
                 break 'follow;
             }
         }

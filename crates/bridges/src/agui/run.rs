@@ -446,58 +446,12 @@ impl Interrupted {
     /// * question: `{"answer": string}`, or `{"approved": false, "reason"?}`
     ///   to decline.
     pub fn decision(&self, entry: &ResumeEntry) -> Result<Decision, ResumeError> {
-        if entry.interrupt_id != self.interrupt.id {
-            return Err(ResumeError::WrongInterrupt {
-                expected: self.interrupt.id.clone(),
-                found: entry.interrupt_id.clone(),
-            });
-        }
-        if entry.status == ResumeStatus::Cancelled {
-            return Ok(Decision::Deny("cancelled by the client".into()));
-        }
-        let invalid = |m: &str| ResumeError::InvalidPayload(m.to_owned());
-        let payload = match &entry.payload {
-            Some(Value::Object(map)) => map,
-            Some(_) => return Err(invalid("the payload must be a JSON object")),
-            None => return Err(invalid("a resolved entry needs a payload")),
-        };
-        let reason = payload
-            .get("reason")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .unwrap_or("denied by the client")
-            .to_owned();
-        let approved = payload.get("approved");
-        if approved.is_some_and(|v| !v.is_boolean()) {
-            return Err(invalid("\"approved\" must be a boolean"));
-        }
-        let approved = approved.and_then(Value::as_bool);
-        if self.request.kind == DecisionKind::Question {
-            return match (payload.get("answer"), approved) {
-                (Some(Value::String(a)), _) => Ok(Decision::Answer(a.clone())),
-                (Some(_), _) => Err(invalid("\"answer\" must be a string")),
-                (None, Some(false)) => Ok(Decision::Deny(reason)),
-                (None, _) => Err(invalid("a question needs {\"answer\": string}")),
-            };
-        }
-        let always = payload.get("always");
-        if always.is_some_and(|v| !v.is_boolean()) {
-            return Err(invalid("\"always\" must be a boolean"));
-        }
-        let always = always.and_then(Value::as_bool) == Some(true);
-        match approved {
-            Some(true) if always => {
-                if self.request.kind != DecisionKind::Permission
-                    || self.request.always_allow_tool().is_none()
-                {
-                    return Err(ResumeError::NotGrantable);
-                }
-                Ok(Decision::ApproveAlways)
-            }
-            Some(true) => Ok(Decision::Approve),
-            Some(false) => Ok(Decision::Deny(reason)),
-            None => Err(invalid("an approval needs {\"approved\": boolean}")),
-        }
+        decide(
+            &self.interrupt.id,
+            self.request.kind,
+            self.request.always_allow_tool().is_some(),
+            entry,
+        )
     }
 
     /// Answer the approval with `entry` and continue the core run as the
@@ -546,6 +500,67 @@ impl Interrupted {
         run.state = State::Reading;
         run.stamp(None, out);
         Ok(run)
+    }
+}
+
+/// What `entry` asks of interrupt `interrupt_id` of a `kind` request
+/// (`grantable`: its tool can be always allowed), checked, not applied
+/// (see [`Interrupted::decision`]).
+pub(crate) fn decide(
+    interrupt_id: &str,
+    kind: DecisionKind,
+    grantable: bool,
+    entry: &ResumeEntry,
+) -> Result<Decision, ResumeError> {
+    if entry.interrupt_id != interrupt_id {
+        return Err(ResumeError::WrongInterrupt {
+            expected: interrupt_id.to_owned(),
+            found: entry.interrupt_id.clone(),
+        });
+    }
+    if entry.status == ResumeStatus::Cancelled {
+        return Ok(Decision::Deny("cancelled by the client".into()));
+    }
+    let invalid = |m: &str| ResumeError::InvalidPayload(m.to_owned());
+    let payload = match &entry.payload {
+        Some(Value::Object(map)) => map,
+        Some(_) => return Err(invalid("the payload must be a JSON object")),
+        None => return Err(invalid("a resolved entry needs a payload")),
+    };
+    let reason = payload
+        .get("reason")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("denied by the client")
+        .to_owned();
+    let approved = payload.get("approved");
+    if approved.is_some_and(|v| !v.is_boolean()) {
+        return Err(invalid("\"approved\" must be a boolean"));
+    }
+    let approved = approved.and_then(Value::as_bool);
+    if kind == DecisionKind::Question {
+        return match (payload.get("answer"), approved) {
+            (Some(Value::String(a)), _) => Ok(Decision::Answer(a.clone())),
+            (Some(_), _) => Err(invalid("\"answer\" must be a string")),
+            (None, Some(false)) => Ok(Decision::Deny(reason)),
+            (None, _) => Err(invalid("a question needs {\"answer\": string}")),
+        };
+    }
+    let always = payload.get("always");
+    if always.is_some_and(|v| !v.is_boolean()) {
+        return Err(invalid("\"always\" must be a boolean"));
+    }
+    let always = always.and_then(Value::as_bool) == Some(true);
+    match approved {
+        Some(true) if always => {
+            if kind != DecisionKind::Permission || !grantable {
+                return Err(ResumeError::NotGrantable);
+            }
+            Ok(Decision::ApproveAlways)
+        }
+        Some(true) => Ok(Decision::Approve),
+        Some(false) => Ok(Decision::Deny(reason)),
+        None => Err(invalid("an approval needs {\"approved\": boolean}")),
     }
 }
 

@@ -16,11 +16,13 @@ use serde::de::DeserializeOwned;
 
 use super::error::RequestError;
 use super::hub::{Hub, Hubs};
-use super::interrupts::{InterruptRegistry, TakeError};
+use super::interrupts::InterruptRegistry;
 use super::options::{Protocol, SseOptions};
-use super::record::{RunMeta, history, read_all, unsupported};
+use super::presence::Presence;
+use super::record::{RunMeta, history, owner_digest, read_all, unsupported};
 use super::replay::{Follow, follow};
 use super::run::{AguiRun, FrameId, ResumeError};
+use super::shared::Answered;
 use super::source::{Parking, RawRun, Recording, Source, produce};
 use super::sse;
 use super::thread_key::{agui_thread_key, raw_thread_key};
@@ -54,11 +56,14 @@ impl Target {
     }
 }
 
-struct Shared {
+pub(super) struct Shared {
     target: Target,
-    options: SseOptions,
-    hubs: Arc<Hubs>,
-    interrupts: InterruptRegistry,
+    pub(super) options: SseOptions,
+    pub(super) hubs: Arc<Hubs>,
+    pub(super) interrupts: InterruptRegistry,
+    /// This handler's name in the answers it records (see
+    /// [`shared`](super::shared)).
+    pub(super) nonce: String,
 }
 
 /// An SSE endpoint over a [`Runner`]: AG-UI 1.0 or raw mode (see the
@@ -78,7 +83,7 @@ struct Shared {
 /// ```
 #[derive(Clone)]
 pub struct SseHandler {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for SseHandler {
@@ -116,6 +121,7 @@ impl SseHandler {
                 options,
                 hubs: Arc::new(Hubs::default()),
                 interrupts: InterruptRegistry::default(),
+                nonce: crate::a2a::new_id("agui_"),
             }),
         }
     }
@@ -157,6 +163,35 @@ impl SseHandler {
     /// Runs parked at an interrupt, waiting for a resume.
     pub fn pending_interrupts(&self) -> usize {
         self.shared.interrupts.len()
+    }
+
+    /// Cancel AG-UI run `run_id` of `thread_id`, streaming on this host,
+    /// for `principal` (who started it): the explicit stop of a client that
+    /// would otherwise leave the run its reconnect grace. `RunNotFound`
+    /// when this host does not stream it, `Forbidden` for another
+    /// principal's run. A finished run is left alone.
+    pub fn cancel_run(
+        &self,
+        thread_id: &str,
+        run_id: &str,
+        principal: &Principal,
+    ) -> Result<(), RequestError> {
+        let key = format!("agui\u{0}{thread_id}\u{0}{run_id}");
+        let hub = self
+            .shared
+            .hubs
+            .get(&key)
+            .ok_or_else(|| RequestError::RunNotFound(run_id.to_owned()))?;
+        if !hub.owned_by(principal) {
+            return Err(RequestError::Forbidden(
+                "this run belongs to another client: only it may stop it",
+            ));
+        }
+        if let Some(run) = hub.run() {
+            tracing::info!(run = run_id, "agui: run stopped by its client");
+            run.cancel();
+        }
+        Ok(())
     }
 
     /// Close the handler (server shutdown): cancel every run it streams and
@@ -297,7 +332,7 @@ impl SseHandler {
             Some(p) => self.recording(&input, p, &principal).await,
             None => None,
         };
-        let hub = Hub::new(s.options.replay, principal.clone());
+        let hub = Hub::new(s.options.replay, owner_digest(&principal));
         if !s.hubs.insert(&key, &hub) {
             return Err(RequestError::RunExists(input.run_id));
         }
@@ -323,34 +358,16 @@ impl SseHandler {
                 run
             }
             (None, Some(entry)) => {
-                let taken =
-                    s.interrupts
-                        .take(&entry.interrupt_id, &input.thread_id, &principal, |p| {
-                            p.decision(entry).map(|_| ())
-                        });
-                let parked = match taken {
-                    Ok(p) => p,
+                let answered = self.answer_interrupt(&input, entry, &principal).await;
+                let parked = match answered {
+                    Ok(Answered::Here(parked)) => *parked,
+                    Ok(Answered::Elsewhere { core_run_id }) => {
+                        s.hubs.remove(&key, &hub);
+                        return Ok(self.follow_resumed(&input, principal, &core_run_id));
+                    }
                     Err(e) => {
                         s.hubs.remove(&key, &hub);
-                        return Err(match e {
-                            TakeError::NotFound => {
-                                RequestError::InterruptNotFound(entry.interrupt_id.clone())
-                            }
-                            TakeError::Forbidden => {
-                                tracing::warn!(
-                                    interrupt = %entry.interrupt_id,
-                                    %principal,
-                                    "agui: refused an answer to another principal's interrupt"
-                                );
-                                RequestError::Forbidden(
-                                    "this interrupt belongs to a run another client started",
-                                )
-                            }
-                            TakeError::Refused(ResumeError::NotGrantable) => {
-                                RequestError::NotGrantable(entry.interrupt_id.clone())
-                            }
-                            TakeError::Refused(e) => RequestError::InvalidResume(e.to_string()),
-                        });
+                        return Err(e);
                     }
                 };
                 let ts = chrono::Utc::now().timestamp_millis();
@@ -409,26 +426,37 @@ impl SseHandler {
         let key = agui_thread_key(&s.options.thread_namespace, &input.thread_id);
         let found = super::replay::find(store.as_ref(), &key, &input.run_id, &principal).await?;
         let core_run_id = found.core_run_id.clone();
-        let hub = Hub::new(s.options.replay, principal);
+        let hub = Hub::new(s.options.replay, owner_digest(&principal));
         let sub = hub
             .attach(None)
             .map_err(|_| RequestError::ReplayUnavailable(cursor.to_string()))?;
         tracing::info!(run = %input.run_id, %cursor, "agui: replaying a run from the event log");
-        tokio::spawn(follow(
-            store,
-            key,
-            found,
-            cursor,
-            hub,
-            Follow {
-                poll: s.options.log_poll,
-                idle: s.options.log_idle,
-            },
-        ));
+        tokio::spawn(follow(store, key, found, Some(cursor), hub, self.follow()));
         Ok(sse_response(
             sse::body(sub, s.options.write_timeout, s.options.keep_alive),
             &core_run_id,
         ))
+    }
+
+    /// The SSE response reading `sub` (core run `run_id`).
+    pub(super) fn stream_response(&self, sub: super::hub::Subscription, run_id: &str) -> Response {
+        let o = &self.shared.options;
+        sse_response(sse::body(sub, o.write_timeout, o.keep_alive), run_id)
+    }
+
+    /// How replays from the log follow a run.
+    pub(super) fn follow(&self) -> Follow {
+        let o = &self.shared.options;
+        let grace = o.grace();
+        Follow {
+            poll: o.log_poll,
+            idle: o.log_idle,
+            announce: o
+                .desk
+                .clone()
+                .filter(|_| !grace.is_zero())
+                .map(|d| (d, super::presence::announce_every(grace))),
+        }
     }
 
     fn serve_raw(
@@ -456,7 +484,7 @@ impl SseHandler {
         let stream = s.target.stream(&prompt, session.as_deref(), &s.options);
         let run_id = stream.run_id().to_owned();
         let key = format!("raw\u{0}{run_id}");
-        let hub = Hub::new(s.options.replay, principal.clone());
+        let hub = Hub::new(s.options.replay, owner_digest(&principal));
         // Run ids are unique, so the key is free.
         s.hubs.insert(&key, &hub);
         Ok(self.start(hub, key, Source::Raw(RawRun::new(stream)), &run_id, None))
@@ -477,8 +505,33 @@ impl SseHandler {
             Ok(sub) => sub,
             Err(_) => return RequestError::ReplayUnavailable(String::new()).into_response(),
         };
-        tracing::info!(run_id, principal = %hub.owner(), "sse: run started");
-        let owner = hub.owner().clone();
+        tracing::info!(run_id, owner = %hub.owner(), "sse: run started");
+        self.spawn_producer(hub, key, source, run_id, recording);
+        sse_response(
+            sse::body(sub, s.options.write_timeout, s.options.keep_alive),
+            run_id,
+        )
+    }
+
+    /// Spawn the producer of `hub` (core run `run_id`).
+    pub(super) fn spawn_producer(
+        &self,
+        hub: Arc<Hub>,
+        key: String,
+        source: Source,
+        run_id: &str,
+        recording: Option<Recording>,
+    ) {
+        let s = &self.shared;
+        let owner = hub.owner().to_owned();
+        if let Some(run) = source.handle() {
+            hub.set_run(run);
+        }
+        let presence = Presence {
+            desk: s.options.desk.clone(),
+            grace: s.options.grace(),
+            run_id: run_id.to_owned(),
+        };
         tokio::spawn(produce(
             hub,
             source,
@@ -486,16 +539,14 @@ impl SseHandler {
                 registry: s.interrupts.clone(),
                 fallback: s.options.interrupt_timeout,
                 owner,
+                share: self.share_hook(),
             },
+            presence,
             s.hubs.clone(),
             key,
             s.options.replay.retain,
             recording,
         ));
-        sse_response(
-            sse::body(sub, s.options.write_timeout, s.options.keep_alive),
-            run_id,
-        )
     }
 
     fn reconnect(
@@ -510,7 +561,7 @@ impl SseHandler {
             .hubs
             .get(key)
             .ok_or_else(|| RequestError::RunNotFound(name.to_owned()))?;
-        if hub.owner() != principal {
+        if !hub.owned_by(principal) {
             tracing::warn!(run = name, %principal, "sse: refused a replay of another principal's run");
             return Err(RequestError::Forbidden(
                 "this run belongs to another client: only it may replay the stream",

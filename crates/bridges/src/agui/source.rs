@@ -11,10 +11,10 @@ use serde_json::json;
 
 use super::hub::{Hub, Hubs};
 use super::interrupts::InterruptRegistry;
+use super::presence::Presence;
 use super::record::{Recorder, RunMeta};
 use super::run::{AguiRun, FrameId};
 use super::sse::frame;
-use crate::Principal;
 use crate::public_error::{STORE_MESSAGE, public_error, store_failure};
 
 /// A raw-mode run: one frame per event, our own event JSON, the SSE id is
@@ -104,7 +104,7 @@ impl Source {
         }
     }
 
-    fn handle(&self) -> Option<agent_adaptor_core::RunHandle> {
+    pub(crate) fn handle(&self) -> Option<agent_adaptor_core::RunHandle> {
         match self {
             Source::Agui(run) => Some(run.handle()),
             Source::Raw(run) => Some(run.stream.handle()),
@@ -121,12 +121,19 @@ impl Source {
     }
 }
 
+/// Shares a parked run's interrupt with the other hosts (see
+/// [`SseHandler::share`](super::SseHandler)).
+pub(crate) type Share = Arc<dyn Fn(&super::run::Interrupted, &str) + Send + Sync>;
+
 /// Where an interrupted AG-UI run is parked.
 pub(crate) struct Parking {
     pub(crate) registry: InterruptRegistry,
     pub(crate) fallback: Duration,
-    /// Who started the run: the only principal that may answer it.
-    pub(crate) owner: Principal,
+    /// Who started the run ([`owner_digest`](super::record::owner_digest)):
+    /// the only principal that may answer it.
+    pub(crate) owner: String,
+    /// Called with each run before it is parked.
+    pub(crate) share: Option<Share>,
 }
 
 /// What to record of an AG-UI run, and where.
@@ -172,10 +179,12 @@ async fn drain(recorder: &mut Option<Recorder>, source: &mut Source) {
 /// At shutdown ([`Hubs::close`]) the run is cancelled from outside; the
 /// producer goes on reading it, so clients get its final frames (an AG-UI
 /// `RUN_FINISHED` with outcome `cancelled`) and then the end of the stream.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn produce(
     hub: Arc<Hub>,
     mut source: Source,
     parking: Parking,
+    presence: Presence,
     hubs: Arc<Hubs>,
     key: String,
     retain: Duration,
@@ -190,10 +199,13 @@ pub(crate) async fn produce(
         }
         _ => None,
     };
+    // One watch for the whole run: the grace runs across batches.
+    let deserted = presence.deserted(&hub);
+    tokio::pin!(deserted);
     'run: loop {
         let batch = tokio::select! {
             b = source.next_batch() => b,
-            () = hub.abandoned() => {
+            () = &mut deserted => {
                 tracing::debug!(%key, "every client left; cancelling the run");
                 source.cancel();
                 drain(&mut recorder, &mut source).await;
@@ -213,6 +225,9 @@ pub(crate) async fn produce(
         {
             match (*run).into_interrupted() {
                 Ok(parked) => {
+                    if let Some(share) = &parking.share {
+                        share(&parked, &parking.owner);
+                    }
                     parking
                         .registry
                         .park(parked, parking.fallback, parking.owner.clone());
@@ -221,7 +236,11 @@ pub(crate) async fn produce(
             }
         }
         for (id, json) in batch {
-            if hub.push(id, frame(id, &json)).await.is_err() {
+            if hub
+                .push(id, frame(id, &json), presence.must_be_read())
+                .await
+                .is_err()
+            {
                 tracing::debug!(%key, "every client left; cancelling the run");
                 source.cancel();
                 drain(&mut recorder, &mut source).await;

@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
+use agent_adaptor_bridges::Principal;
 use agent_adaptor_bridges::agui::{
-    Message, agui_thread_key, parse_agui_thread_key, thread_history, thread_transcript,
+    Message, SseHandler, agui_thread_key, parse_agui_thread_key, thread_history, thread_transcript,
 };
 use agent_adaptor_core::ThreadStore;
 use agent_adaptor_core::thread::ThreadRecord;
@@ -24,6 +25,8 @@ use agent_adaptor_llm::agent::session::{CODEC, HISTORY_KEY, TITLE_CHARS, TITLE_K
 pub(super) struct AppState {
     pub(super) store: Arc<dyn ThreadStore>,
     pub(super) info: Value,
+    /// The AG-UI handler (to stop its runs).
+    pub(super) agui: SseHandler,
 }
 
 /// The page, its files and the thread API.
@@ -36,12 +39,31 @@ pub(super) fn router(state: AppState) -> Router {
             get(get_thread).patch(rename_thread).delete(delete_thread),
         )
         .route("/api/threads/{id}/events", get(thread_events))
+        .route(
+            "/api/threads/{id}/runs/{run}/cancel",
+            axum::routing::post(cancel_run),
+        )
         .route("/api/threads/{id}/allowed-tools", get(grants::list))
         .route(
             "/api/threads/{id}/allowed-tools/{tool}",
             delete(grants::revoke),
         )
         .with_state(state)
+}
+
+/// Stop a run the page streams (its Stop button): at once, instead of
+/// after the reconnect grace a dropped stream gets. 204, or the AG-UI
+/// handler's error (404 when this server does not stream it).
+async fn cancel_run(
+    State(state): State<AppState>,
+    Path((id, run)): Path<(String, String)>,
+    req: axum::extract::Request,
+) -> Response {
+    let principal = Principal::of(req.extensions());
+    match state.agui.cancel_run(&id, &run, &principal) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
 async fn info(State(state): State<AppState>) -> Response {
@@ -466,9 +488,13 @@ mod tests {
                 .await
                 .unwrap();
         }
+        let agent = agent_adaptor_core::Agent::new(
+            agent_adaptor_core::scripted::ScriptedDriver::text_reply("unused"),
+        );
         let state = AppState {
             store,
             info: Value::Null,
+            agui: SseHandler::with_threads(agent, agent_adaptor_bridges::agui::SseOptions::agui()),
         };
         let response = list_threads(State(state)).await;
         assert_eq!(response.status(), StatusCode::OK);

@@ -12,6 +12,7 @@
 //! | `PATCH /api/threads/{id}` | rename it (`{"title"}`) |
 //! | `DELETE /api/threads/{id}` | delete it: records, event log, name |
 //! | `GET /api/threads/{id}/events?since=N` | the thread's event log after cursor `N`, one page |
+//! | `POST /api/threads/{id}/runs/{runId}/cancel` | stop a run this server streams (the page's Stop; a dropped stream is otherwise given a reconnect grace) |
 //! | `GET /api/threads/{id}/allowed-tools` | the tools always allowed in it (`{"tools"}`) |
 //! | `DELETE /api/threads/{id}/allowed-tools/{tool}` | stop always allowing one (404 `not_allowed` if it was not) |
 //! | `POST /api/session` | the page trades the token for a session cookie |
@@ -164,6 +165,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     }
     let state = api::AppState {
         store: store.store.clone(),
+        agui: agui.clone(),
         // What the page's header shows: never a path, a URL or a key
         // (the label and the store description name local paths).
         info: json!({

@@ -449,7 +449,17 @@ async function runAgui(input) {
     if (!view.interrupted) { loadThreads(); loadAllowed(); }
   }
 }
-function stop() { if (controller) controller.abort(); }
+// Stop: tell the server (a dropped stream alone is given a few seconds for
+// a reconnect), then stop reading.
+function stop() {
+  if (!controller) return;
+  if (lastInput) {
+    const url = "/api/threads/" + encodeURIComponent(lastInput.threadId) + "/runs/" +
+      encodeURIComponent(lastInput.runId) + "/cancel";
+    fetch(url, { method: "POST" }).catch(() => { /* the abort below still stops reading */ });
+  }
+  controller.abort();
+}
 
 // --- threads ----------------------------------------------------------------
 function remember(id) {
