@@ -392,3 +392,48 @@ async fn a_thread_task_names_its_run_s_lease_holder_and_only_that_run_fails_it()
     ro.shutdown().await.unwrap();
     rb.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn input_required_is_answered_on_another_server() {
+    let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::new());
+    let scenarios = Scenarios::new();
+    let (a, b) = (server(&scenarios, &store), server(&scenarios, &store));
+    let ((ra, on_a), (rb, on_b)) = (serve(&a).await, serve(&b).await);
+
+    let asked = task(
+        on_a.send(SendMessageRequest::new(Message::user_text("approve it")))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(asked.status.state, TaskState::InputRequired);
+    wait_for(&on_b, &asked.id, |t| {
+        t.status.state == TaskState::InputRequired
+    })
+    .await;
+    let reply = |text: &str| {
+        let mut m = Message::user_text(text);
+        m.task_id = asked.id.clone();
+        SendMessageRequest::new(m)
+    };
+    // Checked as the owner would: the task still waits.
+    let err = on_b.send(reply("maybe")).await.unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::InvalidParams));
+    let err = on_b.send(reply("always")).await.unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::InvalidParams), "not grantable");
+    assert_eq!(
+        on_a.get_task(&asked.id).await.unwrap().status.state,
+        TaskState::InputRequired
+    );
+
+    let done = task(within(on_b.send(reply("approve"))).await.unwrap());
+    assert_eq!(done.status.state, TaskState::Completed);
+    assert_eq!(done.artifact_text(), "listed 3 files");
+    let on_owner = on_a.get_task(&asked.id).await.unwrap();
+    assert_eq!(on_owner.status.state, TaskState::Completed);
+    assert!(on_owner.history.iter().any(|m| m.text() == "approve"));
+    // Finished: a further answer is refused.
+    let err = on_b.send(reply("approve")).await.unwrap_err();
+    assert_eq!(err.code(), Some(ErrorCode::UnsupportedOperation));
+    ra.shutdown().await.unwrap();
+    rb.shutdown().await.unwrap();
+}

@@ -77,6 +77,8 @@ pub enum TaskStoreError {
 /// The server's task store and how it fared.
 pub(crate) struct Durable {
     pub(crate) store: Arc<dyn ThreadStore>,
+    /// Approvals shared with the other servers.
+    pub(crate) desk: crate::desk::Desk,
     pub(crate) poll: Duration,
     /// The first retry's delay of a failed write.
     backoff: Duration,
@@ -90,6 +92,7 @@ pub(crate) struct Durable {
 impl Durable {
     pub(crate) fn new(store: Arc<dyn ThreadStore>, poll: Duration) -> Self {
         Durable {
+            desk: crate::desk::Desk::with_poll(store.clone(), poll),
             store,
             poll: poll.max(Duration::from_millis(10)),
             backoff: FIRST_BACKOFF,

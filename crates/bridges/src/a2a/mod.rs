@@ -137,6 +137,10 @@
 //! * `CancelTask` notes the request in the store and notifies; the owning
 //!   server cancels its run, and the response follows the task to its final
 //!   state (bounded by [`A2aServerBuilder::cancel_wait`]);
+//! * a message answering a task's `TASK_STATE_INPUT_REQUIRED` is checked
+//!   as the owner would check it, recorded on the task's approval row (the
+//!   owner keeps each approval there through the [`Desk`](crate::desk::Desk))
+//!   and applied by the owner; the reply follows the task from the store;
 //! * `ListTasks` lists the caller's tasks, newest change first (`contextId`,
 //!   `status`, `statusTimestampAfter` — compared with the task's last
 //!   change —, `pageSize` 1–100, default 50, `pageToken`, `historyLength`,
@@ -164,6 +168,7 @@ mod observe;
 mod remote;
 mod rpc;
 mod server;
+mod shared_input;
 mod sse;
 mod store;
 mod types;

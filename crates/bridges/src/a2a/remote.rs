@@ -208,20 +208,44 @@ pub(crate) async fn cancel(
         .await
         .map_err(|e| read_error(&e))?;
     durable.send(TOPIC_CANCEL, id).await;
-    let mut row = row;
-    let deadline = tokio::time::Instant::now() + wait;
-    while !row.terminal {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if left.is_zero() || !wake(&mut rx, TOPIC_TASK, id, durable.poll.min(left), stop).await {
+    let row = wait_row(durable, &mut rx, row, Some(wait), stop, |r| r.terminal).await;
+    row_task(&row, None).map(Some)
+}
+
+/// Re-read task `row` (on notifications, else every poll) until `done`
+/// holds, `wait` passes (`None`: no limit), `stop` fires or the task is
+/// gone; the last row read.
+pub(crate) async fn wait_row(
+    durable: &Durable,
+    rx: &mut Option<Notifications>,
+    mut row: TaskRow,
+    wait: Option<Duration>,
+    stop: &CancellationToken,
+    mut done: impl FnMut(&TaskRow) -> bool,
+) -> TaskRow {
+    let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+    while !done(&row) {
+        let poll = match deadline {
+            Some(d) => durable
+                .poll
+                .min(d.saturating_duration_since(tokio::time::Instant::now())),
+            None => durable.poll,
+        };
+        if poll.is_zero() || !wake(rx, TOPIC_TASK, &row.id, poll, stop).await {
             break;
         }
-        match durable.store.task(id).await {
+        match durable.store.task(&row.id).await {
             Ok(Some(r)) => row = r,
             Ok(None) => break,
-            Err(e) => tracing::warn!(task = id, error = %e, "a2a: cannot re-read a cancelled task"),
+            Err(e) => tracing::warn!(task = %row.id, error = %e, "a2a: cannot re-read a task"),
         }
     }
-    row_task(&row, None).map(Some)
+    row
+}
+
+/// [`listen`], for callers outside this module.
+pub(crate) async fn listener(durable: &Durable) -> Option<Notifications> {
+    listen(durable).await
 }
 
 /// The largest `pageSize` (A2A 1.0).

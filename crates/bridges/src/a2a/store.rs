@@ -203,6 +203,25 @@ impl TaskSlot {
         self.changed.notified().await;
     }
 
+    /// The run's lease owner, once known.
+    pub(crate) fn holder(&self) -> Option<String> {
+        self.lock().holder.clone()
+    }
+
+    /// Resolves once the task no longer waits on approval `id` (answered,
+    /// timed out, or the task ended).
+    pub(crate) async fn input_settled(&self, id: &str) {
+        let mut state = self.state.subscribe();
+        loop {
+            if self.lock().pending.as_ref().is_none_or(|p| p.id != id) {
+                return;
+            }
+            if state.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     fn subscribe_locked(&self, inner: &Inner) -> Subscription {
         Subscription {
             snapshot: inner.task.clone(),

@@ -20,9 +20,10 @@ use crate::a2a::execute;
 use crate::a2a::new_id;
 use crate::a2a::remote;
 use crate::a2a::rpc::{self, ErrorCode, RpcError};
+use crate::a2a::shared_input::{self, Sharing};
 use crate::a2a::store::TaskSlot;
 use crate::a2a::types::{
-    CancelTaskRequest, GetTaskRequest, ListTasksRequest, PROTOCOL_VERSION, Role,
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, PROTOCOL_VERSION, Role,
     SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
     TaskState, VERSION_HEADER, major_minor,
 };
@@ -265,14 +266,9 @@ fn history_length(n: Option<i32>) -> Result<Option<i32>, RpcError> {
     }
 }
 
-/// The task `task_id` if the caller created it. Another principal's task is
-/// "not found", as if it did not exist: its id alone grants nothing.
-fn owned_task(shared: &Shared, call: &Call<'_>, task_id: &str) -> Result<Arc<TaskSlot>, RpcError> {
-    local_task(shared, call, task_id)?.ok_or_else(|| RpcError::task_not_found(task_id))
-}
-
 /// The task `task_id` if this server holds it: `Ok(None)` when it does
-/// not (another host may); "not found" when it is another principal's.
+/// not (another host may); "not found" when it is another principal's
+/// (as if it did not exist: its id alone grants nothing).
 fn local_task(
     shared: &Shared,
     call: &Call<'_>,
@@ -368,10 +364,17 @@ async fn send(
         }
         let sub = slot.subscribe();
         let run = shared.start(&prompt, &task_id, &context_id);
-        tokio::spawn(execute::drive(slot.clone(), run));
+        let sharing = durable.filter(|d| d.enabled()).map(|d| Sharing {
+            desk: d.desk.clone(),
+            key: shared.task_key(&context_id),
+        });
+        tokio::spawn(execute::drive(slot.clone(), run, sharing));
         (slot, sub)
     } else {
-        let slot = owned_task(shared, call, &message.task_id)?;
+        let Some(slot) = local_task(shared, call, &message.task_id)? else {
+            let wait = !config.return_immediately;
+            return answer_elsewhere(shared, call, &message, wait, history, streaming).await;
+        };
         if !message.context_id.is_empty() && message.context_id != slot.context_id {
             return Err(RpcError::invalid_params(format!(
                 "message.contextId {:?} does not match the task's context {:?}",
@@ -410,6 +413,63 @@ async fn send(
     }
     let task = slot.snapshot(history);
     serde_json::to_value(SendMessageResponse::Task(task))
+        .map(Reply::Json)
+        .map_err(|e| RpcError::new(ErrorCode::Internal, format!("cannot encode the task: {e}")))
+}
+
+/// A message answering the approval of a task another server runs: record
+/// the answer in the store, wait (bounded) until the owner applied it,
+/// then answer as for a local task, from the store.
+async fn answer_elsewhere(
+    shared: &Arc<Shared>,
+    call: &Call<'_>,
+    message: &Message,
+    wait: bool,
+    history: Option<i32>,
+    streaming: bool,
+) -> Result<Reply, RpcError> {
+    let id = &message.task_id;
+    let not_found = || RpcError::task_not_found(id);
+    let Some(durable) = shared.durable.as_ref().filter(|d| d.enabled()) else {
+        return Err(not_found());
+    };
+    let mut rx = remote::listener(durable).await;
+    if !shared_input::answer(&durable.desk, call.principal, id, message).await? {
+        return Err(not_found());
+    }
+    tracing::info!(task = %id, answered_by = %call.principal, "a2a: approval answered for another server");
+    let row = durable
+        .load(id, call.principal)
+        .await?
+        .ok_or_else(not_found)?;
+    let asking = TaskState::InputRequired.as_str();
+    let stop = &shared.shutdown;
+    let row = remote::wait_row(durable, &mut rx, row, Some(shared.cancel_wait), stop, |r| {
+        r.state != asking
+    })
+    .await;
+    if streaming {
+        let (_, followed) = remote::follow(durable.clone(), id, call.principal, stop.clone())
+            .await?
+            .ok_or_else(not_found)?;
+        let updates = followed.updates;
+        return Ok(Reply::Stream(sse(
+            shared,
+            call.id,
+            followed.snapshot,
+            updates,
+            Close::AtInterrupt,
+        )));
+    }
+    let row = if wait {
+        remote::wait_row(durable, &mut rx, row, None, stop, |r| {
+            r.terminal || r.state == asking
+        })
+        .await
+    } else {
+        row
+    };
+    serde_json::to_value(SendMessageResponse::Task(row_task(&row, history)?))
         .map(Reply::Json)
         .map_err(|e| RpcError::new(ErrorCode::Internal, format!("cannot encode the task: {e}")))
 }
