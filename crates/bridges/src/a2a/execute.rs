@@ -59,14 +59,12 @@ pub(crate) async fn drive(slot: Arc<TaskSlot>, mut stream: RunStream, sharing: O
             }
             Event::ApprovalRequest(req) => {
                 let message = approval_message(&slot, &req);
-                if let Some(sharing) = &sharing {
-                    tokio::spawn(super::shared_input::offer(
-                        sharing.clone(),
-                        slot.clone(),
-                        (*req).clone(),
-                    ));
-                }
+                let offered = sharing.as_ref().map(|s| (s.clone(), (*req).clone()));
+                // Parked first: the offer ends once the task stops waiting.
                 slot.await_input(*req, message);
+                if let Some((sharing, req)) = offered {
+                    tokio::spawn(super::shared_input::offer(sharing, slot.clone(), req));
+                }
             }
             Event::Notice(n) if n.kind == notice_kind::APPROVAL_RESOLVED => {
                 let id = n
