@@ -99,6 +99,8 @@
 #![forbid(unsafe_code)]
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod durable;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod error;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod events;

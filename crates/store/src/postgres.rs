@@ -1,22 +1,31 @@
 //! [`PgStore`]: threads shared by several processes on several hosts.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
+use agent_adaptor_core::thread::durable::{
+    AnswerRefused, ApprovalRow, NewApproval, NewTask, Notification, Notifications, PushConfigRow,
+    TaskChange, TaskPage, TaskQuery, TaskRow, TaskUpdate,
+};
 use agent_adaptor_core::thread::store::{InterruptedRun, check_tool_name, recovery_prefixes};
 use agent_adaptor_core::thread::{
     EventPage, EventQuery, FinalizeRequest, Lease, NewEvent, RecordStatus, Retention, StoreError,
     ThreadPolicy, ThreadRecord, ThreadStore,
 };
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 
+use crate::durable::Durable;
+use crate::durable::listen::PgNotifications;
 use crate::error::{backend, backend_msg, scrub, settle, unique_violation};
 use crate::record::{
     decode_params, encode_params, new_token, parse_status, sql_statements, status_str, ttl_micros,
 };
+use crate::recovery::Stale;
 
 /// The embedded migrations, in order: (version, SQL).
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -30,6 +39,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         4,
         include_str!("../migrations/postgres/0004_thread_policy.sql"),
     ),
+    (5, include_str!("../migrations/postgres/0005_durable.sql")),
 ];
 
 /// Serializes concurrent migrations (`pg_advisory_xact_lock` key).
@@ -87,6 +97,8 @@ impl Default for PgConfig {
 pub struct PgStore {
     pool: PgPool,
     endpoint: String,
+    /// This store value's `LISTEN` connection, once one listens.
+    notifications: Arc<PgNotifications>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -151,7 +163,11 @@ impl PgStore {
             }
             Err(e) => return Err(hide(&crate::error::describe(&e))),
         };
-        let store = PgStore { pool, endpoint };
+        let store = PgStore {
+            pool,
+            endpoint,
+            notifications: Arc::default(),
+        };
         store.migrate().await?;
         Ok(store)
     }
@@ -441,7 +457,7 @@ impl ThreadStore for PgStore {
         const OP: &str = "postgres recover_instance";
         let prefixes = recovery_prefixes(instance, epoch)?;
         let mut tx = self.begin(OP).await?;
-        let outcome = crate::recovery::pg_recover_in(&mut tx, &prefixes).await;
+        let outcome = crate::recovery::pg_recover_in(&mut tx, Stale::Instance(&prefixes)).await;
         settle(tx, OP, outcome).await
     }
 
@@ -486,6 +502,130 @@ impl ThreadStore for PgStore {
         let mut tx = self.begin(OP).await?;
         let outcome = crate::events::EventLog::<Postgres>::prune_in(&mut tx, key, retention).await;
         settle(tx, OP, outcome).await
+    }
+
+    async fn recover_expired(&self) -> Result<Vec<InterruptedRun>, StoreError> {
+        const OP: &str = "postgres recover_expired";
+        let mut tx = self.begin(OP).await?;
+        let outcome = crate::recovery::pg_recover_in(&mut tx, Stale::Expired).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn put_approval(&self, approval: NewApproval) -> Result<ApprovalRow, StoreError> {
+        const OP: &str = "postgres put_approval";
+        let mut tx = self.begin(OP).await?;
+        let outcome = Durable::<Postgres>::put_approval(&mut tx, approval).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
+        Durable::<Postgres>::approval(&self.pool, id).await
+    }
+
+    async fn pending_approvals(&self, key: &str) -> Result<Vec<ApprovalRow>, StoreError> {
+        const OP: &str = "postgres pending_approvals";
+        let mut tx = self.begin(OP).await?;
+        let outcome = Durable::<Postgres>::pending_approvals(&mut tx, key).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn answer_approval(
+        &self,
+        id: &str,
+        principal: &str,
+        answer: Value,
+    ) -> Result<Result<ApprovalRow, AnswerRefused>, StoreError> {
+        const OP: &str = "postgres answer_approval";
+        let mut tx = self.begin(OP).await?;
+        let outcome = Durable::<Postgres>::answer_approval(&mut tx, id, principal, &answer).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn expire_approval(&self, id: &str) -> Result<bool, StoreError> {
+        const OP: &str = "postgres expire_approval";
+        let mut tx = self.begin(OP).await?;
+        let outcome = Durable::<Postgres>::expire_approval(&mut tx, id).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn create_task(&self, task: NewTask) -> Result<TaskRow, StoreError> {
+        const OP: &str = "postgres create_task";
+        let mut tx = self.begin(OP).await?;
+        let outcome = Durable::<Postgres>::create_task(&mut tx, task).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn update_task(&self, id: &str, change: TaskChange) -> Result<TaskRow, StoreError> {
+        const OP: &str = "postgres update_task";
+        let mut tx = self.begin(OP).await?;
+        let outcome = Durable::<Postgres>::update_task(&mut tx, id, change).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        Durable::<Postgres>::task(&self.pool, id).await
+    }
+
+    async fn task_updates(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskUpdate>, StoreError> {
+        Durable::<Postgres>::task_updates(&self.pool, id, after, limit).await
+    }
+
+    async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        Durable::<Postgres>::list_tasks(&self.pool, query).await
+    }
+
+    async fn active_tasks(&self, key: &str) -> Result<Vec<TaskRow>, StoreError> {
+        Durable::<Postgres>::active_tasks(&self.pool, key).await
+    }
+
+    async fn request_task_cancel(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        const OP: &str = "postgres request_task_cancel";
+        let mut tx = self.begin(OP).await?;
+        let outcome = Durable::<Postgres>::request_task_cancel(&mut tx, id).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn prune_tasks(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        const OP: &str = "postgres prune_tasks";
+        let mut tx = self.begin(OP).await?;
+        let outcome = Durable::<Postgres>::prune_tasks(&mut tx, before).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn put_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+        config: Value,
+    ) -> Result<PushConfigRow, StoreError> {
+        const OP: &str = "postgres put_push_config";
+        let mut tx = self.begin(OP).await?;
+        let outcome = Durable::<Postgres>::put_push_config(&mut tx, task_id, id, &config).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
+        Durable::<Postgres>::push_configs(&self.pool, task_id).await
+    }
+
+    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, StoreError> {
+        const OP: &str = "postgres delete_push_config";
+        let mut tx = self.begin(OP).await?;
+        let outcome = Durable::<Postgres>::delete_push_config(&mut tx, task_id, id).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn notify(&self, notification: &Notification) -> Result<(), StoreError> {
+        PgNotifications::notify(&self.pool, notification).await
+    }
+
+    async fn listen(&self) -> Result<Notifications, StoreError> {
+        self.notifications.listen(&self.pool).await
     }
 }
 

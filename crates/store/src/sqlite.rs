@@ -6,22 +6,29 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
+use agent_adaptor_core::thread::durable::{
+    AnswerRefused, ApprovalRow, NewApproval, NewTask, Notification, Notifications, PushConfigRow,
+    TaskChange, TaskPage, TaskQuery, TaskRow, TaskUpdate,
+};
 use agent_adaptor_core::thread::store::{InterruptedRun, check_tool_name, recovery_prefixes};
 use agent_adaptor_core::thread::{
     EventPage, EventQuery, FinalizeRequest, Lease, NewEvent, RecordStatus, Retention, StoreError,
     ThreadPolicy, ThreadRecord, ThreadStore,
 };
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
 };
 use sqlx::{Row, Sqlite, Transaction};
 
+use crate::durable::{Durable, Local};
 use crate::error::{backend, backend_msg, settle};
 use crate::record::{
     decode_params, encode_params, new_token, parse_status, sql_statements, ttl_micros,
 };
+use crate::recovery::Stale;
 
 /// The embedded migrations, in order: (version, SQL).
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -35,6 +42,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         4,
         include_str!("../migrations/sqlite/0004_thread_policy.sql"),
     ),
+    (5, include_str!("../migrations/sqlite/0005_durable.sql")),
 ];
 
 pub(crate) const RECORD_COLUMNS: &str = "id, key, status, driver_type, fingerprint, codec, params, \
@@ -104,6 +112,9 @@ pub struct SqliteStore {
     /// spares our own connections SQLite's busy-handler sleeps, which cost
     /// most of the throughput with several concurrent writers.
     write_gate: Arc<tokio::sync::Mutex<()>>,
+    /// Notifications to this store value's listeners (SQLite is
+    /// single-host: they stay in the process).
+    notifications: Local,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -159,6 +170,7 @@ impl SqliteStore {
             pool,
             location: Some(path),
             write_gate: Arc::default(),
+            notifications: Local::default(),
         };
         store.use_rollback_journal(config.busy_timeout).await?;
         store.migrate().await?;
@@ -183,6 +195,7 @@ impl SqliteStore {
             pool,
             location: None,
             write_gate: Arc::default(),
+            notifications: Local::default(),
         };
         store.migrate().await?;
         Ok(store)
@@ -266,6 +279,21 @@ impl SqliteStore {
             }),
         };
         settle(tx, OP, outcome).await
+    }
+
+    /// The write gate and a `BEGIN IMMEDIATE` transaction.
+    async fn begin_write(
+        &self,
+        op: &str,
+    ) -> Result<
+        (
+            tokio::sync::MutexGuard<'_, ()>,
+            Transaction<'static, Sqlite>,
+        ),
+        StoreError,
+    > {
+        let gate = self.write_gate.lock().await;
+        Ok((gate, self.begin(op).await?))
     }
 
     async fn begin(&self, op: &str) -> Result<Transaction<'static, Sqlite>, StoreError> {
@@ -556,7 +584,9 @@ impl ThreadStore for SqliteStore {
         let prefixes = recovery_prefixes(instance, epoch)?;
         let _gate = self.write_gate.lock().await;
         let mut tx = self.begin(OP).await?;
-        let outcome = crate::recovery::sqlite_recover_in(&mut tx, &prefixes, now_micros()).await;
+        let outcome =
+            crate::recovery::sqlite_recover_in(&mut tx, Stale::Instance(&prefixes), now_micros())
+                .await;
         settle(tx, OP, outcome).await
     }
 
@@ -607,5 +637,130 @@ impl ThreadStore for SqliteStore {
         let mut tx = self.begin(OP).await?;
         let outcome = crate::events::EventLog::<Sqlite>::prune_in(&mut tx, key, retention).await;
         settle(tx, OP, outcome).await
+    }
+
+    async fn recover_expired(&self) -> Result<Vec<InterruptedRun>, StoreError> {
+        const OP: &str = "sqlite recover_expired";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome =
+            crate::recovery::sqlite_recover_in(&mut tx, Stale::Expired, now_micros()).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn put_approval(&self, approval: NewApproval) -> Result<ApprovalRow, StoreError> {
+        const OP: &str = "sqlite put_approval";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome = Durable::<Sqlite>::put_approval(&mut tx, approval).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
+        Durable::<Sqlite>::approval(&self.pool, id).await
+    }
+
+    async fn pending_approvals(&self, key: &str) -> Result<Vec<ApprovalRow>, StoreError> {
+        const OP: &str = "sqlite pending_approvals";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome = Durable::<Sqlite>::pending_approvals(&mut tx, key).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn answer_approval(
+        &self,
+        id: &str,
+        principal: &str,
+        answer: Value,
+    ) -> Result<Result<ApprovalRow, AnswerRefused>, StoreError> {
+        const OP: &str = "sqlite answer_approval";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome = Durable::<Sqlite>::answer_approval(&mut tx, id, principal, &answer).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn expire_approval(&self, id: &str) -> Result<bool, StoreError> {
+        const OP: &str = "sqlite expire_approval";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome = Durable::<Sqlite>::expire_approval(&mut tx, id).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn create_task(&self, task: NewTask) -> Result<TaskRow, StoreError> {
+        const OP: &str = "sqlite create_task";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome = Durable::<Sqlite>::create_task(&mut tx, task).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn update_task(&self, id: &str, change: TaskChange) -> Result<TaskRow, StoreError> {
+        const OP: &str = "sqlite update_task";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome = Durable::<Sqlite>::update_task(&mut tx, id, change).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        Durable::<Sqlite>::task(&self.pool, id).await
+    }
+
+    async fn task_updates(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskUpdate>, StoreError> {
+        Durable::<Sqlite>::task_updates(&self.pool, id, after, limit).await
+    }
+
+    async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        Durable::<Sqlite>::list_tasks(&self.pool, query).await
+    }
+
+    async fn active_tasks(&self, key: &str) -> Result<Vec<TaskRow>, StoreError> {
+        Durable::<Sqlite>::active_tasks(&self.pool, key).await
+    }
+
+    async fn request_task_cancel(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        const OP: &str = "sqlite request_task_cancel";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome = Durable::<Sqlite>::request_task_cancel(&mut tx, id).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn prune_tasks(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        const OP: &str = "sqlite prune_tasks";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome = Durable::<Sqlite>::prune_tasks(&mut tx, before).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn put_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+        config: Value,
+    ) -> Result<PushConfigRow, StoreError> {
+        const OP: &str = "sqlite put_push_config";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome = Durable::<Sqlite>::put_push_config(&mut tx, task_id, id, &config).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
+        Durable::<Sqlite>::push_configs(&self.pool, task_id).await
+    }
+
+    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, StoreError> {
+        const OP: &str = "sqlite delete_push_config";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome = Durable::<Sqlite>::delete_push_config(&mut tx, task_id, id).await;
+        settle(tx, OP, outcome).await
+    }
+
+    async fn notify(&self, notification: &Notification) -> Result<(), StoreError> {
+        self.notifications.notify(notification)
+    }
+
+    async fn listen(&self) -> Result<Notifications, StoreError> {
+        Ok(self.notifications.listen())
     }
 }

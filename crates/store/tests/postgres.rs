@@ -20,6 +20,33 @@ async fn postgres() -> Arc<dyn ThreadStore> {
 
 agent_adaptor_store::thread_store_suite!(postgres_store, postgres);
 
+/// Notifications cross store values: two `PgStore`s on one database (as
+/// two hosts have), a notification sent on one reaches the other's
+/// listener, and the sender's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notification_on_one_store_reaches_another_store_on_the_same_database() {
+    use agent_adaptor_core::thread::durable::{Notification, TOPIC_TASK};
+    let here = PgStore::connect(&pg_url()).await.unwrap();
+    let there = PgStore::connect(&pg_url()).await.unwrap();
+    let mut far = there.listen().await.unwrap();
+    let mut near = here.listen().await.unwrap();
+    let sent = Notification::new(TOPIC_TASK, format!("task-{:016x}", rand_id()));
+    here.notify(&sent).await.unwrap();
+    let got = agent_adaptor_store::suite::receive(&mut far, &sent)
+        .await
+        .unwrap();
+    assert_eq!(got, sent);
+    let own = agent_adaptor_store::suite::receive(&mut near, &sent)
+        .await
+        .unwrap();
+    assert_eq!(own, sent);
+}
+
+fn rand_id() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now())
+}
+
 mod postgres_only {
     use std::time::Duration;
 
@@ -197,7 +224,7 @@ mod postgres_only {
                 .fetch_all(&mut conn)
                 .await
                 .unwrap();
-        assert_eq!(versions, [1, 2, 3, 4]);
+        assert_eq!(versions, [1, 2, 3, 4, 5]);
         conn.close().await.unwrap();
         for s in &stores {
             s.close().await;

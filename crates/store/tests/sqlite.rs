@@ -226,7 +226,7 @@ mod sqlite_only {
                 .fetch_all(&mut conn)
                 .await
                 .unwrap();
-        assert_eq!(versions, [1, 2, 3, 4], "migrations run once");
+        assert_eq!(versions, [1, 2, 3, 4, 5], "migrations run once");
         // The lease survived the reopen too: another owner is busy.
         let busy = reopened.acquire_lease("key:k", "other", TTL).await;
         assert!(matches!(busy, Err(StoreError::Busy { .. })), "{busy:?}");
@@ -279,7 +279,7 @@ mod sqlite_only {
                 .fetch_all(&mut raw(&path).await)
                 .await
                 .unwrap();
-        assert_eq!(versions, [1, 2, 3, 4]);
+        assert_eq!(versions, [1, 2, 3, 4, 5]);
     }
 }
 

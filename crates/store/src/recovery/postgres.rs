@@ -6,32 +6,40 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 
-use super::{Recovered, interrupted};
+use super::{Recovered, Stale, interrupted, owners};
+use crate::durable::Durable;
 use crate::error::backend;
 
-/// `recover_instance` for PostgreSQL, inside its transaction (see
-/// the SQLite one; prefixes are compared with `starts_with`).
+/// Lease recovery for PostgreSQL, inside its transaction (see the SQLite
+/// one; prefixes are compared with `starts_with`; expiry on the server's
+/// clock).
 pub(crate) async fn pg_recover_in(
     tx: &mut Transaction<'static, Postgres>,
-    (dead, alive): &(String, String),
+    stale: Stale<'_>,
 ) -> Result<Vec<InterruptedRun>, StoreError> {
-    const OP: &str = "postgres recover_instance";
+    const OP: &str = "postgres recover leases";
     let err = |e: sqlx::Error| backend(OP, &e);
     let now: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
         .fetch_one(&mut **tx)
         .await
         .map_err(err)?;
-    let rows = sqlx::query(
-        "DELETE FROM agent_adaptor_thread_leases \
-         WHERE starts_with(owner, $1) AND NOT starts_with(owner, $2) \
-         RETURNING target, owner, prompt, COALESCE(acquired_at, $3) AS started_at",
-    )
-    .bind(dead)
-    .bind(alive)
-    .bind(now)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(err)?;
+    let query = match stale {
+        Stale::Instance((dead, alive)) => sqlx::query(
+            "DELETE FROM agent_adaptor_thread_leases \
+             WHERE starts_with(owner, $2) AND NOT starts_with(owner, $3) \
+             RETURNING target, owner, prompt, COALESCE(acquired_at, $1) AS started_at",
+        )
+        .bind(now)
+        .bind(dead)
+        .bind(alive),
+        Stale::Expired => sqlx::query(
+            "DELETE FROM agent_adaptor_thread_leases \
+             WHERE starts_with(target, 'key:') AND expires_at <= $1 \
+             RETURNING target, owner, prompt, COALESCE(acquired_at, $1) AS started_at",
+        )
+        .bind(now),
+    };
+    let rows = query.fetch_all(&mut **tx).await.map_err(err)?;
     let leases = rows
         .iter()
         .map(|row: &PgRow| {
@@ -43,6 +51,7 @@ pub(crate) async fn pg_recover_in(
             ))
         })
         .collect::<Result<Vec<Recovered>, StoreError>>()?;
+    Durable::<Postgres>::expire_held_by(tx, &owners(&leases), now).await?;
     let runs = interrupted(leases, now);
     for run in &runs {
         sqlx::query(

@@ -5,32 +5,39 @@ use agent_adaptor_core::thread::store::InterruptedRun;
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Row, Sqlite, Transaction};
 
-use super::{Recovered, interrupted};
+use super::{Recovered, Stale, interrupted, owners};
+use crate::durable::Durable;
 use crate::error::backend;
 use crate::sqlite::time;
 
-/// `recover_instance` for SQLite, inside its write transaction: delete the
-/// dead incarnation's leases (owner starts with `dead`, not with `alive`)
-/// and record them. Prefixes are compared with `substr`, not `LIKE`, so an
-/// instance id holding `%` or `_` matches only itself.
+/// Lease recovery for SQLite, inside its write transaction: delete the
+/// `stale` leases (a dead incarnation's: owner starts with `dead`, not
+/// with `alive`; or every expired one on a thread key), record them and
+/// expire their owners' pending approvals. Prefixes are compared with
+/// `substr`, not `LIKE`, so an instance id holding `%` or `_` matches only
+/// itself.
 pub(crate) async fn sqlite_recover_in(
     tx: &mut Transaction<'static, Sqlite>,
-    (dead, alive): &(String, String),
+    stale: Stale<'_>,
     now: i64,
 ) -> Result<Vec<InterruptedRun>, StoreError> {
-    const OP: &str = "sqlite recover_instance";
+    const OP: &str = "sqlite recover leases";
     let err = |e: sqlx::Error| backend(OP, &e);
-    let rows = sqlx::query(
-        "DELETE FROM agent_adaptor_thread_leases \
-         WHERE substr(owner, 1, length(?1)) = ?1 AND substr(owner, 1, length(?2)) <> ?2 \
-         RETURNING target, owner, prompt, COALESCE(acquired_at, ?3) AS started_at",
-    )
-    .bind(dead)
-    .bind(alive)
-    .bind(now)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(err)?;
+    let query = match stale {
+        Stale::Instance((dead, alive)) => sqlx::query(
+            "DELETE FROM agent_adaptor_thread_leases \
+             WHERE substr(owner, 1, length(?1)) = ?1 AND substr(owner, 1, length(?2)) <> ?2 \
+             RETURNING target, owner, prompt, COALESCE(acquired_at, ?3) AS started_at",
+        )
+        .bind(dead)
+        .bind(alive),
+        Stale::Expired => sqlx::query(
+            "DELETE FROM agent_adaptor_thread_leases \
+             WHERE substr(target, 1, 4) = 'key:' AND expires_at <= ?1 \
+             RETURNING target, owner, prompt, COALESCE(acquired_at, ?1) AS started_at",
+        ),
+    };
+    let rows = query.bind(now).fetch_all(&mut **tx).await.map_err(err)?;
     let leases = rows
         .iter()
         .map(|row: &SqliteRow| {
@@ -44,7 +51,9 @@ pub(crate) async fn sqlite_recover_in(
             ))
         })
         .collect::<Result<Vec<Recovered>, StoreError>>()?;
-    let runs = interrupted(leases, time("recovery", now)?);
+    let at = time("recovery", now)?;
+    Durable::<Sqlite>::expire_held_by(tx, &owners(&leases), at).await?;
+    let runs = interrupted(leases, at);
     for run in &runs {
         sqlx::query(
             "INSERT INTO agent_adaptor_interrupted_runs \

@@ -47,13 +47,19 @@
 //! interrupted runs) and a finalize that fails half way; the event log
 //! (cursors across runs, `since`/range/tail paging, retention by count and
 //! age, concurrent appenders, cursors never reused after `delete`); the
-//! thread policy (grants per key, revocation, dropped by `delete`).
+//! thread policy (grants per key, revocation, dropped by `delete`); the
+//! rows hosts share: approvals (answered once, deadlines, expired with
+//! their holder's lease by `recover_expired` and `recover_instance`),
+//! tasks (update log, terminal states, listings and page tokens, cancel
+//! requests, pruning, push configurations) and notifications.
 
 mod agent;
 mod cases;
+mod durable;
 mod event_log;
 mod policy;
 mod recovery;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -71,6 +77,10 @@ pub use cases::{
     lease_same_owner_reacquires, list_and_delete, resolve_with_and_without_archived, sample_record,
     turn_of,
 };
+pub use durable::{
+    approval_answered_once, approval_deadline_expires, notify_reaches_listeners, receive,
+    recover_expired_expires_held_approvals, recover_instance_expires_approvals,
+};
 pub use event_log::{
     event_log_concurrent_appenders, event_log_cursors_and_since, event_log_many_runs,
     event_log_retention, event_log_windows_and_paging, read_all, sample_event, sample_run,
@@ -80,6 +90,7 @@ pub use recovery::{
     failed_finalize_leaves_nothing_locked, recover_instance_frees_dead_incarnations,
     recover_instance_rejects_separators, recovered_prompt_is_the_current_holders,
 };
+pub use tasks::{tasks_list_filters_and_paging, tasks_updates_terminal_and_prune};
 
 /// A case's outcome: `Err` says where and what differed.
 pub type Outcome = Result<(), String>;
@@ -114,6 +125,13 @@ macro_rules! __thread_store_cases {
             event_log_retention,
             event_log_concurrent_appenders,
             thread_policy_grant_revoke_delete,
+            approval_answered_once,
+            approval_deadline_expires,
+            recover_expired_expires_held_approvals,
+            recover_instance_expires_approvals,
+            tasks_updates_terminal_and_prune,
+            tasks_list_filters_and_paging,
+            notify_reaches_listeners,
             agent_two_turns_resume,
             agent_concurrent_runs_one_is_busy,
             agent_resume_only_missing_is_not_found,
