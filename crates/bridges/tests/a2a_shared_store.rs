@@ -437,3 +437,20 @@ async fn input_required_is_answered_on_another_server() {
     ra.shutdown().await.unwrap();
     rb.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn shutdown_waits_until_the_cancelled_state_is_in_the_store() {
+    let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::new());
+    let scenarios = Scenarios::new();
+    let a = server(&scenarios, &store);
+    let (ra, on_a) = serve(&a).await;
+    let hang = start(&on_a, "hang").await;
+    wait_for(&on_a, &hang.id, |t| t.artifact_text() == "working").await;
+    let report = a.shutdown(DEADLINE).await;
+    assert_eq!((report.cancelled, report.unfinished), (1, 0), "{report:?}");
+    // No polling: the final state was written before shutdown returned.
+    let row = store.task(&hang.id).await.unwrap().unwrap();
+    assert_eq!(row.state, "TASK_STATE_CANCELED");
+    assert!(row.terminal);
+    ra.shutdown().await.unwrap();
+}

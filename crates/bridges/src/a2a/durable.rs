@@ -281,7 +281,9 @@ pub(crate) async fn prune_loop(
 /// snapshot is written (or a write is given up: then the slot stops
 /// collecting changes).
 pub(crate) async fn write_through(durable: Arc<Durable>, slot: Arc<TaskSlot>) {
-    if !write_all(&durable, &slot).await {
+    if write_all(&durable, &slot).await {
+        slot.mark_flushed();
+    } else {
         slot.unjournal();
     }
 }

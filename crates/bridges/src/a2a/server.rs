@@ -249,12 +249,20 @@ impl A2aServer {
 
     /// Close the server, letting streams show the end: cancel every run in
     /// progress (a task waiting for input included) and refuse new tasks,
-    /// wait up to `within` for those tasks to reach a final state (open
+    /// wait up to `within` for those tasks to reach a final state (written
+    /// to the task store, when there is one; open
     /// streams deliver `TASK_STATE_CANCELED` and end), then end every stream
     /// and blocking call still open and refuse every request. Idempotent.
     pub async fn shutdown(&self, within: Duration) -> crate::ShutdownReport {
         let tasks = self.shared.store.close();
-        let waits = tasks.iter().map(|t| t.ended()).collect();
+        // Ended, and the final state in the task store for other servers.
+        let waits = tasks
+            .iter()
+            .map(|t| async move {
+                t.ended().await;
+                t.flushed().await;
+            })
+            .collect();
         let report = crate::shutdown::wait_all(waits, within).await;
         self.shared.shutdown.cancel();
         report

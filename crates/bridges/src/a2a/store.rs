@@ -50,6 +50,9 @@ pub(crate) struct TaskSlot {
     journaled: AtomicBool,
     /// Signalled on every collected change.
     changed: Notify,
+    /// Set once nothing more will be written (the final change was, or
+    /// the write-through gave up or never ran).
+    flushed: watch::Sender<bool>,
 }
 
 struct Inner {
@@ -138,6 +141,7 @@ impl TaskSlot {
             state: watch::channel(TaskState::Submitted).0,
             journaled: AtomicBool::new(journaled),
             changed: Notify::new(),
+            flushed: watch::channel(!journaled).0,
         })
     }
 
@@ -181,6 +185,19 @@ impl TaskSlot {
         self.journaled.store(false, Ordering::Release);
         inner.unsaved = Vec::new();
         inner.dirty = false;
+        self.flushed.send_replace(true);
+    }
+
+    /// The write-through wrote the final change.
+    pub(crate) fn mark_flushed(&self) {
+        self.flushed.send_replace(true);
+    }
+
+    /// Resolves once the task's final change is in the task store (at once
+    /// for a task that is not written through).
+    pub(crate) async fn flushed(&self) {
+        let mut flushed = self.flushed.subscribe();
+        let _ = flushed.wait_for(|f| *f).await;
     }
 
     /// The changes collected since the last call, if any.
