@@ -344,3 +344,55 @@ async fn the_owner_stops_a_run_at_once_and_nobody_else_can() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_run_recorded_interrupted_ends_its_remote_readers_at_once() {
+    let store = Arc::new(MemoryStore::new());
+    // Its host "dies": the run hangs, nobody ends it, and the idle limit is
+    // far away (the default two minutes).
+    let opts = || SseOptions::agui().reconnect_grace(Duration::from_secs(600));
+    let a = instance(&store, agui_server::hanging_script(), opts()).await;
+    let b = instance(&store, agui_server::hanging_script(), opts()).await;
+    let first = read_then_drop(&a.url, &run_input("t7", "r1", "go"), 3).await;
+    let cut = first.last().unwrap().id.clone().unwrap();
+    let key = agui_thread_key(NS, "t7");
+    let page = store.events(&key, &EventQuery::since(0)).await.unwrap();
+    let core_run_id = page.events[0].run_id.clone();
+    let reader = tokio::spawn({
+        let url = b.url.clone();
+        async move {
+            post_sse(
+                &http(),
+                &url,
+                &run_input("t7", "r1", "ignored"),
+                &[
+                    ("last-event-id", cut.as_str()),
+                    ("x-test-principal", "alice"),
+                ],
+            )
+            .await
+        }
+    });
+    // The host that recovered the lease records the interruption.
+    let now = chrono::Utc::now();
+    agent_adaptor_bridges::agui::record_interruption(
+        store.as_ref(),
+        &agent_adaptor_core::thread::InterruptedRun {
+            key: key.clone(),
+            run_id: core_run_id,
+            prompt: Some("go".into()),
+            started_at: now,
+            interrupted_at: now,
+        },
+    )
+    .await
+    .unwrap();
+    let (status, _, rest, body) = reader.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let last = rest.last().unwrap().json();
+    assert_eq!(last["type"], "RUN_ERROR", "{rest:?}");
+    assert_eq!(last["code"], "interrupted");
+    a.handler
+        .cancel_run("t7", "r1", &Principal::new("alice"))
+        .unwrap();
+}

@@ -271,8 +271,10 @@ fn the_web_chat_works_in_headless_chromium() {
 }
 
 /// Two `serve` instances on one PostgreSQL store serve one thread: a turn
-/// on the first (with its approval), the next turn on the second, which
-/// continues the conversation. Needs `PG_TEST_URL` (`scripts/with-postgres`).
+/// on the first asks an approval, answered on the second (the run goes on
+/// on the first, the second streams it from the log), and the next turn on
+/// the second continues the conversation. Needs `PG_TEST_URL`
+/// (`scripts/with-postgres`).
 #[cfg(feature = "postgres-tests")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_share_threads_through_postgres() {
@@ -296,11 +298,13 @@ async fn two_instances_share_threads_through_postgres() {
     let interrupt = first.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
     let resumed = agui(
         &client,
-        &a.base,
+        &b.base,
         json!({"threadId": thread, "runId": "r2", "messages": messages,
                "resume": [{"interruptId": interrupt, "status": "resolved", "payload": {"approved": true}}]}),
     )
     .await;
+    assert_eq!(resumed[0]["type"], "RUN_STARTED");
+    assert_eq!(resumed[0]["runId"], "r2");
     assert_eq!(resumed.last().unwrap()["outcome"]["type"], "success");
 
     let next = agui(

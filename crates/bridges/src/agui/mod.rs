@@ -152,7 +152,7 @@ pub use options::{
     DEFAULT_MAX_BODY_BYTES, DEFAULT_RECONNECT_GRACE, DEFAULT_REPLAY_BYTES, DEFAULT_REPLAY_FRAMES,
     DEFAULT_REPLAY_RETAIN, DEFAULT_WRITE_TIMEOUT, Protocol, SseOptions,
 };
-pub use record::{history, thread_history};
+pub use record::{INTERRUPTION_NOTICE, history, record_interruption, thread_history};
 pub use run::{AguiFrame, AguiRun, BadFrameId, Decision, FrameId, Interrupted, ResumeError};
 pub use server::{DEFAULT_BIND_ADDR, RUN_ID_HEADER, SseHandler, SseServer};
 pub use thread_key::{

@@ -74,6 +74,40 @@ pub(crate) fn unsupported(e: &StoreError) -> bool {
     matches!(e, StoreError::Unsupported(_))
 }
 
+/// The notice kind a host records in a thread's log when it recovered a
+/// run whose host died (see [`record_interruption`]).
+pub const INTERRUPTION_NOTICE: &str = "thread.run_interrupted";
+
+/// Record in `run`'s thread log that the run was interrupted (its host
+/// died and another recovered its lease): a notice under its own run id
+/// (`<run id>/interrupted`), so that every replay following the run ends it
+/// at once as interrupted instead of after the idle limit, and a history
+/// shows where it stopped.
+pub async fn record_interruption(
+    store: &dyn ThreadStore,
+    run: &agent_adaptor_core::thread::InterruptedRun,
+) -> Result<(), StoreError> {
+    let run_id = format!("{}/interrupted", run.run_id);
+    let mut ev = notice(
+        &run_id,
+        &run.key,
+        0,
+        INTERRUPTION_NOTICE,
+        serde_json::json!({
+            "runId": run.run_id,
+            "startedAt": run.started_at,
+            "interruptedAt": run.interrupted_at,
+        }),
+    );
+    if let Event::Notice(n) = &mut ev {
+        n.text = "the server running this turn stopped; the thread can be continued".into();
+    }
+    store
+        .append_events(&run.key, &run_id, &[NewEvent::now(ev)])
+        .await
+        .map(|_| ())
+}
+
 fn notice(run_id: &str, key: &str, sequence: u64, kind: &'static str, data: Value) -> Event {
     Event::Notice(Notice {
         meta: EventMeta {
