@@ -55,10 +55,24 @@
 //! | `agent_adaptor_thread_leases` | `target` (`key:<thread key>`), `owner`, `token` (new on every acquisition), `expires_at`, `prompt` and `acquired_at` (kept by `acquire_run_lease`; v2) |
 //! | `agent_adaptor_interrupted_runs` | `seq`, `key`, `run_id`, `prompt`, `started_at`, `interrupted_at`: leases that `recover_instance` took back from a dead process (v2) |
 //! | `agent_adaptor_thread_tool_grants` | `key`, `tool`, `granted_at`: the thread policy, tools always allowed per key (v4) |
+//! | `agent_adaptor_approvals` | `id`, `key`, `run_id`, `holder` (the run's lease owner), `principal`, `request` (JSON), `created_at`, `deadline`, `state` (`pending`/`answered`/`expired`), `answer` (JSON), `decided_at`: approvals any host may list and answer once; recovering the holder's lease expires them (v5) |
+//! | `agent_adaptor_tasks` | `id`, `context_id`, `key`, `principal`, `state`, `terminal`, `holder`, `snapshot` (JSON), `seq` (the newest update folded in), `cancel_requested_at`, `created_at`, `updated_at`: bridge tasks; listings page by `(updated_at, id)` keyset with opaque tokens (v5) |
+//! | `agent_adaptor_task_updates` | `task_id`, `seq` (1, 2, 3 … per task), `body` (JSON), `at`: each task's update log (v5) |
+//! | `agent_adaptor_task_push_configs` | `task_id`, `id`, `config` (JSON), `created_at`: webhooks per task (v5) |
 //! | `agent_adaptor_schema_migrations` | applied versions |
 //!
-//! SQLite stores times as INTEGER microseconds since the Unix epoch (UTC);
-//! PostgreSQL as `TIMESTAMPTZ`. TTLs are clamped to [`MAX_LEASE_TTL`].
+//! SQLite stores times as INTEGER microseconds since the Unix epoch (UTC)
+//! from the process clock, JSON as TEXT; PostgreSQL as `TIMESTAMPTZ` from
+//! the server's `clock_timestamp()` (approval deadlines and lease expiry
+//! are judged on it), JSON as `JSONB`. TTLs are clamped to
+//! [`MAX_LEASE_TTL`].
+//!
+//! Notifications between hosts: PostgreSQL sends
+//! `pg_notify('agent_adaptor', 'topic:id')` and each store value that
+//! listens keeps one `LISTEN` connection (reopened with backoff when lost;
+//! what was sent meanwhile is missed, so waiters also poll). SQLite is
+//! single-host: its notifications reach the listeners of the same store
+//! value only.
 //! PostgreSQL cannot hold NUL characters in text: a key or param containing
 //! one is a `Backend` error there.
 //!

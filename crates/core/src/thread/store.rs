@@ -360,14 +360,18 @@ pub trait ThreadStore: Send + Sync {
         Err(StoreError::Unsupported("recover expired leases"))
     }
 
-    /// Keep a new pending approval; `AlreadyExists` when the id is taken.
-    /// The default says the store cannot.
+    /// Keep a new pending approval; `AlreadyExists` (its `key` is the
+    /// approval id) when the id is taken. The default says the store
+    /// cannot.
     async fn put_approval(&self, approval: NewApproval) -> Result<ApprovalRow, StoreError> {
         let _ = approval;
         Err(StoreError::Unsupported("keep approvals"))
     }
 
-    /// The approval `id`, in whatever state. The default has none.
+    /// The approval `id`, in whatever state (a pending row whose deadline
+    /// passed reads as pending until the next answer or listing expires
+    /// it: see [`ApprovalRow::overdue`](super::durable::ApprovalRow::overdue)).
+    /// The default says the store cannot.
     async fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
         let _ = id;
         Err(StoreError::Unsupported("keep approvals"))
@@ -404,8 +408,9 @@ pub trait ThreadStore: Send + Sync {
         Err(StoreError::Unsupported("keep approvals"))
     }
 
-    /// Keep a new task; `AlreadyExists` when the id is taken. The default
-    /// says the store cannot.
+    /// Keep a new task (not terminal, `seq` 0, both times now);
+    /// `AlreadyExists` (its `key` is the task id) when the id is taken.
+    /// The default says the store cannot.
     async fn create_task(&self, task: NewTask) -> Result<TaskRow, StoreError> {
         let _ = task;
         Err(StoreError::Unsupported("keep tasks"))
@@ -413,8 +418,11 @@ pub trait ThreadStore: Send + Sync {
 
     /// Apply `change` to task `id` in one atomic step: the new state,
     /// holder and snapshot, and the update appended under the next
-    /// sequence. `Invalid` for an unknown task or one already terminal.
-    /// The default says the store cannot.
+    /// sequence (`seq` grows by one only when `change.update` is some), and
+    /// `updated_at` set to now. `Invalid` for an unknown task or one
+    /// already terminal. The caller then [`notify`](Self::notify)s
+    /// [`TOPIC_TASK`](super::durable::TOPIC_TASK). The default says the
+    /// store cannot.
     async fn update_task(&self, id: &str, change: TaskChange) -> Result<TaskRow, StoreError> {
         let _ = (id, change);
         Err(StoreError::Unsupported("keep tasks"))
@@ -452,7 +460,8 @@ pub trait ThreadStore: Send + Sync {
         Err(StoreError::Unsupported("keep tasks"))
     }
 
-    /// Note a cancel request on task `id` (the first one's time is kept);
+    /// Note a cancel request on task `id` (the first one's time is kept;
+    /// a terminal task's is not noted, and `updated_at` does not change);
     /// returns the task, `None` when unknown. The caller then
     /// [`notify`](Self::notify)s [`TOPIC_CANCEL`](super::durable::TOPIC_CANCEL).
     /// The default says the store cannot.
@@ -469,8 +478,9 @@ pub trait ThreadStore: Send + Sync {
         Err(StoreError::Unsupported("keep tasks"))
     }
 
-    /// Register (or replace, same task and id) a push configuration;
-    /// `Invalid` for an unknown task. The default says the store cannot.
+    /// Register (or replace, same task and id: the configuration changes,
+    /// its `created_at` stays) a push configuration; `Invalid` for an
+    /// unknown task. The default says the store cannot.
     async fn put_push_config(
         &self,
         task_id: &str,
@@ -481,7 +491,7 @@ pub trait ThreadStore: Send + Sync {
         Err(StoreError::Unsupported("keep push configurations"))
     }
 
-    /// Task `task_id`'s push configurations, oldest first. The default
+    /// Task `task_id`'s push configurations, oldest first (ties by id). The default
     /// says the store cannot.
     async fn push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
         let _ = task_id;
@@ -496,8 +506,9 @@ pub trait ThreadStore: Send + Sync {
     }
 
     /// Send `notification` to every host listening on this store (this one
-    /// included). `Invalid` for a topic holding `:` or an id over 1,000
-    /// bytes. The default says the store cannot.
+    /// included). `Invalid` for an empty topic, a topic holding `:` or an
+    /// id over 1,000 bytes (see [`Notification::check`]). The default
+    /// says the store cannot.
     async fn notify(&self, notification: &Notification) -> Result<(), StoreError> {
         let _ = notification;
         Err(StoreError::Unsupported("notify other hosts"))

@@ -3,6 +3,12 @@
 //! that is wrong in that way. [`Fault::None`] passes every call through, so
 //! the same wrapper on the same backend is shown to pass.
 
+use agent_adaptor_core::thread::durable::{
+    AnswerRefused, ApprovalRow, NewApproval, NewTask, Notification, Notifications, PushConfigRow,
+    TaskChange, TaskPage, TaskQuery, TaskRow, TaskUpdate,
+};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -194,6 +200,99 @@ impl ThreadStore for Broken {
         allowed: bool,
     ) -> Result<bool, StoreError> {
         self.inner.set_tool_allowed(key, tool, allowed).await
+    }
+
+    // The rows hosts share pass through unbroken.
+
+    async fn recover_expired(&self) -> Result<Vec<InterruptedRun>, StoreError> {
+        self.inner.recover_expired().await
+    }
+
+    async fn put_approval(&self, a: NewApproval) -> Result<ApprovalRow, StoreError> {
+        self.inner.put_approval(a).await
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRow>, StoreError> {
+        self.inner.approval(id).await
+    }
+
+    async fn pending_approvals(&self, key: &str) -> Result<Vec<ApprovalRow>, StoreError> {
+        self.inner.pending_approvals(key).await
+    }
+
+    async fn answer_approval(
+        &self,
+        id: &str,
+        p: &str,
+        answer: Value,
+    ) -> Result<Result<ApprovalRow, AnswerRefused>, StoreError> {
+        self.inner.answer_approval(id, p, answer).await
+    }
+
+    async fn expire_approval(&self, id: &str) -> Result<bool, StoreError> {
+        self.inner.expire_approval(id).await
+    }
+
+    async fn create_task(&self, t: NewTask) -> Result<TaskRow, StoreError> {
+        self.inner.create_task(t).await
+    }
+
+    async fn update_task(&self, id: &str, c: TaskChange) -> Result<TaskRow, StoreError> {
+        self.inner.update_task(id, c).await
+    }
+
+    async fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        self.inner.task(id).await
+    }
+
+    async fn task_updates(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskUpdate>, StoreError> {
+        self.inner.task_updates(id, after, limit).await
+    }
+
+    async fn list_tasks(&self, q: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.inner.list_tasks(q).await
+    }
+
+    async fn active_tasks(&self, key: &str) -> Result<Vec<TaskRow>, StoreError> {
+        self.inner.active_tasks(key).await
+    }
+
+    async fn request_task_cancel(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        self.inner.request_task_cancel(id).await
+    }
+
+    async fn prune_tasks(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
+        self.inner.prune_tasks(before).await
+    }
+
+    async fn put_push_config(
+        &self,
+        t: &str,
+        id: &str,
+        c: Value,
+    ) -> Result<PushConfigRow, StoreError> {
+        self.inner.put_push_config(t, id, c).await
+    }
+
+    async fn push_configs(&self, t: &str) -> Result<Vec<PushConfigRow>, StoreError> {
+        self.inner.push_configs(t).await
+    }
+
+    async fn delete_push_config(&self, t: &str, id: &str) -> Result<bool, StoreError> {
+        self.inner.delete_push_config(t, id).await
+    }
+
+    async fn notify(&self, n: &Notification) -> Result<(), StoreError> {
+        self.inner.notify(n).await
+    }
+
+    async fn listen(&self) -> Result<Notifications, StoreError> {
+        self.inner.listen().await
     }
 }
 
