@@ -242,3 +242,100 @@ async fn after_sigkill_a_restart_frees_the_thread_at_once_and_shows_the_interrup
         second.log_text()
     );
 }
+
+/// Another host on the same store takes a SIGKILLed host's thread over once
+/// its lease expired: its sweeper (every third of `--lease-ttl`) records
+/// the interrupted run and frees the thread, no restart of the dead
+/// instance needed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigkill_another_instance_sweeps_the_expired_lease() {
+    let home = tempfile::tempdir().unwrap();
+    let cli = HangingClaude::new(home.path());
+    let cmd = cli.command(home.path());
+    let mut first = serve_cmd(
+        cmd,
+        &[
+            "--driver",
+            "claude",
+            "--instance-id",
+            "host-a",
+            "--lease-ttl",
+            "2",
+        ],
+    );
+    let prompt = "please survive a crash";
+    let input = json!({"threadId": "t-sweep", "runId": "r-1",
+                       "messages": [{"id": "m1", "role": "user", "content": prompt}]});
+    let client = first.client();
+    let url = format!("{}/agui", first.base);
+    let running = tokio::spawn(async move {
+        client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .json(&input)
+            .send()
+            .await
+            .map(|r| r.status())
+    });
+    let pid = cli.pid().await;
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    let _ = running.await;
+
+    let second = serve_cmd(
+        support::command(home.path()),
+        &[
+            "--playground",
+            "--instance-id",
+            "host-b",
+            "--lease-ttl",
+            "1",
+        ],
+    );
+    // Bounded: the lease expires 2 s after its last renewal, the sweeper
+    // runs every ~333 ms.
+    let mut thread = serde_json::Value::Null;
+    for _ in 0..300 {
+        thread = second.get_json("/api/threads/t-sweep").await;
+        if thread["interrupted"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let interrupted = thread["interrupted"].as_array().expect("interrupted runs");
+    assert_eq!(interrupted.len(), 1, "{thread}");
+    assert_eq!(interrupted[0]["prompt"], prompt);
+    assert!(
+        second
+            .log_text()
+            .contains("stopped renewing its lease was interrupted"),
+        "{}",
+        second.log_text()
+    );
+}
+
+#[test]
+fn a_lease_ttl_under_one_second_is_a_usage_error() {
+    let home = tempfile::tempdir().unwrap();
+    let out = support::command(home.path())
+        .args([
+            "serve",
+            "--playground",
+            "--lease-ttl",
+            "0",
+            "--addr",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--lease-ttl"), "{stderr}");
+}

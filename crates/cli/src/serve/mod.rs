@@ -38,6 +38,7 @@ pub mod assets;
 mod grants;
 pub mod log;
 pub mod recover;
+pub mod sweep;
 mod titles;
 
 use std::time::Duration;
@@ -107,6 +108,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     if let Some(model) = &args.driver.model {
         defaults = defaults.model(model.clone());
     }
+    let lease_ttl = Duration::from_secs(args.lease_ttl);
     let identity = recover::Identity::new(&args, local)?;
     let recovered = identity.recover(&store).await?;
     // The agent's defaults carry its host tools.
@@ -117,10 +119,15 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     let agent = Agent::builder_shared(selected.driver.clone())
         .thread_store(store.store.clone())
         .lease_owner(&identity.instance, &identity.epoch)
+        .lease_ttl(lease_ttl)
         .cancel_grace(Duration::from_secs(2))
         .defaults(defaults)
         .build()
-        .map_err(|e| CliError::failure(e.to_string()))?;
+        .map_err(|e| CliError::usage(format!("--lease-ttl: {e}")))?;
+    // Expired leases of any host sharing the store are recovered every
+    // third of the TTL; a bridge that must learn which runs were
+    // interrupted subscribes (`sweeper.subscribe()`) before it is spawned.
+    let sweeper = sweep::Sweeper::new(store.store.clone(), lease_ttl);
     let run_options = RunOptions::new().approval_timeout(Some(APPROVAL_TIMEOUT));
 
     let mut agui_options = SseOptions::agui()
@@ -156,13 +163,22 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
             }
         })
         .build();
-    // The tasks of runs a dead process of this instance left behind fail
-    // (every server sharing the store shows it).
-    match a2a.runs_interrupted(&recovered).await {
-        Ok(0) => {}
-        Ok(n) => tracing::warn!(tasks = n, "A2A tasks of interrupted runs failed"),
-        Err(e) => tracing::error!(error = %e, "cannot fail the A2A tasks of interrupted runs"),
-    }
+    // The tasks of runs a dead process of this instance left behind fail,
+    // and those of every run the sweeper later finds interrupted (every
+    // server sharing the store shows it).
+    fail_a2a_tasks(&a2a, &recovered).await;
+    let mut interrupted = sweeper.subscribe();
+    let failing = a2a.clone();
+    tokio::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            match interrupted.recv().await {
+                Ok(runs) => fail_a2a_tasks(&failing, &runs).await,
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return,
+            }
+        }
+    });
     let state = api::AppState {
         store: store.store.clone(),
         agui: agui.clone(),
@@ -207,6 +223,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         grace_secs = args.shutdown_grace,
         "serving"
     );
+    let sweeper = sweeper.spawn();
     let bridges = (agui.clone(), raw.clone(), a2a.clone());
     HttpServer::new(listener, app)
         .limits(limits)
@@ -231,7 +248,17 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         raw.shutdown(CLOSE_WAIT),
         a2a.shutdown(CLOSE_WAIT)
     );
+    sweeper.abort();
     agent.close().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Fail the A2A tasks of `runs` (interrupted: their hosts stopped).
+async fn fail_a2a_tasks(a2a: &A2aServer, runs: &[agent_adaptor_core::thread::InterruptedRun]) {
+    match a2a.runs_interrupted(runs).await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(tasks = n, "A2A tasks of interrupted runs failed"),
+        Err(e) => tracing::error!(error = %e, "cannot fail the A2A tasks of interrupted runs"),
+    }
 }

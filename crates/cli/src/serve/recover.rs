@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use agent_adaptor_core::thread::store::InterruptedRun;
+use agent_adaptor_core::thread::InterruptedRun;
 
 use crate::args::ServeArgs;
 use crate::error::CliError;
@@ -50,15 +50,24 @@ impl Identity {
             .await
             .map_err(|e| CliError::failure(format!("thread store: cannot recover leases: {e}")))?;
         runs.extend(recover_dead_runs(store).await);
-        for run in &runs {
-            tracing::warn!(
-                thread = %run.key,
-                run_id = %run.run_id,
-                started_at = %run.started_at,
-                "a run of a dead process was interrupted; its thread is free again"
-            );
-        }
+        log_interrupted(
+            &runs,
+            "a run of a dead process was interrupted; its thread is free again",
+        );
         Ok(runs)
+    }
+}
+
+/// Log each recovered run (a warning: a run was cut short) with `what`
+/// happened.
+pub(crate) fn log_interrupted(runs: &[InterruptedRun], what: &str) {
+    for run in runs {
+        tracing::warn!(
+            thread = %run.key,
+            run_id = %run.run_id,
+            started_at = %run.started_at,
+            "{what}"
+        );
     }
 }
 

@@ -277,7 +277,9 @@ pub trait ThreadStore: Send + Sync {
     /// owner's part after its first `/`), in one atomic step. Returns the
     /// recorded runs. `Invalid` when `instance` is empty or `instance` or
     /// `epoch` holds `@` or `/` (see [`recovery_prefixes`]). Leases of
-    /// other owners are untouched. The default says the store cannot.
+    /// other owners are untouched. The pending approvals whose `holder` is
+    /// a recovered lease's owner are expired in the same step. The default
+    /// says the store cannot.
     async fn recover_instance(
         &self,
         instance: &str,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use agent_adaptor_core::thread::StoreError;
 use agent_adaptor_core::thread::durable::{NOTIFICATION_CAPACITY, Notification, Notifications};
 use sqlx::PgPool;
-use sqlx::postgres::PgListener;
+use sqlx::postgres::{PgListener, PgPoolOptions};
 use tokio::sync::broadcast;
 
 use crate::error::backend;
@@ -48,11 +48,17 @@ impl PgNotifications {
     }
 
     /// A new listener; the first call connects (and fails if it cannot).
+    /// The `LISTEN` connection is its own (a one-connection pool with the
+    /// store's options), not one of the store's pool: a store configured
+    /// with a single connection keeps it for its queries.
     pub(crate) async fn listen(&self, pool: &PgPool) -> Result<Notifications, StoreError> {
         if let Some(sender) = self.lock().as_ref() {
             return Ok(sender.subscribe());
         }
-        let mut listener = connect(pool).await?;
+        let own = PgPoolOptions::new()
+            .max_connections(1)
+            .connect_lazy_with((*pool.connect_options()).clone());
+        let first = connect(&own).await?;
         let mut slot = self.lock();
         // Another caller may have started one meanwhile: use theirs.
         if let Some(sender) = slot.as_ref() {
@@ -63,11 +69,13 @@ impl PgNotifications {
         let weak = Arc::downgrade(&sender);
         *slot = Some(sender);
         drop(slot);
-        let pool = pool.clone();
         tokio::spawn(async move {
+            let mut listener = first;
             loop {
-                forward(&mut listener, &weak).await;
-                match reconnect(&pool, &weak).await {
+                // The lost connection goes back (closed) before the next
+                // is taken from the one-connection pool.
+                forward(listener, &weak).await;
+                match reconnect(&own, &weak).await {
                     Some(again) => listener = again,
                     None => return,
                 }
@@ -92,8 +100,8 @@ async fn connect(pool: &PgPool) -> Result<PgListener, StoreError> {
 }
 
 /// Forward notifications until the connection fails or the store value
-/// is gone.
-async fn forward(listener: &mut PgListener, weak: &Weak<broadcast::Sender<Notification>>) {
+/// is gone; then let the connection go.
+async fn forward(mut listener: PgListener, weak: &Weak<broadcast::Sender<Notification>>) {
     loop {
         let next = tokio::time::timeout(LIVENESS, listener.try_recv()).await;
         let Some(sender) = weak.upgrade() else {
