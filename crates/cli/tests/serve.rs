@@ -382,3 +382,67 @@ async fn two_instances_share_a2a_tasks_through_postgres() {
     );
     drop((a, b));
 }
+
+/// A `serve` instance killed while its A2A task waits for input: its lease
+/// expires, the other instance's sweeper recovers it and fails the task,
+/// which that instance then shows. Needs `PG_TEST_URL`
+/// (`scripts/with-postgres`).
+#[cfg(feature = "postgres-tests")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instance_s_a2a_task_fails_on_the_other_through_postgres() {
+    let url = std::env::var("PG_TEST_URL").expect(
+        "PG_TEST_URL must be set with the postgres-tests feature (run under scripts/with-postgres)",
+    );
+    let home = tempfile::tempdir().unwrap();
+    let token = "shared-token-a2a-kill-0123456789";
+    let args = ["--store", &url, "--token", token, "--lease-ttl", "1"];
+    let mut a = serve_with(home.path(), &args);
+    let b = serve_with(home.path(), &args);
+    let client = a.client();
+    let rpc = |base: &str, method: &str, params: Value| {
+        client
+            .post(format!("{base}/a2a"))
+            .header("A2A-Version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+    };
+    let message = json!({"message": {"messageId": "m1", "role": "ROLE_USER",
+        "parts": [{"text": "first turn on A"}]}});
+    let sent: Value = rpc(&a.base, "SendMessage", message)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let task = &sent["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{sent}"
+    );
+    let id = task["id"].as_str().unwrap().to_owned();
+
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let failed = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            let got: Value = rpc(&b.base, "GetTask", json!({"id": id}))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if got["result"]["status"]["state"] == "TASK_STATE_FAILED" {
+                return got["result"].clone();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the other instance fails the task");
+    let note = failed["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(note.contains("stopped"), "{failed}");
+    assert_eq!(failed["metadata"]["agentAdaptor"]["reason"], "interrupted");
+    drop(b);
+}
