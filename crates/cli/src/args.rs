@@ -428,6 +428,18 @@ pub struct ServeArgs {
     /// default info).
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
     pub log_format: LogFormat,
+    /// Allow A2A push notifications to webhooks on `HOST[:PORT]` (a DNS
+    /// name, an IPv4 literal or a bracketed IPv6 literal; without a port,
+    /// any port). Repeatable. Without it push is off. A name resolving to
+    /// a loopback, private, link-local, CGNAT or multicast address is
+    /// refused unless the entry is that IP literal (or `localhost`).
+    #[arg(long = "push-allow-host", value_name = "HOST[:PORT]")]
+    pub push_allow_hosts: Vec<String>,
+    /// The file holding the secret that signs push deliveries (at least 16
+    /// bytes; default: the `AGENT_ADAPTOR_PUSH_SECRET` environment
+    /// variable). Required with `--push-allow-host`.
+    #[arg(long, value_name = "PATH")]
+    pub push_secret_file: Option<PathBuf>,
     /// Instructions, MCP servers, skills and the profile: the defaults of
     /// every run of the server.
     #[command(flatten)]

@@ -260,6 +260,53 @@ fn other_usage_errors_are_one_line() {
     assert_clap_error(&out, "unrecognized subcommand", "Usage: agent-adaptor");
 }
 
+#[test]
+fn push_flags_without_a_good_secret_or_host_are_one_line() {
+    let home = tempfile::tempdir().unwrap();
+    let serve = |extra: &[&str]| {
+        let mut args = vec!["serve", "--playground", "--addr", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        run(home.path(), &args)
+    };
+    let out = serve(&["--push-allow-host", "hooks.example.com"]);
+    assert_one_line_failure(
+        &out,
+        2,
+        "--push-allow-host needs a secret to sign deliveries",
+    );
+    let short = home.path().join("short-secret");
+    std::fs::write(&short, "too short\n").unwrap();
+    let short = short.to_string_lossy().into_owned();
+    let out = serve(&[
+        "--push-allow-host",
+        "hooks.example.com",
+        "--push-secret-file",
+        &short,
+    ]);
+    assert_one_line_failure(&out, 2, "the push secret must have at least 16 bytes");
+    let out = serve(&[
+        "--push-allow-host",
+        "hooks.example.com",
+        "--push-secret-file",
+        "/nonexistent/push-secret",
+    ]);
+    assert_one_line_failure(&out, 2, "--push-secret-file /nonexistent/push-secret");
+    let good = home.path().join("secret");
+    std::fs::write(&good, "a push secret of enough bytes\n").unwrap();
+    let good = good.to_string_lossy().into_owned();
+    let out = serve(&[
+        "--push-allow-host",
+        "https://hooks.example.com",
+        "--push-secret-file",
+        &good,
+    ]);
+    assert_one_line_failure(
+        &out,
+        2,
+        "push allowlist entry \"https://hooks.example.com\"",
+    );
+}
+
 /// A clap error kept whole: exit 2, the first line says what is wrong,
 /// `detail` is in the rest.
 fn assert_clap_error(out: &std::process::Output, first: &str, detail: &str) {

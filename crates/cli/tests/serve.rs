@@ -229,6 +229,10 @@ async fn the_server_speaks_agui_raw_sse_and_a2a_and_lists_threads() {
         card["securityRequirements"][0]["schemes"]["bearer"],
         json!({"list": []})
     );
+    assert_eq!(
+        card["capabilities"]["pushNotifications"], false,
+        "push is off without --push-allow-host"
+    );
 
     // The operator log says who answered the approval.
     let log = server.log_text();
@@ -445,4 +449,25 @@ async fn a_killed_instance_s_a2a_task_fails_on_the_other_through_postgres() {
     assert!(note.contains("stopped"), "{failed}");
     assert_eq!(failed["metadata"]["agentAdaptor"]["reason"], "interrupted");
     drop(b);
+}
+
+/// `--push-allow-host` with a secret turns A2A push on: the card says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_flags_turn_push_notifications_on() {
+    let home = tempfile::tempdir().unwrap();
+    let secret = home.path().join("push-secret");
+    std::fs::write(&secret, "a push secret of enough bytes\n").unwrap();
+    let server = serve_with(
+        home.path(),
+        &[
+            "--push-allow-host",
+            "hooks.example.com",
+            "--push-allow-host",
+            "127.0.0.1:9999",
+            "--push-secret-file",
+            secret.to_str().unwrap(),
+        ],
+    );
+    let card = server.get_json("/.well-known/agent-card.json").await;
+    assert_eq!(card["capabilities"]["pushNotifications"], true, "{card}");
 }

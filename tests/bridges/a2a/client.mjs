@@ -1,13 +1,14 @@
 // Drives an A2A 1.0 server with the official JS client (@a2a-js/sdk, pinned
 // in tests/bridges/package-lock.json) and prints one JSON report on stdout.
 //
-//   [BRIDGE_TEST_TOKEN=<token>] node a2a/client.mjs <scenario> <base-url> [<other-url>]
+//   [BRIDGE_TEST_TOKEN=<token>] node a2a/client.mjs <scenario> <base-url> [<arg>...]
 //
 // Scenarios (the server's agent answers by the prompt's first word, see
 // crates/bridges/tests/support/a2a_agents.rs): card, send, stream, get,
-// cancel, subscribe, input_required, refused, observe, and list_across
-// (tasks sent to <base-url>, listed and read on <other-url>, a second
-// server over the same task store). Anything unexpected throws:
+// cancel, subscribe, input_required, refused, observe,
+// `push <webhook-url> <refused-url>` (the push config RPCs), and
+// `list_across <other-url>` (tasks sent to <base-url>, listed and read on
+// <other-url>, a second server over the same task store). Anything unexpected throws:
 // the process exits non-zero and the Rust test shows stderr.
 //
 // Auth: with BRIDGE_TEST_TOKEN set, every JSON-RPC request carries
@@ -29,7 +30,7 @@ import {
   createAuthenticatingFetchWithRetry,
 } from "@a2a-js/sdk/client";
 
-const [scenario, baseUrl, otherUrl] = process.argv.slice(2);
+const [scenario, baseUrl, ...extra] = process.argv.slice(2);
 if (!scenario || !baseUrl) {
   throw new Error("usage: node a2a/client.mjs <scenario> <base-url>");
 }
@@ -304,7 +305,7 @@ switch (scenario) {
     break;
   }
   case "list_across": {
-    const other = await factory.createFromUrl(otherUrl);
+    const other = await factory.createFromUrl(extra[0]);
     const hello = sent(await client.sendMessage({ message: userMessage([text("hello")]) }));
     const structured = sent(
       await client.sendMessage({ message: userMessage([text("structured please")]) }),
@@ -341,6 +342,40 @@ switch (scenario) {
       ofContext,
       completed,
       got: summary(got),
+    };
+    break;
+  }
+  case "push": {
+    // Two configs on a task waiting for input; one is deleted before the
+    // answer, so only the other gets the pushes.
+    const [hookUrl, refusedUrl] = extra;
+    const asked = sent(await client.sendMessage({ message: userMessage([text("approve a listing")]) }));
+    const config = (id, token) => ({ tenant: "", id, taskId: asked.id, url: hookUrl, token, authentication: undefined });
+    const created = await client.createTaskPushNotificationConfig(config("hook-1", "tok-js"));
+    await client.createTaskPushNotificationConfig(config("hook-2", "tok-2"));
+    const got = await client.getTaskPushNotificationConfig({ tenant: "", taskId: asked.id, id: "hook-1" });
+    const ids = async () =>
+      (await client.listTaskPushNotificationConfig({ tenant: "", taskId: asked.id, pageSize: 0, pageToken: "" })).configs.map((c) => c.id);
+    const listed = await ids();
+    await client.deleteTaskPushNotificationConfig({ tenant: "", taskId: asked.id, id: "hook-2" });
+    const afterDelete = await failure(
+      client.getTaskPushNotificationConfig({ tenant: "", taskId: asked.id, id: "hook-2" }),
+    );
+    const listedAfterDelete = await ids();
+    const refused = await failure(
+      client.createTaskPushNotificationConfig({ ...config("hook-3", ""), url: refusedUrl }),
+    );
+    const done = sent(
+      await client.sendMessage({ message: userMessage([text("approve")], { taskId: asked.id }) }),
+    );
+    report = {
+      created: { id: created.id, url: created.url, taskId: created.taskId },
+      got: { id: got.id, token: got.token },
+      listed,
+      listedAfterDelete,
+      afterDelete,
+      refused,
+      final: stateOf(done.status),
     };
     break;
   }

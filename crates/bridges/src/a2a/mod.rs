@@ -34,13 +34,17 @@
 //! ## Server
 //!
 //! * `GET /.well-known/agent-card.json`: the Agent Card (name, description,
-//!   skills, `capabilities.streaming = true`, one `JSONRPC` interface with
-//!   `protocolVersion "1.0"` at the RPC path, default `/a2a`).
+//!   skills, `capabilities.streaming = true`, `capabilities.pushNotifications`
+//!   when push is on, one `JSONRPC` interface with `protocolVersion "1.0"` at
+//!   the RPC path, default `/a2a`).
 //! * `POST /a2a`: JSON-RPC 2.0 with `SendMessage`, `SendStreamingMessage`,
 //!   `GetTask`, `CancelTask`, `SubscribeToTask`, and `ListTasks` with a
 //!   task store (below; without one it answers `UnsupportedOperation`).
-//!   `GetExtendedAgentCard` answers `UnsupportedOperation` (-32004), the
-//!   push-notification methods `PushNotificationNotSupported` (-32003).
+//!   `GetExtendedAgentCard` answers `UnsupportedOperation` (-32004). The
+//!   push-notification methods (`Create`/`Get`/`Delete`
+//!   `TaskPushNotificationConfig`, `ListTaskPushNotificationConfigs`) work
+//!   when push is on ([`push`], [`A2aServerBuilder::push_notifications`]),
+//!   else answer `PushNotificationNotSupported` (-32003).
 //! * Every message without `taskId` starts a task and a run of the prompt
 //!   (its text parts, and its data parts as JSON, joined by blank lines).
 //!   The run becomes the task like this:
@@ -94,6 +98,8 @@
 //! | `A2A-Version` missing (= 0.3, spec §3.6.2) or not `1.0` | 200 | -32009 |
 //! | params invalid (no `message`, no parts, empty prompt, wrong role …) | 200 | -32602 |
 //! | raw / URL parts | 200 | -32005 |
+//! | push config refused (URL, host, address …; `refusal` metadata) | 200 | -32602 |
+//! | push config method or `taskPushNotificationConfig` while push is off | 200 | -32003 |
 //! | unknown task | 200 | -32001 |
 //! | `CancelTask` on a terminal task | 200 | -32002 |
 //! | `SubscribeToTask` on a terminal task, message to a finished task | 200 | -32004 |
@@ -165,6 +171,7 @@ mod client;
 mod durable;
 mod execute;
 mod observe;
+pub mod push;
 mod remote;
 mod rpc;
 mod server;

@@ -14,6 +14,7 @@ use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
 use super::durable::{DEFAULT_STORED_TASK_TTL, DEFAULT_TASK_POLL, Durable, TaskStoreError};
+use super::push::{PushSettings, Pusher};
 use super::store::TaskStore;
 use super::types::{
     AGENT_CARD_PATH, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC_BINDING,
@@ -70,6 +71,8 @@ pub(crate) struct Shared {
     /// How long finished tasks stay in the task store (`None`: forever).
     stored_ttl: Option<Duration>,
     shutdown: CancellationToken,
+    /// Push notifications, when on.
+    pub(crate) push: Option<Arc<Pusher>>,
 }
 
 impl Shared {
@@ -250,10 +253,12 @@ impl A2aServer {
     /// Close the server, letting streams show the end: cancel every run in
     /// progress (a task waiting for input included) and refuse new tasks,
     /// wait up to `within` for those tasks to reach a final state (written
-    /// to the task store, when there is one; open
-    /// streams deliver `TASK_STATE_CANCELED` and end), then end every stream
-    /// and blocking call still open and refuse every request. Idempotent.
+    /// to the task store, when there is one; open streams deliver
+    /// `TASK_STATE_CANCELED` and end) and for queued push notifications to
+    /// be delivered, then end every stream and blocking call still open and
+    /// refuse every request. Idempotent.
     pub async fn shutdown(&self, within: Duration) -> crate::ShutdownReport {
+        let started = std::time::Instant::now();
         let tasks = self.shared.store.close();
         // Ended, and the final state in the task store for other servers.
         let waits = tasks
@@ -264,6 +269,9 @@ impl A2aServer {
             })
             .collect();
         let report = crate::shutdown::wait_all(waits, within).await;
+        if let Some(push) = &self.shared.push {
+            push.drained(within.saturating_sub(started.elapsed())).await;
+        }
         self.shared.shutdown.cancel();
         report
     }
@@ -327,6 +335,7 @@ pub struct A2aServerBuilder {
     task_store: Option<Arc<dyn ThreadStore>>,
     task_poll: Duration,
     stored_ttl: Option<Duration>,
+    push: Option<PushSettings>,
 }
 
 impl A2aServerBuilder {
@@ -373,6 +382,7 @@ impl A2aServerBuilder {
             task_store: None,
             task_poll: DEFAULT_TASK_POLL,
             stored_ttl: Some(DEFAULT_STORED_TASK_TTL),
+            push: None,
         }
     }
 
@@ -516,8 +526,18 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Turn push notifications on (see [`push`](super::push)): only when
+    /// `settings` allow at least one host; the card then says
+    /// `capabilities.pushNotifications: true`.
+    pub fn push_notifications(mut self, settings: PushSettings) -> Self {
+        self.push = Some(settings);
+        self
+    }
+
     /// Build the server.
-    pub fn build(self) -> A2aServer {
+    pub fn build(mut self) -> A2aServer {
+        let push = self.push.and_then(Pusher::new);
+        self.card.capabilities.push_notifications = Some(push.is_some());
         A2aServer {
             shared: Arc::new(Shared {
                 backend: self.backend,
@@ -539,6 +559,7 @@ impl A2aServerBuilder {
                 cancels: tokio::sync::OnceCell::new(),
                 stored_ttl: self.stored_ttl,
                 shutdown: CancellationToken::new(),
+                push,
             }),
         }
     }

@@ -12,13 +12,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use agent_adaptor_core::{ApprovalRequest, RunHandle};
 use chrono::{SecondsFormat, Utc};
 use tokio::sync::{Notify, broadcast, watch};
 
+use super::push::TaskPush;
 use super::rpc::{ErrorCode, RpcError};
 use super::types::{
     Artifact, Message, PartContent, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
@@ -53,6 +54,8 @@ pub(crate) struct TaskSlot {
     /// Set once nothing more will be written (the final change was, or
     /// the write-through gave up or never ran).
     flushed: watch::Sender<bool>,
+    /// Push notifications of its status changes, when on.
+    push: OnceLock<TaskPush>,
 }
 
 struct Inner {
@@ -142,7 +145,13 @@ impl TaskSlot {
             journaled: AtomicBool::new(journaled),
             changed: Notify::new(),
             flushed: watch::channel(!journaled).0,
+            push: OnceLock::new(),
         })
+    }
+
+    /// Push every later status change (set before the run starts).
+    pub(crate) fn set_push(&self, push: TaskPush) {
+        let _ = self.push.set(push);
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -266,12 +275,16 @@ impl TaskSlot {
             inner.pending = None;
             inner.holder = None;
         }
-        let update = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        let event = TaskStatusUpdateEvent {
             task_id: self.id.clone(),
             context_id: self.context_id.clone(),
             status,
             metadata: None,
-        });
+        };
+        if let Some(push) = self.push.get() {
+            push.status_changed(&event);
+        }
+        let update = StreamResponse::StatusUpdate(event);
         self.journal(inner, Some(&update));
         // No receiver is not an error: nobody is watching right now.
         let _ = self.updates.send(update);

@@ -11,6 +11,7 @@ use rand::RngCore;
 use sha2::Sha256;
 
 use crate::Principal;
+use crate::secret::{hex, unhex};
 
 /// The cookie's name.
 pub const SESSION_COOKIE: &str = "agent_adaptor_session";
@@ -111,20 +112,6 @@ pub(crate) fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
         let (k, v) = pair.trim().split_once('=')?;
         (k == name).then_some(v)
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! | `GET /` | the web chat ([`INDEX_HTML`]; its script, style, favicon and vendored libraries under `/assets/…` and `/favicon.svg`, [`assets`]) |
 //! | `POST /agui` | AG-UI 1.0 over SSE; `threadId` → thread `agui/v1/web/<threadId>` |
 //! | `POST /sse` | raw SSE (our own events); `sessionKey` → thread `sse/v1//<sessionKey>` |
-//! | `GET /.well-known/agent-card.json`, `POST /a2a` | A2A 1.0 (contexts are threads `a2a:<contextId>`) |
+//! | `GET /.well-known/agent-card.json`, `POST /a2a` | A2A 1.0 (contexts are threads `a2a:<contextId>`; push notifications with `--push-allow-host`, [`push`]) |
 //! | `GET /api/info` | what runs: driver, model, playground or not (never a path or a secret) |
 //! | `GET /api/threads` | the web chat's threads, newest first |
 //! | `GET /api/threads/{id}` | one of them: record, title, the conversation (from the event log; for llm threads without one, from the record) and the AG-UI transcript the page replays |
@@ -27,6 +27,12 @@
 //! (`Last-Event-ID`) to any instance over the same store replays it, and
 //! the page shows a thread's history after a reload.
 //!
+//! A2A push notifications are off unless `--push-allow-host HOST[:PORT]`
+//! (repeatable) names the webhook hosts and `--push-secret-file` (or
+//! `AGENT_ADAPTOR_PUSH_SECRET`) gives the secret deliveries are signed
+//! with ([`push`]; what is refused, delivered and signed:
+//! `agent_adaptor_bridges::a2a::push`).
+//!
 //! Threads live in the SQLite file printed at start, or in the PostgreSQL
 //! server given with `--store postgres://…` (several `serve` instances on
 //! several hosts may share it: a thread is served by whichever instance
@@ -37,6 +43,7 @@ mod api;
 pub mod assets;
 mod grants;
 pub mod log;
+pub mod push;
 pub mod recover;
 pub mod sweep;
 mod titles;
@@ -99,6 +106,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     }
     let equipment = args.equip.load()?;
     let store = StoreSpec::parse(args.store.as_deref())?.open().await?;
+    let push = push::settings(&args, store.store.clone())?;
+    let pushing = push.is_some();
     let selected = select(&args.driver, None).await?;
 
     let mut defaults = equipment.apply(RunOptions::new());
@@ -149,7 +158,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         )),
     );
     let authenticated = access.guard.authenticates();
-    let a2a = A2aServer::with_threads(agent.clone())
+    let mut a2a = A2aServer::with_threads(agent.clone())
         .name("agent-adaptor")
         .description(format!("agent-adaptor serve: {}", selected.label))
         .public_url(format!("http://{local}"))
@@ -161,8 +170,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
                     "the token `agent-adaptor serve` printed (or --token / AGENT_ADAPTOR_TOKEN)",
                 ));
             }
-        })
-        .build();
+        });
+    if let Some(push) = push {
+        a2a = a2a.push_notifications(push);
+    }
+    let a2a = a2a.build();
     // The tasks of runs a dead process of this instance left behind fail,
     // and those of every run the sweeper later finds interrupted (every
     // server sharing the store shows it).
@@ -205,6 +217,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     println!(
         "  AG-UI POST /agui · raw SSE POST /sse · A2A POST /a2a (card /.well-known/agent-card.json)"
     );
+    if pushing {
+        println!(
+            "  A2A push notifications to: {}",
+            args.push_allow_hosts.join(", ")
+        );
+    }
 
     // SIGTERM (or Ctrl-C, SIGHUP): stop accepting and let requests and streams finish for the
     // grace period; then cancel every run (their children are killed

@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use agent_adaptor_core::thread::InterruptedRun;
+use agent_adaptor_core::thread::{InterruptedRun, StoreError, ThreadStore};
 
 use crate::args::ServeArgs;
 use crate::error::CliError;
@@ -51,16 +51,20 @@ impl Identity {
             .map_err(|e| CliError::failure(format!("thread store: cannot recover leases: {e}")))?;
         runs.extend(recover_dead_runs(store).await);
         log_interrupted(
+            store.store.as_ref(),
             &runs,
             "a run of a dead process was interrupted; its thread is free again",
-        );
+        )
+        .await;
         Ok(runs)
     }
 }
 
 /// Log each recovered run (a warning: a run was cut short) with `what`
-/// happened.
-pub(crate) fn log_interrupted(runs: &[InterruptedRun], what: &str) {
+/// happened, and record it in its thread's event log, so that a client
+/// following the run from another instance sees it end as interrupted at
+/// once (a store without an event log records nothing).
+pub(crate) async fn log_interrupted(store: &dyn ThreadStore, runs: &[InterruptedRun], what: &str) {
     for run in runs {
         tracing::warn!(
             thread = %run.key,
@@ -68,6 +72,14 @@ pub(crate) fn log_interrupted(runs: &[InterruptedRun], what: &str) {
             started_at = %run.started_at,
             "{what}"
         );
+        match agent_adaptor_bridges::agui::record_interruption(store, run).await {
+            Ok(()) | Err(StoreError::Unsupported(_)) => {}
+            Err(e) => tracing::warn!(
+                thread = %run.key,
+                error = %e,
+                "the interruption could not be recorded in the thread's event log"
+            ),
+        }
     }
 }
 

@@ -44,9 +44,11 @@ impl Sweeper {
         let runs = self.store.recover_expired().await?;
         if !runs.is_empty() {
             log_interrupted(
+                self.store.as_ref(),
                 &runs,
                 "a run whose host stopped renewing its lease was interrupted; its thread is free again",
-            );
+            )
+            .await;
             // No subscriber is not an error.
             let _ = self.interrupted.send(runs.clone());
         }
@@ -107,6 +109,19 @@ mod tests {
             ("dead", "run-1")
         );
         assert_eq!(told.try_recv().unwrap(), runs);
+        // The thread's log says where the run stopped, under its own id.
+        let log = store
+            .events("dead", &agent_adaptor_core::thread::EventQuery::since(0))
+            .await
+            .unwrap();
+        assert_eq!(log.events.len(), 1);
+        assert_eq!(log.events[0].run_id, "run-1/interrupted");
+        match &log.events[0].event {
+            agent_adaptor_core::Event::Notice(n) => {
+                assert_eq!(n.kind, agent_adaptor_bridges::agui::INTERRUPTION_NOTICE);
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(sweeper.sweep().await.unwrap().is_empty());
         assert!(told.try_recv().is_err(), "an empty sweep tells nobody");
         let busy = store

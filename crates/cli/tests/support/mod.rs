@@ -16,6 +16,7 @@ pub fn bin() -> PathBuf {
 
 /// Variables that would make the CLI pick a real driver or credentials.
 const CREDENTIAL_VARS: &[&str] = &[
+    "AGENT_ADAPTOR_PUSH_SECRET",
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "CLAUDE_CODE_OAUTH_TOKEN",

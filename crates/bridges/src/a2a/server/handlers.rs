@@ -192,11 +192,38 @@ async fn dispatch(
             ErrorCode::UnsupportedOperation,
             format!("{method} is not supported by this server"),
         )),
-        _ => Err(RpcError::new(
-            ErrorCode::PushNotificationNotSupported,
-            "push notifications are not supported by this server",
-        )),
+        _ => push_config(shared, call, method, params)
+            .await
+            .map(Reply::Json),
     }
+}
+
+fn push_not_supported() -> RpcError {
+    RpcError::new(
+        ErrorCode::PushNotificationNotSupported,
+        "push notifications are not supported by this server",
+    )
+}
+
+/// The push config methods, on a task the caller owns.
+async fn push_config(
+    shared: &Shared,
+    call: &Call<'_>,
+    method: &str,
+    raw: Value,
+) -> Result<Value, RpcError> {
+    let push = shared.push.as_ref().ok_or_else(push_not_supported)?;
+    let task_id = crate::a2a::push::task_id_of(&raw)?;
+    // The caller's task, here or (in the task store) on another server.
+    let here = local_task(shared, call, &task_id)?.is_some();
+    let elsewhere = match (&shared.durable, here) {
+        (Some(durable), false) => durable.load(&task_id, call.principal).await?.is_some(),
+        _ => false,
+    };
+    if !here && !elsewhere {
+        return Err(RpcError::task_not_found(&task_id));
+    }
+    push.call(method, raw).await
 }
 
 fn json_content_type(headers: &HeaderMap) -> bool {
@@ -318,12 +345,13 @@ async fn send(
         ));
     }
     let config = req.configuration.unwrap_or_default();
-    if config.task_push_notification_config.is_some() {
-        return Err(RpcError::new(
-            ErrorCode::PushNotificationNotSupported,
-            "push notifications are not supported by this server",
-        ));
-    }
+    let mut push_config = match config.task_push_notification_config {
+        Some(raw) => {
+            let push = shared.push.as_ref().ok_or_else(push_not_supported)?;
+            Some(push.prepare(raw).await?)
+        }
+        None => None,
+    };
     let history = history_length(config.history_length)?;
 
     let (slot, sub) = if message.task_id.is_empty() {
@@ -345,6 +373,9 @@ async fn send(
             call.principal.clone(),
             durable.is_some(),
         );
+        if let Some(push) = &shared.push {
+            slot.set_push(push.attach(&task_id));
+        }
         shared.store.insert(slot.clone())?;
         if let Some(durable) = durable {
             shared.listen_for_cancels().await;
@@ -361,6 +392,12 @@ async fn send(
             } else {
                 slot.unjournal();
             }
+        }
+        if let (Some(push), Some(config)) = (&shared.push, push_config.take())
+            && let Err(e) = push.register(&task_id, config).await
+        {
+            slot.set_status(TaskState::Failed, None);
+            return Err(e);
         }
         let sub = slot.subscribe();
         let run = shared.start(&prompt, &task_id, &context_id);
@@ -380,6 +417,9 @@ async fn send(
                 "message.contextId {:?} does not match the task's context {:?}",
                 message.context_id, slot.context_id
             )));
+        }
+        if let (Some(push), Some(config)) = (&shared.push, push_config) {
+            push.register(&slot.id, config).await?;
         }
         let mut reply = message.clone();
         reply.context_id = slot.context_id.clone();
