@@ -47,6 +47,16 @@ impl Principal {
         &self.0
     }
 
+    /// The digest this principal is recorded (and compared) as in shared
+    /// stores (`sha256:` and 64 hex digits): a session principal names part
+    /// of its cookie, so rows other hosts read keep a digest, never the id.
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(self.0.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        format!("sha256:{hex}")
+    }
+
     /// The principal a request's extensions carry, else anonymous.
     pub fn of(extensions: &Extensions) -> Self {
         extensions

@@ -4,6 +4,9 @@
 //! `target/cli-web/web-chat-*.png`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(feature = "postgres-tests")]
+#[path = "../../bridges/tests/support/a2a_peers.rs"]
+mod a2a_peers;
 mod support;
 
 use std::path::Path;
@@ -336,6 +339,116 @@ async fn two_instances_share_threads_through_postgres() {
     let key = format!("agui/v1/web/{thread}");
     let out = support::run(home.path(), &["threads", "--store", &url, "delete", &key]);
     assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
+}
+
+/// Two `serve` instances on one PostgreSQL store share their A2A tasks: the
+/// official JS client (`@a2a-js/sdk`, `list_across`) sends two tasks to the
+/// first and lists and reads them on the second. Needs `PG_TEST_URL`
+/// (`scripts/with-postgres`) and `scripts/install-bridge-clients`.
+#[cfg(feature = "postgres-tests")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_a2a_tasks_through_postgres() {
+    let url = std::env::var("PG_TEST_URL").expect(
+        "PG_TEST_URL must be set with the postgres-tests feature (run under scripts/with-postgres)",
+    );
+    let home = tempfile::tempdir().unwrap();
+    let token = "shared-token-a2a-0123456789";
+    let a = serve_with(home.path(), &["--store", &url, "--token", token]);
+    let b = serve_with(home.path(), &["--store", &url, "--token", token]);
+    let script = a2a_peers::script("client.mjs");
+    let out = a2a_peers::run(
+        &a2a_peers::node(),
+        &[script.to_str().unwrap(), "list_across", &a.base, &b.base],
+        Some(token),
+        std::time::Duration::from_secs(120),
+    )
+    .await;
+    let report = out.json();
+    let sent = report["sent"].as_array().unwrap().clone();
+    let all = &report["all"];
+    let mut listed = all["ids"].as_array().unwrap().clone();
+    // Other tests may share the database: only this client's tasks count.
+    listed.retain(|id| sent.contains(id));
+    assert_eq!(listed.len(), 2, "{report}");
+    let (first, second) = (&report["first"], &report["second"]);
+    assert_eq!(first["ids"].as_array().unwrap().len(), 1, "{report}");
+    assert_ne!(first["nextPageToken"], "");
+    assert_ne!(first["ids"], second["ids"], "the second page goes on");
+    assert_eq!(report["ofContext"]["ids"], json!([sent[0].clone()]));
+    assert_eq!(report["got"]["id"], sent[0]);
+    assert!(
+        report["statuses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s == 200),
+        "{report}"
+    );
+    drop((a, b));
+}
+
+/// A `serve` instance killed while its A2A task waits for input: its lease
+/// expires, the other instance's sweeper recovers it and fails the task,
+/// which that instance then shows. Needs `PG_TEST_URL`
+/// (`scripts/with-postgres`).
+#[cfg(feature = "postgres-tests")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instance_s_a2a_task_fails_on_the_other_through_postgres() {
+    let url = std::env::var("PG_TEST_URL").expect(
+        "PG_TEST_URL must be set with the postgres-tests feature (run under scripts/with-postgres)",
+    );
+    let home = tempfile::tempdir().unwrap();
+    let token = "shared-token-a2a-kill-0123456789";
+    let args = ["--store", &url, "--token", token, "--lease-ttl", "1"];
+    let mut a = serve_with(home.path(), &args);
+    let b = serve_with(home.path(), &args);
+    let client = a.client();
+    let rpc = |base: &str, method: &str, params: Value| {
+        client
+            .post(format!("{base}/a2a"))
+            .header("A2A-Version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+    };
+    let message = json!({"message": {"messageId": "m1", "role": "ROLE_USER",
+        "parts": [{"text": "first turn on A"}]}});
+    let sent: Value = rpc(&a.base, "SendMessage", message)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let task = &sent["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{sent}"
+    );
+    let id = task["id"].as_str().unwrap().to_owned();
+
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let failed = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            let got: Value = rpc(&b.base, "GetTask", json!({"id": id}))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if got["result"]["status"]["state"] == "TASK_STATE_FAILED" {
+                return got["result"].clone();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the other instance fails the task");
+    let note = failed["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(note.contains("stopped"), "{failed}");
+    assert_eq!(failed["metadata"]["agentAdaptor"]["reason"], "interrupted");
+    drop(b);
 }
 
 /// `--push-allow-host` with a secret turns A2A push on: the card says so.

@@ -1,12 +1,14 @@
 // Drives an A2A 1.0 server with the official JS client (@a2a-js/sdk, pinned
 // in tests/bridges/package-lock.json) and prints one JSON report on stdout.
 //
-//   [BRIDGE_TEST_TOKEN=<token>] node a2a/client.mjs <scenario> <base-url>
+//   [BRIDGE_TEST_TOKEN=<token>] node a2a/client.mjs <scenario> <base-url> [<arg>...]
 //
 // Scenarios (the server's agent answers by the prompt's first word, see
 // crates/bridges/tests/support/a2a_agents.rs): card, send, stream, get,
-// cancel, subscribe, input_required, refused, observe, and
-// `push <webhook-url> <refused-url>` (the push config RPCs). Anything unexpected throws:
+// cancel, subscribe, input_required, refused, observe,
+// `push <webhook-url> <refused-url>` (the push config RPCs), and
+// `list_across <other-url>` (tasks sent to <base-url>, listed and read on
+// <other-url>, a second server over the same task store). Anything unexpected throws:
 // the process exits non-zero and the Rust test shows stderr.
 //
 // Auth: with BRIDGE_TEST_TOKEN set, every JSON-RPC request carries
@@ -19,7 +21,7 @@
 // does not define fails the script. crates/bridges/tests/checker_a2a.rs
 // shows these checks fail on a broken exchange.
 import { randomUUID } from "node:crypto";
-import { Role, taskStateToJSON } from "@a2a-js/sdk";
+import { Role, TaskState, taskStateToJSON } from "@a2a-js/sdk";
 import {
   ClientFactory,
   ClientFactoryOptions,
@@ -300,6 +302,47 @@ switch (scenario) {
     );
     const final = await client.getTask({ id: events[0].id });
     report = { events, final: summary(final) };
+    break;
+  }
+  case "list_across": {
+    const other = await factory.createFromUrl(extra[0]);
+    const hello = sent(await client.sendMessage({ message: userMessage([text("hello")]) }));
+    const structured = sent(
+      await client.sendMessage({ message: userMessage([text("structured please")]) }),
+    );
+    const list = (params) =>
+      other.listTasks({
+        tenant: "",
+        contextId: "",
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        pageToken: "",
+        statusTimestampAfter: undefined,
+        ...params,
+      });
+    const page = (r) => ({
+      ids: r.tasks.map((t) => t.id),
+      states: r.tasks.map((t) => stateOf(t.status)),
+      artifactText: r.tasks.map((t) => (t.artifacts ?? []).map((a) => partsText(a.parts)).join("")),
+      historyLengths: r.tasks.map((t) => (t.history ?? []).length),
+      nextPageToken: r.nextPageToken,
+      pageSize: r.pageSize,
+      totalSize: r.totalSize,
+    });
+    const all = page(await list({ includeArtifacts: true, historyLength: 0 }));
+    const first = page(await list({ pageSize: 1 }));
+    const second = page(await list({ pageSize: 1, pageToken: first.nextPageToken }));
+    const ofContext = page(await list({ contextId: hello.contextId }));
+    const completed = page(await list({ status: TaskState.TASK_STATE_COMPLETED }));
+    const got = await other.getTask({ id: hello.id });
+    report = {
+      sent: [hello.id, structured.id],
+      all,
+      first,
+      second,
+      ofContext,
+      completed,
+      got: summary(got),
+    };
     break;
   }
   case "push": {

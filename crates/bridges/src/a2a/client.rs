@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use super::rpc::{ErrorCode, RpcError};
 use super::sse::SseDecoder;
 use super::types::{
-    AGENT_CARD_PATH, AgentCard, CancelTaskRequest, GetTaskRequest, PROTOCOL_VERSION,
-    SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
-    VERSION_HEADER,
+    AGENT_CARD_PATH, AgentCard, CancelTaskRequest, GetTaskRequest, ListTasksRequest,
+    ListTasksResponse, PROTOCOL_VERSION, SendMessageRequest, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest, Task, VERSION_HEADER,
 };
 
 /// Largest SSE event the client accepts (16 MiB).
@@ -270,6 +270,14 @@ impl Client {
             ..CancelTaskRequest::default()
         };
         self.call("CancelTask", &request, "a task").await
+    }
+
+    /// `ListTasks`: a page of the caller's tasks.
+    pub async fn list_tasks(
+        &self,
+        request: ListTasksRequest,
+    ) -> Result<ListTasksResponse, ClientError> {
+        self.call("ListTasks", &request, "a task list").await
     }
 
     /// `SubscribeToTask`: the task, then its updates until it is terminal.

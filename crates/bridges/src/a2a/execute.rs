@@ -29,6 +29,7 @@ use serde_json::{Map, Value, json};
 
 use super::observe::Observer;
 use super::rpc::{ErrorCode, RpcError};
+use super::shared_input::Sharing;
 use super::store::TaskSlot;
 use super::types::{Artifact, Message, Part, PartContent, TaskState};
 use crate::public_error::public_error;
@@ -36,8 +37,9 @@ use crate::public_error::public_error;
 /// The id of the artifact holding a task's answer.
 pub const RESPONSE_ARTIFACT_ID: &str = "response";
 
-/// Drive `stream` to its end, projecting it onto `slot`.
-pub(crate) async fn drive(slot: Arc<TaskSlot>, mut stream: RunStream) {
+/// Drive `stream` to its end, projecting it onto `slot`; with `sharing`,
+/// each approval is also offered to the other servers sharing the store.
+pub(crate) async fn drive(slot: Arc<TaskSlot>, mut stream: RunStream, sharing: Option<Sharing>) {
     slot.attach_run(stream.handle());
     let mut streamed = false;
     let mut observer = Observer::default();
@@ -57,7 +59,12 @@ pub(crate) async fn drive(slot: Arc<TaskSlot>, mut stream: RunStream) {
             }
             Event::ApprovalRequest(req) => {
                 let message = approval_message(&slot, &req);
+                let offered = sharing.as_ref().map(|s| (s.clone(), (*req).clone()));
+                // Parked first: the offer ends once the task stops waiting.
                 slot.await_input(*req, message);
+                if let Some((sharing, req)) = offered {
+                    tokio::spawn(super::shared_input::offer(sharing, slot.clone(), req));
+                }
             }
             Event::Notice(n) if n.kind == notice_kind::APPROVAL_RESOLVED => {
                 let id = n
@@ -332,15 +339,20 @@ pub(crate) fn apply(req: &ApprovalRequest, decision: &Decision) -> Result<(), Rp
     result.map_err(|e| match e {
         ApprovalError::KindMismatch { .. } => RpcError::invalid_params(e.to_string()),
         // Nothing was answered: the task still waits.
-        ApprovalError::NotGrantable => RpcError::invalid_params(
-            "this approval cannot always allow its tool (not a thread run, or no tool named): \
-             answer \"approve\" or \"deny\"",
-        ),
+        ApprovalError::NotGrantable => not_grantable(),
         _ => RpcError::new(
             ErrorCode::UnsupportedOperation,
             format!("the approval can no longer be answered: {e}"),
         ),
     })
+}
+
+/// "always" for an approval that cannot grant its tool.
+pub(crate) fn not_grantable() -> RpcError {
+    RpcError::invalid_params(
+        "this approval cannot always allow its tool (not a thread run, or no tool named): \
+         answer \"approve\" or \"deny\"",
+    )
 }
 
 /// The prompt in a user message: its text parts and (as compact JSON) its

@@ -38,8 +38,9 @@
 //!   when push is on, one `JSONRPC` interface with `protocolVersion "1.0"` at
 //!   the RPC path, default `/a2a`).
 //! * `POST /a2a`: JSON-RPC 2.0 with `SendMessage`, `SendStreamingMessage`,
-//!   `GetTask`, `CancelTask`, `SubscribeToTask`. `ListTasks` and
-//!   `GetExtendedAgentCard` answer `UnsupportedOperation` (-32004). The
+//!   `GetTask`, `CancelTask`, `SubscribeToTask`, and `ListTasks` with a
+//!   task store (below; without one it answers `UnsupportedOperation`).
+//!   `GetExtendedAgentCard` answers `UnsupportedOperation` (-32004). The
 //!   push-notification methods (`Create`/`Get`/`Delete`
 //!   `TaskPushNotificationConfig`, `ListTaskPushNotificationConfigs`) work
 //!   when push is on ([`push`], [`A2aServerBuilder::push_notifications`]),
@@ -120,33 +121,72 @@
 //!
 //! ### Limits
 //!
-//! The task store is in memory, holds at most [`DEFAULT_MAX_TASKS`] tasks
-//! and forgets a finished task [`DEFAULT_FINISHED_TASK_TTL`] after it
+//! The live tasks are in memory, at most [`DEFAULT_MAX_TASKS`] of them; a
+//! finished task is forgotten [`DEFAULT_FINISHED_TASK_TTL`] after it
 //! finished (both configurable). When every slot holds a task in progress,
 //! a new message is refused (-32603) and nothing starts.
+//!
+//! ### Several servers over one store
+//!
+//! With [`A2aServerBuilder::task_store`] (`agent-adaptor serve` passes its
+//! thread store) every task change is also written to the store (the
+//! snapshot and the updates, in order, batched per task, beside the run;
+//! notified to every server sharing the store), the principal kept as its
+//! [`digest`](crate::Principal::digest). The live task stays in memory on
+//! the server running it, so its own subscribers never wait on the store.
+//! On any other server sharing the store:
+//!
+//! * `GetTask` reads the stored snapshot (`historyLength` applies);
+//! * `SubscribeToTask` streams the stored snapshot, then every later update
+//!   exactly once, in order, until the final one — woken by the store's
+//!   notifications, re-reading every [`DEFAULT_TASK_POLL`] anyway;
+//! * `CancelTask` notes the request in the store and notifies; the owning
+//!   server cancels its run, and the response follows the task to its final
+//!   state (bounded by [`A2aServerBuilder::cancel_wait`]);
+//! * a message answering a task's `TASK_STATE_INPUT_REQUIRED` is checked
+//!   as the owner would check it, recorded on the task's approval row (the
+//!   owner keeps each approval there through the [`Desk`](crate::desk::Desk))
+//!   and applied by the owner; the reply follows the task from the store;
+//! * `ListTasks` lists the caller's tasks, newest change first (`contextId`,
+//!   `status`, `statusTimestampAfter` — compared with the task's last
+//!   change —, `pageSize` 1–100, default 50, `pageToken`, `historyLength`,
+//!   `includeArtifacts`; `nextPageToken` and `totalSize`).
+//!
+//! When a server dies its runs' leases are recovered;
+//! [`A2aServer::runs_interrupted`] fails their tasks ([`INTERRUPTED_TEXT`]),
+//! and followers anywhere see the end. A write the store keeps refusing is
+//! retried, then logged and counted ([`A2aServer::store_failures`],
+//! [`TaskStoreError`]); a store that cannot keep tasks leaves the server
+//! in memory only. Finished tasks leave the store after
+//! [`DEFAULT_STORED_TASK_TTL`] ([`A2aServerBuilder::stored_task_ttl`]).
 //!
 //! ## Client
 //!
 //! [`Client`] fetches the card, picks its 1.0 JSON-RPC interface, sends
 //! `A2A-Version: 1.0` on every request, and offers `send`, `stream` (a
-//! [`futures::Stream`] of [`StreamResponse`]), `get_task`, `cancel_task`
-//! and `subscribe`, with typed errors ([`ClientError`], [`ErrorCode`]).
+//! [`futures::Stream`] of [`StreamResponse`]), `get_task`, `cancel_task`,
+//! `subscribe` and `list_tasks`, with typed errors ([`ClientError`], [`ErrorCode`]).
 
 mod client;
+mod durable;
 mod execute;
 mod observe;
 pub mod push;
+mod remote;
 mod rpc;
 mod server;
+mod shared_input;
 mod sse;
 mod store;
 mod types;
 
 pub use client::{Client, ClientBuilder, ClientError, UpdateStream};
+pub use durable::{DEFAULT_STORED_TASK_TTL, DEFAULT_TASK_POLL, TaskStoreError};
 pub use execute::RESPONSE_ARTIFACT_ID;
 pub use observe::{
     CAPABILITIES_ARTIFACT_ID, IMAGES_ARTIFACT_ID, SUBAGENT_ARTIFACT_PREFIX, TODO_ARTIFACT_ID,
 };
+pub use remote::INTERRUPTED_TEXT;
 pub use rpc::{ERROR_DOMAIN, ErrorCode, RpcError};
 pub use server::{
     A2aServer, A2aServerBuilder, AuthRejection, Authorize, BearerToken, DEFAULT_CANCEL_WAIT,
@@ -155,10 +195,11 @@ pub use server::{
 };
 pub use types::{
     AGENT_CARD_PATH, AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill,
-    Artifact, CancelTaskRequest, GetTaskRequest, JSONRPC_BINDING, Message, Metadata,
-    PROTOCOL_VERSION, Part, PartContent, Role, SendMessageConfiguration, SendMessageRequest,
-    SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task, TaskArtifactUpdateEvent,
-    TaskState, TaskStatus, TaskStatusUpdateEvent, VERSION_HEADER,
+    Artifact, CancelTaskRequest, GetTaskRequest, JSONRPC_BINDING, ListTasksRequest,
+    ListTasksResponse, Message, Metadata, PROTOCOL_VERSION, Part, PartContent, Role,
+    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent, VERSION_HEADER,
 };
 
 /// A fresh random id: `prefix` and 32 hex digits.

@@ -4,7 +4,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use agent_adaptor_core::{Agent, RunOptions, RunStream, Runner};
+use agent_adaptor_core::thread::store::InterruptedRun;
+use agent_adaptor_core::{Agent, RunOptions, RunStream, Runner, ThreadStore};
 use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -12,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
+use super::durable::{DEFAULT_STORED_TASK_TTL, DEFAULT_TASK_POLL, Durable, TaskStoreError};
 use super::push::{PushSettings, Pusher};
 use super::store::TaskStore;
 use super::types::{
@@ -60,13 +62,57 @@ pub(crate) struct Shared {
     cancel_wait: Duration,
     keep_alive: Option<Duration>,
     thread_key: ThreadKeyFn,
-    store: TaskStore,
+    store: Arc<TaskStore>,
+    /// The shared task store, when one is configured.
+    durable: Option<Arc<Durable>>,
+    /// Set once this server listens for cancels from other hosts (and
+    /// prunes the store).
+    cancels: tokio::sync::OnceCell<()>,
+    /// How long finished tasks stay in the task store (`None`: forever).
+    stored_ttl: Option<Duration>,
     shutdown: CancellationToken,
     /// Push notifications, when on.
     pub(crate) push: Option<Arc<Pusher>>,
 }
 
 impl Shared {
+    /// The thread key a task of `context_id` runs under.
+    fn task_key(&self, context_id: &str) -> String {
+        (self.thread_key)(context_id)
+    }
+
+    /// Start listening for cancels other hosts request (once, before this
+    /// server's first stored task).
+    async fn listen_for_cancels(&self) {
+        let Some(durable) = &self.durable else {
+            return;
+        };
+        self.cancels
+            .get_or_init(|| async {
+                let rx = match durable.store.listen().await {
+                    Ok(rx) => Some(rx),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "a2a: no store notifications; polling for cancels");
+                        None
+                    }
+                };
+                tokio::spawn(super::remote::serve_cancels(
+                    durable.clone(),
+                    Arc::downgrade(&self.store),
+                    rx,
+                    self.shutdown.clone(),
+                ));
+                if let Some(keep) = self.stored_ttl {
+                    tokio::spawn(super::durable::prune_loop(
+                        durable.clone(),
+                        keep,
+                        self.shutdown.clone(),
+                    ));
+                }
+            })
+            .await;
+    }
+
     /// Start the run for a new task.
     fn start(&self, prompt: &str, task_id: &str, context_id: &str) -> RunStream {
         let options = self
@@ -77,7 +123,7 @@ impl Shared {
         match &self.backend {
             Backend::Runner(r) => r.stream_with(prompt, options),
             Backend::Threads(agent) => agent
-                .thread((self.thread_key)(context_id))
+                .thread(self.task_key(context_id))
                 .stream_with(prompt, options),
         }
     }
@@ -155,6 +201,43 @@ impl A2aServer {
         self.shared.store.len()
     }
 
+    /// How many task store operations failed for good (writes given up
+    /// after their retries, tasks the store refused); 0 without a store.
+    pub fn store_failures(&self) -> u64 {
+        self.shared.durable.as_ref().map_or(0, |d| d.failures())
+    }
+
+    /// The last of those failures.
+    pub fn last_store_error(&self) -> Option<TaskStoreError> {
+        self.shared.durable.as_ref().and_then(|d| d.last_error())
+    }
+
+    /// Delete from the task store the finished tasks last changed more
+    /// than `keep` ago (every server does this hourly with its
+    /// [`A2aServerBuilder::stored_task_ttl`]); how many. 0 without a store.
+    pub async fn prune_stored_tasks(&self, keep: Duration) -> Result<u64, TaskStoreError> {
+        match &self.shared.durable {
+            Some(durable) if durable.enabled() => durable.prune(keep).await,
+            _ => Ok(0),
+        }
+    }
+
+    /// Runs whose host stopped (a lease sweeper's or a start's
+    /// [`recover_instance`](ThreadStore::recover_instance) results): fail
+    /// their tasks still in progress in the task store, unless this server
+    /// runs them, with a status message saying the server running them
+    /// stopped and the thread can be continued; followers on every host
+    /// see the task end. A task whose holder names another run is left
+    /// alone. Returns how many tasks failed; 0 without a task store.
+    pub async fn runs_interrupted(&self, runs: &[InterruptedRun]) -> Result<usize, TaskStoreError> {
+        match &self.shared.durable {
+            Some(durable) if durable.enabled() => {
+                super::remote::interrupted(durable, &self.shared.store, runs).await
+            }
+            _ => Ok(0),
+        }
+    }
+
     /// Close the server at once: cancel every run in progress (a task
     /// waiting for input included), end every open stream
     /// (`SendStreamingMessage`, `SubscribeToTask`) and blocking call, and
@@ -169,14 +252,22 @@ impl A2aServer {
 
     /// Close the server, letting streams show the end: cancel every run in
     /// progress (a task waiting for input included) and refuse new tasks,
-    /// wait up to `within` for those tasks to reach a final state (open
-    /// streams deliver `TASK_STATE_CANCELED` and end) and for queued push
-    /// notifications to be delivered, then end every stream and blocking
-    /// call still open and refuse every request. Idempotent.
+    /// wait up to `within` for those tasks to reach a final state (written
+    /// to the task store, when there is one; open streams deliver
+    /// `TASK_STATE_CANCELED` and end) and for queued push notifications to
+    /// be delivered, then end every stream and blocking call still open and
+    /// refuse every request. Idempotent.
     pub async fn shutdown(&self, within: Duration) -> crate::ShutdownReport {
         let started = std::time::Instant::now();
         let tasks = self.shared.store.close();
-        let waits = tasks.iter().map(|t| t.ended()).collect();
+        // Ended, and the final state in the task store for other servers.
+        let waits = tasks
+            .iter()
+            .map(|t| async move {
+                t.ended().await;
+                t.flushed().await;
+            })
+            .collect();
         let report = crate::shutdown::wait_all(waits, within).await;
         if let Some(push) = &self.shared.push {
             push.drained(within.saturating_sub(started.elapsed())).await;
@@ -241,6 +332,9 @@ pub struct A2aServerBuilder {
     cancel_wait: Duration,
     keep_alive: Option<Duration>,
     thread_key: ThreadKeyFn,
+    task_store: Option<Arc<dyn ThreadStore>>,
+    task_poll: Duration,
+    stored_ttl: Option<Duration>,
     push: Option<PushSettings>,
 }
 
@@ -285,6 +379,9 @@ impl A2aServerBuilder {
             cancel_wait: DEFAULT_CANCEL_WAIT,
             keep_alive: Some(DEFAULT_KEEP_ALIVE),
             thread_key: Arc::new(|context: &str| format!("a2a:{context}")),
+            task_store: None,
+            task_poll: DEFAULT_TASK_POLL,
+            stored_ttl: Some(DEFAULT_STORED_TASK_TTL),
             push: None,
         }
     }
@@ -403,6 +500,32 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Keep tasks in `store` too, for every server sharing it: each task
+    /// change is written through (the live task stays in memory here), so
+    /// `GetTask`, `SubscribeToTask` and `CancelTask` work on any of them,
+    /// and `ListTasks` lists the caller's tasks. A store that cannot keep
+    /// tasks leaves the server in memory only (logged once).
+    pub fn task_store(mut self, store: Arc<dyn ThreadStore>) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
+    /// How often a follower of another host's task re-reads it when no
+    /// notification came (default [`DEFAULT_TASK_POLL`]).
+    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
+        self.task_poll = interval;
+        self
+    }
+
+    /// How long a finished task stays in the task store (default
+    /// [`DEFAULT_STORED_TASK_TTL`]; `None`: until the host prunes it, see
+    /// [`A2aServer::prune_stored_tasks`]). The server prunes hourly once it
+    /// has stored a task.
+    pub fn stored_task_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.stored_ttl = ttl;
+        self
+    }
+
     /// Turn push notifications on (see [`push`](super::push)): only when
     /// `settings` allow at least one host; the card then says
     /// `capabilities.pushNotifications: true`.
@@ -429,7 +552,12 @@ impl A2aServerBuilder {
                 cancel_wait: self.cancel_wait,
                 keep_alive: self.keep_alive,
                 thread_key: self.thread_key,
-                store: TaskStore::new(self.max_tasks, self.ttl),
+                store: Arc::new(TaskStore::new(self.max_tasks, self.ttl)),
+                durable: self
+                    .task_store
+                    .map(|store| Arc::new(Durable::new(store, self.task_poll))),
+                cancels: tokio::sync::OnceCell::new(),
+                stored_ttl: self.stored_ttl,
                 shutdown: CancellationToken::new(),
                 push,
             }),

@@ -4,6 +4,11 @@
 //! broadcast of its updates. Every change is applied to the snapshot and
 //! broadcast under the slot's lock, so a subscriber that takes the snapshot
 //! and a receiver together sees every later change exactly once, in order.
+//!
+//! A journaled slot (a server with a task store) also collects its changes
+//! since the last write, under the same lock, for the write-through in
+//! [`durable`](super::durable): the writer takes them together with the
+//! snapshot they lead to, so each stored snapshot matches its update log.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use agent_adaptor_core::{ApprovalRequest, RunHandle};
 use chrono::{SecondsFormat, Utc};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{Notify, broadcast, watch};
 
 use super::push::TaskPush;
 use super::rpc::{ErrorCode, RpcError};
@@ -42,6 +47,13 @@ pub(crate) struct TaskSlot {
     inner: Mutex<Inner>,
     updates: broadcast::Sender<StreamResponse>,
     state: watch::Sender<TaskState>,
+    /// Whether changes are collected for the store's write-through.
+    journaled: AtomicBool,
+    /// Signalled on every collected change.
+    changed: Notify,
+    /// Set once nothing more will be written (the final change was, or
+    /// the write-through gave up or never ran).
+    flushed: watch::Sender<bool>,
     /// Push notifications of its status changes, when on.
     push: OnceLock<TaskPush>,
 }
@@ -54,6 +66,34 @@ struct Inner {
     /// The server is shutting down: a run attached now is cancelled at once.
     closing: bool,
     finished_at: Option<Instant>,
+    /// Updates not yet written to the task store (journaled slots only).
+    unsaved: Vec<StreamResponse>,
+    /// The snapshot changed since the last write.
+    dirty: bool,
+    /// The run's lease owner, once known.
+    holder: Option<String>,
+}
+
+/// Changes a journaled slot collected since the last write: its updates,
+/// in order, and the snapshot they lead to.
+pub(crate) struct Unsaved {
+    pub(crate) updates: Vec<StreamResponse>,
+    pub(crate) task: Task,
+    pub(crate) holder: Option<String>,
+}
+
+impl Unsaved {
+    /// Whether the snapshot is final.
+    pub(crate) fn terminal(&self) -> bool {
+        self.task.status.state.is_terminal()
+    }
+
+    /// Fold `later` (collected after `self`) into this batch.
+    pub(crate) fn merge(&mut self, later: Unsaved) {
+        self.updates.extend(later.updates);
+        self.task = later.task;
+        self.holder = later.holder;
+    }
 }
 
 /// What a subscriber starts from: the snapshot, then every later update.
@@ -64,12 +104,14 @@ pub(crate) struct Subscription {
 }
 
 impl TaskSlot {
-    /// A submitted task whose history starts with `first`.
+    /// A submitted task whose history starts with `first`; `journaled`:
+    /// collect its changes for a task store.
     pub(crate) fn new(
         id: String,
         context_id: String,
         first: Message,
         owner: Principal,
+        journaled: bool,
     ) -> Arc<Self> {
         let task = Task {
             id: id.clone(),
@@ -94,9 +136,15 @@ impl TaskSlot {
                 cancel_requested: false,
                 closing: false,
                 finished_at: None,
+                unsaved: Vec::new(),
+                dirty: false,
+                holder: None,
             }),
             updates: broadcast::channel(UPDATE_BUFFER).0,
             state: watch::channel(TaskState::Submitted).0,
+            journaled: AtomicBool::new(journaled),
+            changed: Notify::new(),
+            flushed: watch::channel(!journaled).0,
             push: OnceLock::new(),
         })
     }
@@ -128,6 +176,78 @@ impl TaskSlot {
         self.subscribe_locked(&inner)
     }
 
+    /// Note a change for the write-through (journaled slots only).
+    fn journal(&self, inner: &mut Inner, update: Option<&StreamResponse>) {
+        if !self.journaled.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(u) = update {
+            inner.unsaved.push(u.clone());
+        }
+        inner.dirty = true;
+        self.changed.notify_one();
+    }
+
+    /// Stop collecting changes (nobody writes them any more).
+    pub(crate) fn unjournal(&self) {
+        let mut inner = self.lock();
+        self.journaled.store(false, Ordering::Release);
+        inner.unsaved = Vec::new();
+        inner.dirty = false;
+        self.flushed.send_replace(true);
+    }
+
+    /// The write-through wrote the final change.
+    pub(crate) fn mark_flushed(&self) {
+        self.flushed.send_replace(true);
+    }
+
+    /// Resolves once the task's final change is in the task store (at once
+    /// for a task that is not written through).
+    pub(crate) async fn flushed(&self) {
+        let mut flushed = self.flushed.subscribe();
+        let _ = flushed.wait_for(|f| *f).await;
+    }
+
+    /// The changes collected since the last call, if any.
+    pub(crate) fn take_unsaved(&self) -> Option<Unsaved> {
+        let mut inner = self.lock();
+        if !inner.dirty {
+            return None;
+        }
+        inner.dirty = false;
+        Some(Unsaved {
+            updates: std::mem::take(&mut inner.unsaved),
+            task: inner.task.clone(),
+            holder: inner.holder.clone(),
+        })
+    }
+
+    /// Resolves after a change was collected (at once if one came since
+    /// the last wait).
+    pub(crate) async fn unsaved_changed(&self) {
+        self.changed.notified().await;
+    }
+
+    /// The run's lease owner, once known.
+    pub(crate) fn holder(&self) -> Option<String> {
+        self.lock().holder.clone()
+    }
+
+    /// Resolves once the task no longer waits on approval `id` (answered,
+    /// timed out, or the task ended).
+    pub(crate) async fn input_settled(&self, id: &str) {
+        let mut state = self.state.subscribe();
+        loop {
+            if self.lock().pending.as_ref().is_none_or(|p| p.id != id) {
+                return;
+            }
+            if state.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     fn subscribe_locked(&self, inner: &Inner) -> Subscription {
         Subscription {
             snapshot: inner.task.clone(),
@@ -153,6 +273,7 @@ impl TaskSlot {
             inner.finished_at = Some(Instant::now());
             inner.run = None;
             inner.pending = None;
+            inner.holder = None;
         }
         let event = TaskStatusUpdateEvent {
             task_id: self.id.clone(),
@@ -163,8 +284,10 @@ impl TaskSlot {
         if let Some(push) = self.push.get() {
             push.status_changed(&event);
         }
+        let update = StreamResponse::StatusUpdate(event);
+        self.journal(inner, Some(&update));
         // No receiver is not an error: nobody is watching right now.
-        let _ = self.updates.send(StreamResponse::StatusUpdate(event));
+        let _ = self.updates.send(update);
         self.state.send_replace(state);
     }
 
@@ -184,7 +307,9 @@ impl TaskSlot {
 
     /// Set the task's metadata (before the final status).
     pub(crate) fn set_metadata(&self, metadata: super::types::Metadata) {
-        self.lock().task.metadata = Some(metadata);
+        let mut inner = self.lock();
+        inner.task.metadata = Some(metadata);
+        self.journal(&mut inner, None);
     }
 
     /// Add or extend an artifact and broadcast the change.
@@ -203,25 +328,30 @@ impl TaskSlot {
             Some(a) => *a = artifact.clone(),
             None => inner.task.artifacts.push(artifact.clone()),
         }
-        let _ = self
-            .updates
-            .send(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-                task_id: self.id.clone(),
-                context_id: self.context_id.clone(),
-                artifact,
-                append,
-                last_chunk,
-                metadata: None,
-            }));
+        let update = StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: self.id.clone(),
+            context_id: self.context_id.clone(),
+            artifact,
+            append,
+            last_chunk,
+            metadata: None,
+        });
+        self.journal(&mut inner, Some(&update));
+        let _ = self.updates.send(update);
     }
 
-    /// Attach the run (cancelling it at once if a cancel came first).
+    /// Attach the run (cancelling it at once if a cancel came first); its
+    /// lease owner becomes the task's holder in the store.
     pub(crate) fn attach_run(&self, run: RunHandle) {
         let mut inner = self.lock();
         if inner.cancel_requested || inner.closing {
             run.cancel();
         }
         if !inner.task.status.state.is_terminal() {
+            if let Some(holder) = run.lease_holder() {
+                inner.holder = Some(holder.to_owned());
+                self.journal(&mut inner, None);
+            }
             inner.run = Some(run);
         }
     }
@@ -459,6 +589,15 @@ impl TaskStore {
         Some(slot)
     }
 
+    /// The tasks still in progress.
+    pub(crate) fn active(&self) -> Vec<Arc<TaskSlot>> {
+        self.lock()
+            .values()
+            .filter(|s| !s.state().is_terminal())
+            .cloned()
+            .collect()
+    }
+
     /// Number of tasks held (including finished, unexpired ones).
     pub(crate) fn len(&self) -> usize {
         self.lock().len()
@@ -487,6 +626,7 @@ mod tests {
             "ctx".into(),
             Message::user_text("hi"),
             Principal::anonymous(),
+            false,
         )
     }
 

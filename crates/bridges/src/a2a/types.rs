@@ -618,6 +618,51 @@ pub struct SubscribeToTaskRequest {
     pub id: String,
 }
 
+/// Params of `ListTasks` (A2A 1.0): filters and a page of the caller's
+/// tasks, most recently changed first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ListTasksRequest {
+    /// The tenant.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    /// Only tasks of this context.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub context_id: String,
+    /// Only tasks in this state (`TASK_STATE_UNSPECIFIED`: any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<TaskState>,
+    /// At most this many tasks, 1 to 100 (default 50).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<i32>,
+    /// The `nextPageToken` of the previous page.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub page_token: String,
+    /// At most this many history messages per task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i32>,
+    /// Only tasks changed at or after this time (ISO 8601).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_timestamp_after: Option<String>,
+    /// Whether the tasks carry their artifacts (default: no).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub include_artifacts: Option<bool>,
+}
+
+/// Result of `ListTasks`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ListTasksResponse {
+    /// The tasks of this page.
+    pub tasks: Vec<Task>,
+    /// The token of the next page; empty on the last one.
+    pub next_page_token: String,
+    /// The page size used.
+    pub page_size: i32,
+    /// How many tasks match in all.
+    pub total_size: i32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

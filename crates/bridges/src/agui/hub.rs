@@ -18,7 +18,6 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::record::owner_digest;
 use super::run::FrameId;
 use crate::Principal;
 
@@ -59,7 +58,7 @@ pub(crate) struct Hub {
     /// A subscriber read a frame or left.
     progress: Notify,
     limits: ReplayLimits,
-    /// Who started the run ([`owner_digest`] of its principal): the only
+    /// Who started the run (its principal's [`digest`](crate::Principal::digest)): the only
     /// principal that may replay it.
     owner: String,
     /// The core run its producer reads.
@@ -111,7 +110,7 @@ impl Hub {
 
     /// Whether `principal` started the run.
     pub(crate) fn owned_by(&self, principal: &Principal) -> bool {
-        owner_digest(principal) == self.owner
+        principal.digest() == self.owner
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {

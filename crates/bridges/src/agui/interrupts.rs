@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use agent_adaptor_core::RunHandle;
 
-use super::record::owner_digest;
 use super::run::Interrupted;
 use crate::Principal;
 
 struct Parked {
     thread_id: String,
-    /// [`owner_digest`] of the principal that started the run.
+    /// The [`digest`](crate::Principal::digest) of the principal that started the run.
     owner: String,
     run: Interrupted,
     reaper: tokio::task::AbortHandle,
@@ -124,7 +123,7 @@ impl InterruptRegistry {
     ) -> Result<(), TakeError<E>> {
         let registry = self.registry();
         match registry.parked.get(interrupt_id) {
-            Some(p) if p.thread_id == thread_id && p.owner != owner_digest(principal) => {
+            Some(p) if p.thread_id == thread_id && p.owner != principal.digest() => {
                 Err(TakeError::Forbidden)
             }
             Some(p) if p.thread_id == thread_id => check(&p.run).map_err(TakeError::Refused),
@@ -149,7 +148,7 @@ impl InterruptRegistry {
         thread_id: &str,
         principal: &Principal,
     ) -> Option<Vec<String>> {
-        let digest = owner_digest(principal);
+        let digest = principal.digest();
         let registry = self.registry();
         let pending: Vec<(&String, &Parked)> = registry
             .parked

@@ -32,8 +32,8 @@ pub(crate) const TERMINAL_NOTICE: &str = "agui.terminal";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RunMeta {
-    /// Who started it: [`owner_digest`] of its principal (a session
-    /// principal names part of its cookie, so the log keeps a digest).
+    /// Who started it: its principal's
+    /// [`digest`](crate::Principal::digest).
     pub(crate) owner: String,
     /// The AG-UI thread id.
     pub(crate) thread_id: String,
@@ -58,14 +58,6 @@ pub(crate) struct TerminalFrame {
     pub(crate) id: String,
     /// The frame's JSON.
     pub(crate) json: String,
-}
-
-/// The digest a run's owner is recorded (and compared) as.
-pub(crate) fn owner_digest(principal: &crate::Principal) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(principal.as_str().as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
 }
 
 /// The conversation of thread `key` as its event log holds it (see

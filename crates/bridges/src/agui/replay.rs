@@ -75,7 +75,7 @@ pub(crate) async fn find(
             RequestError::RunNotFound(run_id.to_owned())
         });
     };
-    if meta.owner != super::record::owner_digest(principal) {
+    if meta.owner != principal.digest() {
         tracing::warn!(run = run_id, %principal, "agui: refused a log replay of another principal's run");
         return Err(RequestError::Forbidden(
             "this run belongs to another client: only it may replay the stream",

@@ -19,7 +19,7 @@ use super::hub::{Hub, Hubs};
 use super::interrupts::InterruptRegistry;
 use super::options::{Protocol, SseOptions};
 use super::presence::Presence;
-use super::record::{RunMeta, history, owner_digest, read_all, unsupported};
+use super::record::{RunMeta, history, read_all, unsupported};
 use super::replay::{Follow, follow};
 use super::run::{AguiRun, FrameId, ResumeError};
 use super::shared::Answered;
@@ -261,7 +261,7 @@ impl SseHandler {
             store,
             key,
             meta: RunMeta {
-                owner: super::record::owner_digest(principal),
+                owner: principal.digest(),
                 thread_id: input.thread_id.clone(),
                 run_id: input.run_id.clone(),
                 user_message_id,
@@ -285,7 +285,7 @@ impl SseHandler {
             store: s.options.event_log.clone()?,
             key: agui_thread_key(&s.options.thread_namespace, &input.thread_id),
             meta: RunMeta {
-                owner: super::record::owner_digest(principal),
+                owner: principal.digest(),
                 thread_id: input.thread_id.clone(),
                 run_id: input.run_id.clone(),
                 user_message_id: None,
@@ -332,7 +332,7 @@ impl SseHandler {
             Some(p) => self.recording(&input, p, &principal).await,
             None => None,
         };
-        let hub = Hub::new(s.options.replay, owner_digest(&principal));
+        let hub = Hub::new(s.options.replay, principal.digest());
         if !s.hubs.insert(&key, &hub) {
             return Err(RequestError::RunExists(input.run_id));
         }
@@ -426,7 +426,7 @@ impl SseHandler {
         let key = agui_thread_key(&s.options.thread_namespace, &input.thread_id);
         let found = super::replay::find(store.as_ref(), &key, &input.run_id, &principal).await?;
         let core_run_id = found.core_run_id.clone();
-        let hub = Hub::new(s.options.replay, owner_digest(&principal));
+        let hub = Hub::new(s.options.replay, principal.digest());
         let sub = hub
             .attach(None)
             .map_err(|_| RequestError::ReplayUnavailable(cursor.to_string()))?;
@@ -484,7 +484,7 @@ impl SseHandler {
         let stream = s.target.stream(&prompt, session.as_deref(), &s.options);
         let run_id = stream.run_id().to_owned();
         let key = format!("raw\u{0}{run_id}");
-        let hub = Hub::new(s.options.replay, owner_digest(&principal));
+        let hub = Hub::new(s.options.replay, principal.digest());
         // Run ids are unique, so the key is free.
         s.hubs.insert(&key, &hub);
         Ok(self.start(hub, key, Source::Raw(RawRun::new(stream)), &run_id, None))

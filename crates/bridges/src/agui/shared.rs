@@ -28,7 +28,7 @@ use super::SseHandler;
 use super::error::RequestError;
 use super::hub::Hub;
 use super::interrupts::TakeError;
-use super::record::{RunMeta, owner_digest};
+use super::record::RunMeta;
 use super::replay::{find, follow, interrupted_frames, store_error};
 use super::run::{Interrupted, ResumeError, decide};
 use super::source::{Recording, Share, Source};
@@ -316,7 +316,7 @@ impl SseHandler {
         };
         let value = serde_json::to_value(&answer)
             .map_err(|e| RequestError::InvalidResume(e.to_string()))?;
-        match desk.answer(id, &owner_digest(principal), value).await {
+        match desk.answer(id, &principal.digest(), value).await {
             Ok(Ok(_)) => Ok(()),
             // Parked here but never shared (the row is being written, or
             // could not be): this host alone answers it.
@@ -354,7 +354,7 @@ impl SseHandler {
             Ok(a) if row.key == key => a,
             _ => return Err(not_found()),
         };
-        if row.principal != owner_digest(principal) {
+        if row.principal != principal.digest() {
             tracing::warn!(interrupt = %id, %principal, "agui: refused an answer to another principal's interrupt");
             return Err(refused(id, AnswerRefused::Forbidden));
         }
@@ -375,7 +375,7 @@ impl SseHandler {
         core_run_id: &str,
     ) -> Response {
         let s = &self.shared;
-        let hub = Hub::new(s.options.replay, owner_digest(&principal));
+        let hub = Hub::new(s.options.replay, principal.digest());
         let Ok(sub) = hub.attach(None) else {
             return axum::response::IntoResponse::into_response(RequestError::ReplayUnavailable(
                 String::new(),

@@ -129,7 +129,7 @@ pub(crate) type Share = Arc<dyn Fn(&super::run::Interrupted, &str) + Send + Sync
 pub(crate) struct Parking {
     pub(crate) registry: InterruptRegistry,
     pub(crate) fallback: Duration,
-    /// Who started the run ([`owner_digest`](super::record::owner_digest)):
+    /// Who started the run ([`Principal::digest`](crate::Principal::digest)):
     /// the only principal that may answer it.
     pub(crate) owner: String,
     /// Called with each run before it is parked.

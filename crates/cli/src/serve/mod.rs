@@ -163,6 +163,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         .description(format!("agent-adaptor serve: {}", selected.label))
         .public_url(format!("http://{local}"))
         .run_options(run_options)
+        .task_store(store.store.clone())
         .card_with(|card| {
             if authenticated {
                 card.declare_bearer(Some(
@@ -174,6 +175,22 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         a2a = a2a.push_notifications(push);
     }
     let a2a = a2a.build();
+    // The tasks of runs a dead process of this instance left behind fail,
+    // and those of every run the sweeper later finds interrupted (every
+    // server sharing the store shows it).
+    fail_a2a_tasks(&a2a, &recovered).await;
+    let mut interrupted = sweeper.subscribe();
+    let failing = a2a.clone();
+    tokio::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            match interrupted.recv().await {
+                Ok(runs) => fail_a2a_tasks(&failing, &runs).await,
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return,
+            }
+        }
+    });
     let state = api::AppState {
         store: store.store.clone(),
         agui: agui.clone(),
@@ -219,7 +236,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     }
     tracing::info!(
         instance = %identity.instance,
-        recovered,
+        recovered = recovered.len(),
         max_connections = limits.max_connections,
         grace_secs = args.shutdown_grace,
         "serving"
@@ -253,4 +270,13 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     agent.close().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Fail the A2A tasks of `runs` (interrupted: their hosts stopped).
+async fn fail_a2a_tasks(a2a: &A2aServer, runs: &[agent_adaptor_core::thread::InterruptedRun]) {
+    match a2a.runs_interrupted(runs).await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(tasks = n, "A2A tasks of interrupted runs failed"),
+        Err(e) => tracing::error!(error = %e, "cannot fail the A2A tasks of interrupted runs"),
+    }
 }

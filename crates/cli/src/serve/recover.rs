@@ -42,8 +42,8 @@ impl Identity {
     /// Free the leases an earlier process of this instance held when it
     /// died, and those of dead `agent-adaptor run` processes on this
     /// machine ([`recover_dead_runs`]), recording their runs as
-    /// interrupted; log each one.
-    pub async fn recover(&self, store: &OpenedStore) -> Result<usize, CliError> {
+    /// interrupted; log each one and return them.
+    pub async fn recover(&self, store: &OpenedStore) -> Result<Vec<InterruptedRun>, CliError> {
         let mut runs = store
             .store
             .recover_instance(&self.instance, &self.epoch)
@@ -56,7 +56,7 @@ impl Identity {
             "a run of a dead process was interrupted; its thread is free again",
         )
         .await;
-        Ok(runs.len())
+        Ok(runs)
     }
 }
 

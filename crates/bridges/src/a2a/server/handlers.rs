@@ -7,21 +7,25 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{Shared, json};
 use crate::Principal;
+use crate::a2a::durable::{row_task, write_through};
 use crate::a2a::execute;
 use crate::a2a::new_id;
+use crate::a2a::remote;
 use crate::a2a::rpc::{self, ErrorCode, RpcError};
-use crate::a2a::store::{Subscription, TaskSlot};
+use crate::a2a::shared_input::{self, Sharing};
+use crate::a2a::store::TaskSlot;
 use crate::a2a::types::{
-    CancelTaskRequest, GetTaskRequest, PROTOCOL_VERSION, Role, SendMessageRequest,
-    SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task, TaskState, VERSION_HEADER,
-    major_minor,
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, PROTOCOL_VERSION, Role,
+    SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
+    TaskState, VERSION_HEADER, major_minor,
 };
 
 /// Methods of A2A 0.3, answered with `VersionNotSupported`.
@@ -180,10 +184,11 @@ async fn dispatch(
     match method {
         "SendMessage" => send(shared, call, params, false).await,
         "SendStreamingMessage" => send(shared, call, params, true).await,
-        "GetTask" => get_task(shared, call, params).map(Reply::Json),
+        "GetTask" => get_task(shared, call, params).await.map(Reply::Json),
         "CancelTask" => cancel_task(shared, call, params).await.map(Reply::Json),
-        "SubscribeToTask" => subscribe(shared, call, params),
-        "ListTasks" | "GetExtendedAgentCard" => Err(RpcError::new(
+        "SubscribeToTask" => subscribe(shared, call, params).await,
+        "ListTasks" => list_tasks(shared, call, params).await.map(Reply::Json),
+        "GetExtendedAgentCard" => Err(RpcError::new(
             ErrorCode::UnsupportedOperation,
             format!("{method} is not supported by this server"),
         )),
@@ -209,7 +214,15 @@ async fn push_config(
 ) -> Result<Value, RpcError> {
     let push = shared.push.as_ref().ok_or_else(push_not_supported)?;
     let task_id = crate::a2a::push::task_id_of(&raw)?;
-    owned_task(shared, call, &task_id)?;
+    // The caller's task, here or (in the task store) on another server.
+    let here = local_task(shared, call, &task_id)?.is_some();
+    let elsewhere = match (&shared.durable, here) {
+        (Some(durable), false) => durable.load(&task_id, call.principal).await?.is_some(),
+        _ => false,
+    };
+    if !here && !elsewhere {
+        return Err(RpcError::task_not_found(&task_id));
+    }
     push.call(method, raw).await
 }
 
@@ -280,13 +293,17 @@ fn history_length(n: Option<i32>) -> Result<Option<i32>, RpcError> {
     }
 }
 
-/// The task `task_id` if the caller created it. Another principal's task is
-/// "not found", as if it did not exist: its id alone grants nothing.
-fn owned_task(shared: &Shared, call: &Call<'_>, task_id: &str) -> Result<Arc<TaskSlot>, RpcError> {
-    let slot = shared
-        .store
-        .get(task_id)
-        .ok_or_else(|| RpcError::task_not_found(task_id))?;
+/// The task `task_id` if this server holds it: `Ok(None)` when it does
+/// not (another host may); "not found" when it is another principal's
+/// (as if it did not exist: its id alone grants nothing).
+fn local_task(
+    shared: &Shared,
+    call: &Call<'_>,
+    task_id: &str,
+) -> Result<Option<Arc<TaskSlot>>, RpcError> {
+    let Some(slot) = shared.store.get(task_id) else {
+        return Ok(None);
+    };
     if slot.owner != *call.principal {
         tracing::warn!(
             task_id,
@@ -296,7 +313,7 @@ fn owned_task(shared: &Shared, call: &Call<'_>, task_id: &str) -> Result<Arc<Tas
         );
         return Err(RpcError::task_not_found(task_id));
     }
-    Ok(slot)
+    Ok(Some(slot))
 }
 
 fn task_value(task: &Task) -> Result<Value, RpcError> {
@@ -348,16 +365,34 @@ async fn send(
         let mut first = message;
         first.task_id = task_id.clone();
         first.context_id = context_id.clone();
+        let durable = shared.durable.as_ref().filter(|d| d.enabled());
         let slot = TaskSlot::new(
             task_id.clone(),
             context_id.clone(),
             first,
             call.principal.clone(),
+            durable.is_some(),
         );
         if let Some(push) = &shared.push {
             slot.set_push(push.attach(&task_id));
         }
         shared.store.insert(slot.clone())?;
+        if let Some(durable) = durable {
+            shared.listen_for_cancels().await;
+            let kept = match durable.create(&slot, &shared.task_key(&context_id)).await {
+                Ok(kept) => kept,
+                Err(e) => {
+                    // Nothing started: the slot ends as it began.
+                    slot.set_status(TaskState::Rejected, None);
+                    return Err(e);
+                }
+            };
+            if kept {
+                tokio::spawn(write_through(durable.clone(), slot.clone()));
+            } else {
+                slot.unjournal();
+            }
+        }
         if let (Some(push), Some(config)) = (&shared.push, push_config.take())
             && let Err(e) = push.register(&task_id, config).await
         {
@@ -366,10 +401,17 @@ async fn send(
         }
         let sub = slot.subscribe();
         let run = shared.start(&prompt, &task_id, &context_id);
-        tokio::spawn(execute::drive(slot.clone(), run));
+        let sharing = durable.filter(|d| d.enabled()).map(|d| Sharing {
+            desk: d.desk.clone(),
+            key: shared.task_key(&context_id),
+        });
+        tokio::spawn(execute::drive(slot.clone(), run, sharing));
         (slot, sub)
     } else {
-        let slot = owned_task(shared, call, &message.task_id)?;
+        let Some(slot) = local_task(shared, call, &message.task_id)? else {
+            let wait = !config.return_immediately;
+            return answer_elsewhere(shared, call, &message, wait, history, streaming).await;
+        };
         if !message.context_id.is_empty() && message.context_id != slot.context_id {
             return Err(RpcError::invalid_params(format!(
                 "message.contextId {:?} does not match the task's context {:?}",
@@ -397,8 +439,8 @@ async fn send(
         return Ok(Reply::Stream(sse(
             shared,
             id,
-            slot,
-            sub,
+            sub.snapshot,
+            live_updates(slot, sub.updates),
             Close::AtInterrupt,
         )));
     }
@@ -415,20 +457,114 @@ async fn send(
         .map_err(|e| RpcError::new(ErrorCode::Internal, format!("cannot encode the task: {e}")))
 }
 
-/// `GetTask`.
-fn get_task(shared: &Shared, call: &Call<'_>, raw: Value) -> Result<Value, RpcError> {
+/// A message answering the approval of a task another server runs: record
+/// the answer in the store, wait (bounded) until the owner applied it,
+/// then answer as for a local task, from the store.
+async fn answer_elsewhere(
+    shared: &Arc<Shared>,
+    call: &Call<'_>,
+    message: &Message,
+    wait: bool,
+    history: Option<i32>,
+    streaming: bool,
+) -> Result<Reply, RpcError> {
+    let id = &message.task_id;
+    let not_found = || RpcError::task_not_found(id);
+    let Some(durable) = shared.durable.as_ref().filter(|d| d.enabled()) else {
+        return Err(not_found());
+    };
+    let mut rx = remote::listener(durable).await;
+    if !shared_input::answer(&durable.desk, call.principal, id, message).await? {
+        return Err(not_found());
+    }
+    tracing::info!(task = %id, answered_by = %call.principal, "a2a: approval answered for another server");
+    let row = durable
+        .load(id, call.principal)
+        .await?
+        .ok_or_else(not_found)?;
+    let asking = TaskState::InputRequired.as_str();
+    let stop = &shared.shutdown;
+    let row = remote::wait_row(durable, &mut rx, row, Some(shared.cancel_wait), stop, |r| {
+        r.state != asking
+    })
+    .await;
+    if streaming {
+        let (_, followed) = remote::follow(durable.clone(), id, call.principal, stop.clone())
+            .await?
+            .ok_or_else(not_found)?;
+        let updates = followed.updates;
+        return Ok(Reply::Stream(sse(
+            shared,
+            call.id,
+            followed.snapshot,
+            updates,
+            Close::AtInterrupt,
+        )));
+    }
+    let row = if wait {
+        remote::wait_row(durable, &mut rx, row, None, stop, |r| {
+            r.terminal || r.state == asking
+        })
+        .await
+    } else {
+        row
+    };
+    serde_json::to_value(SendMessageResponse::Task(row_task(&row, history)?))
+        .map(Reply::Json)
+        .map_err(|e| RpcError::new(ErrorCode::Internal, format!("cannot encode the task: {e}")))
+}
+
+/// `GetTask`: this server's task, else the store's.
+async fn get_task(shared: &Shared, call: &Call<'_>, raw: Value) -> Result<Value, RpcError> {
     let req: GetTaskRequest = params(raw)?;
     required_id(&req.id)?;
     let history = history_length(req.history_length)?;
-    let slot = owned_task(shared, call, &req.id)?;
-    task_value(&slot.snapshot(history))
+    if let Some(slot) = local_task(shared, call, &req.id)? {
+        return task_value(&slot.snapshot(history));
+    }
+    let Some(durable) = &shared.durable else {
+        return Err(RpcError::task_not_found(&req.id));
+    };
+    match durable.load(&req.id, call.principal).await? {
+        Some(row) => task_value(&row_task(&row, history)?),
+        None => Err(RpcError::task_not_found(&req.id)),
+    }
+}
+
+/// `ListTasks`: the caller's tasks in the task store.
+async fn list_tasks(shared: &Shared, call: &Call<'_>, raw: Value) -> Result<Value, RpcError> {
+    let Some(durable) = shared.durable.as_ref().filter(|d| d.enabled()) else {
+        return Err(RpcError::new(
+            ErrorCode::UnsupportedOperation,
+            "ListTasks needs a task store: this server keeps its tasks in memory only",
+        ));
+    };
+    let req: ListTasksRequest = params(raw)?;
+    let page = remote::list(durable, call.principal, req).await?;
+    serde_json::to_value(page)
+        .map_err(|e| RpcError::new(ErrorCode::Internal, format!("cannot encode the tasks: {e}")))
 }
 
 /// `CancelTask`: stop the run, wait (bounded) until the task is terminal.
+/// A task another host runs is cancelled through the store.
 async fn cancel_task(shared: &Shared, call: &Call<'_>, raw: Value) -> Result<Value, RpcError> {
     let req: CancelTaskRequest = params(raw)?;
     required_id(&req.id)?;
-    let slot = owned_task(shared, call, &req.id)?;
+    let Some(slot) = local_task(shared, call, &req.id)? else {
+        let Some(durable) = &shared.durable else {
+            return Err(RpcError::task_not_found(&req.id));
+        };
+        let task = remote::cancel(
+            durable,
+            &req.id,
+            call.principal,
+            shared.cancel_wait,
+            &shared.shutdown,
+        )
+        .await?
+        .ok_or_else(|| RpcError::task_not_found(&req.id))?;
+        return task_value(&task);
+    };
     slot.request_cancel()?;
     let mut state = slot.subscribe().state;
     let _ = tokio::time::timeout(
@@ -439,26 +575,76 @@ async fn cancel_task(shared: &Shared, call: &Call<'_>, raw: Value) -> Result<Val
     task_value(&slot.snapshot(None))
 }
 
-/// `SubscribeToTask`.
-fn subscribe(shared: &Arc<Shared>, call: &Call<'_>, raw: Value) -> Result<Reply, RpcError> {
+/// `SubscribeToTask`: this server's task live, else another host's from
+/// the store.
+async fn subscribe(shared: &Arc<Shared>, call: &Call<'_>, raw: Value) -> Result<Reply, RpcError> {
     let req: SubscribeToTaskRequest = params(raw)?;
     required_id(&req.id)?;
     let id = call.id;
-    let slot = owned_task(shared, call, &req.id)?;
-    let state = slot.state();
-    if state.is_terminal() {
-        return Err(RpcError::new(
+    let ended = |state: &str| {
+        RpcError::new(
             ErrorCode::UnsupportedOperation,
             format!(
-                "task {:?} is {}: there is nothing left to stream (use GetTask)",
-                req.id,
-                state.as_str()
+                "task {:?} is {state}: there is nothing left to stream (use GetTask)",
+                req.id
             ),
         )
-        .with_meta("taskId", req.id.as_str()));
+        .with_meta("taskId", req.id.as_str())
+    };
+    if let Some(slot) = local_task(shared, call, &req.id)? {
+        let state = slot.state();
+        if state.is_terminal() {
+            return Err(ended(state.as_str()));
+        }
+        let sub = slot.subscribe();
+        return Ok(Reply::Stream(sse(
+            shared,
+            id,
+            sub.snapshot,
+            live_updates(slot, sub.updates),
+            Close::AtTerminal,
+        )));
     }
-    let sub = slot.subscribe();
-    Ok(Reply::Stream(sse(shared, id, slot, sub, Close::AtTerminal)))
+    let Some(durable) = &shared.durable else {
+        return Err(RpcError::task_not_found(&req.id));
+    };
+    let followed = remote::follow(
+        durable.clone(),
+        &req.id,
+        call.principal,
+        shared.shutdown.clone(),
+    )
+    .await?;
+    let Some((row, followed)) = followed else {
+        return Err(RpcError::task_not_found(&req.id));
+    };
+    if row.terminal {
+        return Err(ended(&row.state));
+    }
+    Ok(Reply::Stream(sse(
+        shared,
+        id,
+        followed.snapshot,
+        followed.updates,
+        Close::AtTerminal,
+    )))
+}
+
+/// A local task's updates after its snapshot; a lagging receiver gets a
+/// fresh snapshot instead of the updates it missed.
+fn live_updates(
+    slot: Arc<TaskSlot>,
+    updates: tokio::sync::broadcast::Receiver<StreamResponse>,
+) -> BoxStream<'static, StreamResponse> {
+    futures::stream::unfold((slot, updates), |(slot, mut updates)| async move {
+        let item = match updates.recv().await {
+            Ok(item) => item,
+            Err(RecvError::Lagged(_)) => StreamResponse::Task(slot.snapshot(None)),
+            Err(RecvError::Closed) => return None,
+        };
+        Some((item, (slot, updates)))
+    })
+    .boxed()
 }
 
 /// When a stream ends.
@@ -479,8 +665,7 @@ impl Close {
 struct SseState {
     id: Value,
     first: Option<Task>,
-    updates: tokio::sync::broadcast::Receiver<StreamResponse>,
-    slot: Arc<TaskSlot>,
+    updates: BoxStream<'static, StreamResponse>,
     close: Close,
     done: bool,
     shutdown: tokio_util::sync::CancellationToken,
@@ -491,15 +676,14 @@ struct SseState {
 fn sse(
     shared: &Arc<Shared>,
     id: &Value,
-    slot: Arc<TaskSlot>,
-    sub: Subscription,
+    first: Task,
+    updates: BoxStream<'static, StreamResponse>,
     close: Close,
 ) -> Response {
     let state = SseState {
         id: id.clone(),
-        first: Some(sub.snapshot),
-        updates: sub.updates,
-        slot,
+        first: Some(first),
+        updates,
         close,
         done: false,
         shutdown: shared.shutdown.clone(),
@@ -516,18 +700,10 @@ fn sse(
             // it closes streams, and that state must reach the subscriber.
             let received = tokio::select! {
                 biased;
-                r = st.updates.recv() => r,
-                () = st.shutdown.cancelled() => match st.updates.try_recv() {
-                    Ok(item) => Ok(item),
-                    Err(_) => return None,
-                },
+                r = st.updates.next() => r,
+                () = st.shutdown.cancelled() => st.updates.next().now_or_never().flatten(),
             };
-            match received {
-                Ok(item) => item,
-                // Missed updates: a fresh snapshot supersedes them.
-                Err(RecvError::Lagged(_)) => StreamResponse::Task(st.slot.snapshot(None)),
-                Err(RecvError::Closed) => return None,
-            }
+            received?
         };
         if item.state().is_some_and(|s| st.close.after(s)) {
             st.done = true;
