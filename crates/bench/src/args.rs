@@ -19,6 +19,9 @@ const SWITCHES: &[&str] = &[
     "--skip-big",
     "--quick",
     "--help",
+    "--no-kill",
+    "--approvals-anywhere",
+    "--a2a-anywhere",
 ];
 
 impl Args {
