@@ -189,3 +189,136 @@ fn first_call_prompt(body: &Value) -> Option<String> {
         .is_some_and(|c| c.iter().any(|p| p["type"] == "tool_result"));
     (!results).then(|| last["content"].to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::load::Protocol;
+    use serde_json::json;
+
+    fn turn(tag: &str, outcome: Outcome, node: usize) -> TurnReport {
+        TurnReport {
+            thread: 0,
+            turn: 0,
+            protocol: Protocol::Agui,
+            tag: tag.into(),
+            outcome,
+            ttff_ms: None,
+            node,
+            approvals: (0, 0),
+            resumes: (0, 0),
+            stream_errors: Vec::new(),
+        }
+    }
+
+    fn request(body: serde_json::Value) -> RecordedRequest {
+        RecordedRequest {
+            method: "POST".into(),
+            path: "/v1/chat/completions".into(),
+            query: None,
+            headers: Vec::new(),
+            body: body.to_string().into(),
+        }
+    }
+
+    fn first_call(prompt: &str) -> RecordedRequest {
+        request(json!({"tools": [{"type": "function"}],
+            "messages": [{"role": "system", "content": "x"}, {"role": "user", "content": prompt}]}))
+    }
+
+    fn verdicts(turns: &[TurnReport], ev: &Evidence<'_>) -> Vec<(&'static str, bool)> {
+        checks(turns, ev)
+            .into_iter()
+            .map(|c| (c.name, c.passed))
+            .collect()
+    }
+
+    #[test]
+    fn a_prompt_sent_twice_or_a_lost_run_fails_and_a_recorded_one_passes() {
+        let turns = [
+            turn("[p t0 k0]", Outcome::Completed, 0),
+            turn("[p t1 k0]", Outcome::Broken, 1),
+        ];
+        // A follow-up after a tool result and a side request without tools
+        // start no turn.
+        let tool_result = request(json!({"tools": [{"type": "function"}],
+            "messages": [{"role": "user", "content": "hello [p t0 k0]"}, {"role": "tool", "content": "a.txt"}]}));
+        let side =
+            request(json!({"messages": [{"role": "user", "content": "title: hello [p t0 k0]"}]}));
+        let once = [
+            first_call("hello [p t0 k0]"),
+            tool_result,
+            side,
+            first_call("hello [p t1 k0]"),
+        ];
+        let recorded = ["hello [p t1 k0]".to_owned()];
+        let ev = Evidence {
+            requests: &once,
+            interrupted: &recorded,
+            killed: &recorded,
+            victim: Some(1),
+            taken_over: Some(true),
+        };
+        assert!(
+            verdicts(&turns, &ev).iter().all(|(_, ok)| *ok),
+            "{:?}",
+            checks(&turns, &ev)
+        );
+
+        let twice = [first_call("hello [p t0 k0]"), first_call("hello [p t0 k0]")];
+        let ev = Evidence {
+            requests: &twice,
+            ..ev
+        };
+        let failed: Vec<_> = verdicts(&turns, &ev)
+            .into_iter()
+            .filter(|(_, ok)| !ok)
+            .collect();
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert!(failed[0].0.starts_with("no turn ran twice"));
+
+        // The broken turn reached the model but nothing recorded it.
+        let ev = Evidence {
+            requests: &once,
+            interrupted: &[],
+            ..ev
+        };
+        let failed: Vec<_> = verdicts(&turns, &ev)
+            .into_iter()
+            .filter(|(_, ok)| !ok)
+            .collect();
+        let names: Vec<_> = failed.iter().map(|(n, _)| *n).collect();
+        assert!(
+            names.iter().any(|n| n.starts_with("no turn lost")),
+            "{names:?}"
+        );
+        assert!(
+            names.iter().any(|n| n.starts_with("every run the killed")),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn a_failed_turn_or_a_broken_one_on_a_live_instance_fails() {
+        let turns = [
+            turn("[p t0 k0]", Outcome::Failed("status 500".into()), 0),
+            turn("[p t1 k0]", Outcome::Interrupted, 0),
+        ];
+        let recorded = ["hello [p t1 k0]".to_owned()];
+        let ev = Evidence {
+            requests: &[],
+            interrupted: &recorded,
+            killed: &[],
+            victim: Some(1),
+            taken_over: Some(true),
+        };
+        let c = checks(&turns, &ev);
+        let every = c
+            .iter()
+            .find(|c| c.name.starts_with("every run not on"))
+            .map(|c| (c.passed, c.detail.clone()));
+        let (passed, detail) = every.unwrap_or_default();
+        assert!(!passed);
+        assert!(detail.starts_with("2 violations"), "{detail}");
+    }
+}

@@ -218,7 +218,7 @@ pub async fn run(cluster: Arc<Cluster>, load: &Load) -> Vec<TurnReport> {
 }
 
 async fn one_turn(c: &Cluster, load: &Load, thread: usize, turn: usize) -> TurnReport {
-    let protocol = if thread % 2 == 0 {
+    let protocol = if thread.is_multiple_of(2) {
         Protocol::Agui
     } else {
         Protocol::A2a

@@ -198,8 +198,8 @@ async fn phase(plan: &Plan, index: usize, instances: usize, claude: bool) -> Res
                 .map(|id| Node::start(&spec, id))
                 .collect::<Result<Vec<Node>, String>>()
         })
-            .await
-            .map_err(|e| e.to_string())??
+        .await
+        .map_err(|e| e.to_string())??
     };
     let cluster = Arc::new(Cluster::new(
         started.iter().map(|n| n.addr).collect(),
