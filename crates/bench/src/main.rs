@@ -260,11 +260,13 @@ fn cmd_serve_load(args: &Args) -> Result<(), String> {
 }
 
 fn cmd_cluster(args: &Args) -> Result<(), String> {
+    let server = match args.get("--server") {
+        Some(p) => PathBuf::from(p),
+        None => serve_load::default_server()?,
+    };
     let plan = cluster::Plan {
-        server: match args.get("--server") {
-            Some(p) => PathBuf::from(p),
-            None => serve_load::default_server()?,
-        },
+        // The instances run in their own directories.
+        server: std::fs::canonicalize(&server).map_err(|e| format!("{}: {e}", server.display()))?,
         pg_url: std::env::var("PG_TEST_URL")
             .ok()
             .filter(|u| !u.is_empty())

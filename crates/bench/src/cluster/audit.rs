@@ -30,6 +30,9 @@ pub struct Evidence<'a> {
     pub interrupted: &'a [String],
     /// The prompts of the runs the killed instance held when it died.
     pub killed: &'a [String],
+    /// The tags of broken turns whose run is recorded finished in the store
+    /// (the instance died after saving it, before the client read the end).
+    pub saved: &'a [String],
     /// The killed instance's index, if one was killed.
     pub victim: Option<usize>,
     /// Whether every run the killed instance held was recorded interrupted
@@ -76,6 +79,7 @@ pub fn checks(turns: &[TurnReport], ev: &Evidence<'_>) -> Vec<Check> {
             }
             Outcome::Completed => {}
             Outcome::Interrupted | Outcome::Broken if recorded(&t.tag) => {}
+            Outcome::Broken if ev.saved.contains(&t.tag) => {}
             Outcome::Broken if !reached => unstarted += 1,
             Outcome::Interrupted | Outcome::Broken => {
                 lost.push(format!(
@@ -83,7 +87,7 @@ pub fn checks(turns: &[TurnReport], ev: &Evidence<'_>) -> Vec<Check> {
                     t.tag, t.outcome
                 ));
             }
-            Outcome::Failed(_) => {}
+            Outcome::Failed(_) | Outcome::CancelledByCut => {}
         }
     }
     out.push(check(
@@ -256,6 +260,7 @@ mod tests {
             requests: &once,
             interrupted: &recorded,
             killed: &recorded,
+            saved: &[],
             victim: Some(1),
             taken_over: Some(true),
         };
@@ -309,6 +314,7 @@ mod tests {
             requests: &[],
             interrupted: &recorded,
             killed: &[],
+            saved: &[],
             victim: Some(1),
             taken_over: Some(true),
         };

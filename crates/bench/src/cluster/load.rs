@@ -142,6 +142,10 @@ pub enum Outcome {
     /// The instance running it died under the client; the store says
     /// what became of the run.
     Broken,
+    /// The run was cancelled because its only client was cut off (the
+    /// server cancels a run its last client left; the resume elsewhere
+    /// replayed the cancellation).
+    CancelledByCut,
     /// Anything else: a check failed.
     Failed(String),
 }
@@ -223,7 +227,8 @@ async fn one_turn(c: &Cluster, load: &Load, thread: usize, turn: usize) -> TurnR
     } else {
         Protocol::A2a
     };
-    let every = |n: usize, offset: usize| n > 0 && thread % n == offset % n;
+    // Pairs of threads (one AG-UI, one A2A) share the choices.
+    let every = |n: usize, offset: usize| n > 0 && (thread / 2) % n == offset % n;
     let tag = format!("[{} t{thread} k{turn}]", load.phase);
     let approve = every(load.approve_every, 3) && turn == 0;
     let prompt = if approve {
@@ -272,6 +277,12 @@ async fn one_turn(c: &Cluster, load: &Load, thread: usize, turn: usize) -> TurnR
     report
 }
 
+/// The instance `node` died under the turn's request.
+fn broken(report: &mut TurnReport, node: usize) -> Outcome {
+    report.node = node;
+    Outcome::Broken
+}
+
 /// Whether a refusal says the thread is busy (another run holds its lease).
 fn busy(why: &str) -> bool {
     why.to_ascii_lowercase().contains("busy")
@@ -291,6 +302,8 @@ struct Turn<'a> {
 enum Opened {
     Stream(usize, SseStream),
     Ended(Outcome),
+    /// This instance died under the request.
+    Broken(usize),
 }
 
 impl Turn<'_> {
@@ -318,7 +331,7 @@ impl Turn<'_> {
                 | Ok(Ok(SseStream {
                     broken: Some(_), ..
                 })) if !self.c.alive(node) => {
-                    return Opened::Ended(Outcome::Broken);
+                    return Opened::Broken(node);
                 }
                 Ok(Err(e)) => return Opened::Ended(Outcome::Failed(format!("{path}: {e}"))),
                 Ok(Ok(s)) if s.frames.is_empty() => {
@@ -361,6 +374,7 @@ impl Turn<'_> {
         let (mut node, mut stream) = match self.open(first, "/agui", &body, &[], self.cut).await {
             Opened::Stream(n, s) => (n, s),
             Opened::Ended(o) => return o,
+            Opened::Broken(n) => return broken(report, n),
         };
         report.node = node;
         report.ttff_ms = stream.first_frame.map(|d| d.as_secs_f64() * 1e3);
@@ -387,6 +401,7 @@ impl Turn<'_> {
                 (node, stream) = match self.open(other, "/agui", &body, &header, false).await {
                     Opened::Stream(n, s) => (n, s),
                     Opened::Ended(o) => return o,
+                    Opened::Broken(n) => return broken(report, n),
                 };
                 continue;
             }
@@ -426,10 +441,12 @@ impl Turn<'_> {
                     (node, stream) = match self.open(answer_on, "/agui", &body, &[], false).await {
                         Opened::Stream(n, s) => (n, s),
                         Opened::Ended(o) => return o,
+                        Opened::Broken(n) => return broken(report, n),
                     };
                     frames.clear();
                 }
                 Some("success") | None if last_kind == "RUN_FINISHED" => return Outcome::Completed,
+                Some("cancelled") if report.resumes.0 > 0 => return Outcome::CancelledByCut,
                 other => return Outcome::Failed(format!("RUN_FINISHED outcome {other:?}")),
             }
         }
@@ -447,6 +464,7 @@ impl Turn<'_> {
         let (mut node, mut stream) = match self.open(first, "/a2a", &body, &[], self.cut).await {
             Opened::Stream(n, s) => (n, s),
             Opened::Ended(o) => return o,
+            Opened::Broken(n) => return broken(report, n),
         };
         report.node = node;
         report.ttff_ms = stream.first_frame.map(|d| d.as_secs_f64() * 1e3);
@@ -506,6 +524,7 @@ impl Turn<'_> {
                         }
                     }
                     Opened::Ended(o) => return o,
+                    Opened::Broken(n) => return broken(report, n),
                 }
                 continue;
             }
@@ -535,6 +554,7 @@ impl Turn<'_> {
                     (node, stream) = match self.open(answer_on, "/a2a", &body, &[], false).await {
                         Opened::Stream(n, s) => (n, s),
                         Opened::Ended(o) => return o,
+                        Opened::Broken(n) => return broken(report, n),
                     };
                     states.clear();
                 }

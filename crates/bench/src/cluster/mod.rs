@@ -73,8 +73,11 @@ pub struct Phase {
     pub threads: usize,
     /// Turns tried.
     pub turns: usize,
-    /// Turns completed, interrupted, broken by the kill, failed.
+    /// Turns completed, interrupted, broken by the kill, cancelled by a
+    /// cut, failed.
     pub completed: usize,
+    /// Cancelled because their only client was cut off.
+    pub cancelled_by_cut: usize,
     /// Reported interrupted to the client.
     pub interrupted: usize,
     /// Broken by the kill (judged from the store).
@@ -262,12 +265,19 @@ async fn phase(plan: &Plan, index: usize, instances: usize, claude: bool) -> Res
         .as_ref()
         .map(|t| t.prompts.clone())
         .unwrap_or_default();
+    let mut saved = Vec::new();
+    for t in turns.iter().filter(|t| t.outcome == Outcome::Broken) {
+        if !interrupted.iter().any(|p| p.contains(&t.tag)) && pg::saved(&pool, &t.tag).await? {
+            saved.push(t.tag.clone());
+        }
+    }
     let checks = audit::checks(
         &turns,
         &audit::Evidence {
             requests: &requests,
             interrupted: &interrupted,
             killed: &killed,
+            saved: &saved,
             victim,
             taken_over: takeover.as_ref().map(|t| t.elapsed.is_some()),
         },
@@ -282,6 +292,7 @@ async fn phase(plan: &Plan, index: usize, instances: usize, claude: bool) -> Res
         turns: turns.len(),
         completed,
         interrupted: count(|o| *o == Outcome::Interrupted),
+        cancelled_by_cut: count(|o| *o == Outcome::CancelledByCut),
         broken: count(|o| *o == Outcome::Broken),
         failed: count(|o| matches!(o, Outcome::Failed(_))),
         wall_s,
@@ -389,9 +400,12 @@ pub fn markdown(phases: &[Phase]) -> String {
     out.push_str(&rule);
     out.push('\n');
     type Figure = fn(&Phase) -> Option<f64>;
-    let rows: [(&str, Figure); 10] = [
+    let rows: [(&str, Figure); 11] = [
         ("turns (threads × turns)", |p| Some(p.turns as f64)),
         ("completed", |p| Some(p.completed as f64)),
+        ("cancelled when their only client was cut", |p| {
+            Some(p.cancelled_by_cut as f64)
+        }),
         ("runs / s", |p| Some(p.runs_per_s)),
         ("first frame p50 ms", |p| Some(p.ttff_p50_ms)),
         ("first frame p99 ms", |p| Some(p.ttff_p99_ms)),

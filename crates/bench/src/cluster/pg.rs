@@ -60,3 +60,16 @@ pub async fn interrupted_prompts(pool: &PgPool) -> Result<Vec<String>, String> {
         .map(|r| r.try_get("prompt").map_err(|e| e.to_string()))
         .collect()
 }
+
+/// Whether a thread record's parameters (an llm thread's conversation)
+/// hold `text`: the run that carried it was saved.
+pub async fn saved(pool: &PgPool, text: &str) -> Result<bool, String> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM agent_adaptor_thread_records \
+         WHERE strpos(params::text, $1) > 0)",
+    )
+    .bind(text)
+    .fetch_one(pool)
+    .await
+    .map_err(|e| format!("thread records: {e}"))
+}
