@@ -22,6 +22,7 @@ const SWITCHES: &[&str] = &[
     "--no-kill",
     "--approvals-anywhere",
     "--a2a-anywhere",
+    "--agui-reattach",
 ];
 
 impl Args {

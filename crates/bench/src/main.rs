@@ -26,7 +26,8 @@
 //! agent-adaptor-bench event-log [--events N] [--reps N] [--pg URL]
 //! agent-adaptor-bench cluster [--server PATH] [--instances 1,3] [--threads 300]
 //!     [--turns 2] [--concurrency 100] [--claude-threads 10] [--no-kill]
-//!     [--lease-ttl SECS] [--approvals-anywhere] [--a2a-anywhere] [--work-dir DIR]
+//!     [--lease-ttl SECS] [--approvals-anywhere] [--a2a-anywhere] [--agui-reattach]
+//!     [--work-dir DIR]
 //! ```
 //!
 //! `run` is the orchestrator ([`bench`](mod@bench)); `child` and `concurrent` are the
@@ -289,6 +290,7 @@ fn cmd_cluster(args: &Args) -> Result<(), String> {
             approvals_anywhere: args.switch("--approvals-anywhere"),
             a2a_anywhere: args.switch("--a2a-anywhere"),
             lease: args.get("--lease-ttl").is_some(),
+            agui_reattach: args.switch("--agui-reattach"),
         },
         work_dir: args
             .get("--work-dir")

@@ -43,6 +43,12 @@ pub struct Switches {
     /// its id to recover its runs, and broken streams are judged from the
     /// store alone.
     pub lease: bool,
+    /// A cut AG-UI stream may be resumed on its own instance (the
+    /// in-memory reattach; with one instance there is no other). Off: AG-UI
+    /// streams are cut only where another instance replays them from the
+    /// event log (today a reattach right after the cut can get an empty
+    /// 200 or a stream without a terminal event).
+    pub agui_reattach: bool,
 }
 
 /// The instances as the clients see them.
@@ -255,7 +261,9 @@ async fn one_turn(c: &Cluster, load: &Load, thread: usize, turn: usize) -> TurnR
         run_id: format!("{}-t{thread}-k{turn}", load.phase),
         prompt,
         seed: ((thread as u64) << 16) | turn as u64,
-        cut: every(load.cut_every, 5) && turn == 0,
+        cut: every(load.cut_every, 5)
+            && turn == 0
+            && (protocol == Protocol::A2a || c.addrs.len() > 1 || c.switches.agui_reattach),
     };
     // A thread still leased by a dead instance refuses the run before it
     // starts (its prompt never reaches the model): try again until the
