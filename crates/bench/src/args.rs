@@ -19,6 +19,10 @@ const SWITCHES: &[&str] = &[
     "--skip-big",
     "--quick",
     "--help",
+    "--no-kill",
+    "--approvals-anywhere",
+    "--a2a-anywhere",
+    "--agui-reattach",
 ];
 
 impl Args {

@@ -24,6 +24,10 @@
 //! agent-adaptor-bench acp-first-delta [--reps N]
 //! agent-adaptor-bench acp-server [--updates N] [--reps N]
 //! agent-adaptor-bench event-log [--events N] [--reps N] [--pg URL]
+//! agent-adaptor-bench cluster [--server PATH] [--instances 1,3] [--threads 300]
+//!     [--turns 2] [--concurrency 100] [--claude-threads 10] [--no-kill]
+//!     [--lease-ttl SECS] [--approvals-anywhere] [--a2a-anywhere] [--agui-reattach]
+//!     [--work-dir DIR]
 //! ```
 //!
 //! `run` is the orchestrator ([`bench`](mod@bench)); `child` and `concurrent` are the
@@ -38,7 +42,9 @@
 //! `acp-server` times what the ACP server adds per update over the run's
 //! own event stream ([`acp_server`]). `event-log` times the event log
 //! recorder against the same thread run without it, and the replay rate
-//! ([`event_log`]).
+//! ([`event_log`]). `cluster` runs several `serve` instances over one
+//! PostgreSQL (`PG_TEST_URL`) under load and a SIGKILL, checks that no turn
+//! is lost or run twice, and measures them ([`cluster`]).
 
 mod acp_first_delta;
 mod acp_server;
@@ -46,6 +52,7 @@ mod args;
 mod bench;
 mod child;
 mod cli_json;
+mod cluster;
 mod concurrent;
 mod event_log;
 mod host_death;
@@ -64,7 +71,7 @@ use args::Args;
 use child::{Contender, Setup};
 use workload::{Kind, Spec, Until};
 
-const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|host-death|host-tools|acp-first-delta|acp-server|event-log [flags] (see the crate docs; scripts/bench runs everything)";
+const USAGE: &str = "usage: agent-adaptor-bench run|gen|child|concurrent|serve-load|cluster|host-death|host-tools|acp-first-delta|acp-server|event-log [flags] (see the crate docs; scripts/bench runs everything)";
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -78,6 +85,7 @@ fn main() -> ExitCode {
         "child" => cmd_child(&args),
         "concurrent" => cmd_concurrent(&args),
         "serve-load" => cmd_serve_load(&args),
+        "cluster" => cmd_cluster(&args),
         "host-death" => cmd_host_death(&args),
         "host-tools" => cmd_host_tools(&args),
         "acp-first-delta" => cmd_acp_first_delta(&args),
@@ -248,6 +256,51 @@ fn cmd_serve_load(args: &Args) -> Result<(), String> {
     let failed: usize = phases.iter().map(|p| p.failed).sum();
     if failed > 0 {
         return Err(format!("{failed} stream(s) were not complete and ordered"));
+    }
+    Ok(())
+}
+
+fn cmd_cluster(args: &Args) -> Result<(), String> {
+    let server = match args.get("--server") {
+        Some(p) => PathBuf::from(p),
+        None => serve_load::default_server()?,
+    };
+    let plan = cluster::Plan {
+        // The instances run in their own directories.
+        server: std::fs::canonicalize(&server).map_err(|e| format!("{}: {e}", server.display()))?,
+        pg_url: std::env::var("PG_TEST_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .ok_or("PG_TEST_URL is not set (run under scripts/with-postgres)")?,
+        instances: args
+            .numbers("--instances", &[1, 3])?
+            .into_iter()
+            .map(|n| usize::try_from(n.max(1)).unwrap_or(1))
+            .collect(),
+        threads: args.number("--threads", 300)?,
+        turns: args.number("--turns", 2)?,
+        concurrency: args.number("--concurrency", 100)?,
+        kill: !args.switch("--no-kill"),
+        claude_threads: args.number("--claude-threads", 10)?,
+        lease_ttl: args
+            .get("--lease-ttl")
+            .map(|_| args.number("--lease-ttl", 30))
+            .transpose()?,
+        switches: cluster::Switches {
+            approvals_anywhere: args.switch("--approvals-anywhere"),
+            a2a_anywhere: args.switch("--a2a-anywhere"),
+            lease: args.get("--lease-ttl").is_some(),
+            agui_reattach: args.switch("--agui-reattach"),
+        },
+        work_dir: args
+            .get("--work-dir")
+            .map_or_else(|| workspace().join("target/bench/cluster"), PathBuf::from),
+    };
+    let phases = cluster::run(&plan)?;
+    println!("{}", cluster::markdown(&phases));
+    let failed: usize = phases.iter().map(cluster::Phase::failed_checks).sum();
+    if failed > 0 {
+        return Err(format!("{failed} cluster check(s) failed (see the table)"));
     }
     Ok(())
 }

@@ -208,7 +208,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// The nearest-rank percentile (0 for no values).
-fn percentile(values: &mut [f64], p: f64) -> f64 {
+pub(crate) fn percentile(values: &mut [f64], p: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
@@ -267,7 +267,7 @@ pub fn markdown(phases: &[Phase]) -> String {
 
 /// The soft `RLIMIT_NOFILE`, raised towards `want` (the server, a child,
 /// inherits it); the limit now in force.
-fn raise_fd_limit(want: u64) -> u64 {
+pub(crate) fn raise_fd_limit(want: u64) -> u64 {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     match getrlimit(Resource::RLIMIT_NOFILE) {
         Ok((soft, hard)) if soft < want => {

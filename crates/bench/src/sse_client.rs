@@ -33,8 +33,10 @@ pub struct SseRequest {
 /// One SSE frame: its `id:` (if any) and its `data:` parsed as JSON.
 #[derive(Clone, Debug)]
 pub struct Frame {
-    /// The `id:` field.
+    /// The `id:` field as a number (`None` when absent or not an integer).
     pub id: Option<u64>,
+    /// The `id:` field as sent (AG-UI ids may be `<sequence>.<index>`).
+    pub id_text: Option<String>,
     /// The `data:` lines joined and parsed.
     pub data: Value,
 }
@@ -59,6 +61,12 @@ pub struct SseStream {
     pub total: Duration,
     /// The body when the status was not 200 (an error document).
     pub error_body: String,
+    /// Whether the client dropped the connection on purpose before the end
+    /// ([`post_sse_partial`]).
+    pub cut: bool,
+    /// Why the body broke off before its end (the connection closed inside
+    /// a chunked body, or a read failed), with the frames read until then.
+    pub broken: Option<String>,
 }
 
 /// Sends `req` and reads the whole response. After the first frame arrives,
@@ -66,6 +74,29 @@ pub struct SseStream {
 pub async fn post_sse(
     req: &SseRequest,
     hold: impl Future<Output = ()>,
+) -> Result<SseStream, String> {
+    let stream = read_sse(req, hold, None).await?;
+    match stream.broken {
+        Some(e) => Err(e),
+        None => Ok(stream),
+    }
+}
+
+/// Sends `req` and reads the response like [`post_sse`], but a body that
+/// breaks off is returned (`broken`, with the frames before the break), not
+/// an error; with `cut_after`, the client drops the connection itself once
+/// that many frames arrived (`cut`). An error means no response head came.
+pub async fn post_sse_partial(
+    req: &SseRequest,
+    cut_after: Option<usize>,
+) -> Result<SseStream, String> {
+    read_sse(req, async {}, cut_after).await
+}
+
+async fn read_sse(
+    req: &SseRequest,
+    hold: impl Future<Output = ()>,
+    cut_after: Option<usize>,
 ) -> Result<SseStream, String> {
     let started = Instant::now();
     let mut tcp = TcpStream::connect(req.addr)
@@ -102,17 +133,29 @@ pub async fn post_sse(
                 out.first_frame = Some(started.elapsed());
                 h.await;
             }
+            if cut_after.is_some_and(|n| out.frames.len() >= n) {
+                out.cut = true;
+                out.total = started.elapsed();
+                return Ok(out);
+            }
         }
         if body.done {
             break;
         }
-        match reader.read().await? {
-            Some(bytes) => body.feed(&bytes)?,
-            None if chunked => return Err("the connection closed inside a chunked body".into()),
-            None => body.done = true,
+        match reader.read().await {
+            Ok(Some(bytes)) => body.feed(&bytes)?,
+            Ok(None) if chunked => {
+                out.broken = Some("the connection closed inside a chunked body".into());
+                break;
+            }
+            Ok(None) => body.done = true,
+            Err(e) => {
+                out.broken = Some(e);
+                break;
+            }
         }
     }
-    if status != 200 {
+    if status != 200 || out.frames.is_empty() {
         out.error_body = String::from_utf8_lossy(&body.text).into_owned();
     }
     out.total = started.elapsed();
@@ -295,11 +338,11 @@ impl Body {
         while let Some(end) = find(&self.text, b"\n\n") {
             let raw: Vec<u8> = self.text.drain(..end + 2).collect();
             let raw = String::from_utf8_lossy(&raw);
-            let mut id = None;
+            let mut id_text = None;
             let mut data = Vec::new();
             for line in raw.lines() {
                 if let Some(v) = line.strip_prefix("id:") {
-                    id = v.trim().parse().ok();
+                    id_text = Some(v.trim().to_owned());
                 } else if let Some(v) = line.strip_prefix("data:") {
                     data.push(v.strip_prefix(' ').unwrap_or(v));
                 }
@@ -309,7 +352,8 @@ impl Body {
             }
             let data = serde_json::from_str(&data.join("\n"))
                 .map_err(|e| format!("a frame that is not JSON ({e}): {raw:?}"))?;
-            return Ok(Some(Frame { id, data }));
+            let id = id_text.as_deref().and_then(|t| t.parse().ok());
+            return Ok(Some(Frame { id, id_text, data }));
         }
         Ok(None)
     }
