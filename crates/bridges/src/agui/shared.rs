@@ -36,7 +36,7 @@ use super::sse::frame;
 use super::thread_key::agui_thread_key;
 use super::wire::{Interrupt, ResumeEntry, RunAgentInput};
 use crate::Principal;
-use crate::desk::Settled;
+use crate::desk::{Settled, Ticket};
 
 /// How long another host's resume waits for the run's host to start the
 /// resumed run before it ends the stream as interrupted.
@@ -135,20 +135,26 @@ impl SseHandler {
                 },
                 deadline,
             };
-            tokio::spawn(handler.clone().wait_answer(parked));
+            let handler = handler.clone();
+            Box::pin(async move {
+                if let Some(ticket) = handler.ask(&parked).await {
+                    tokio::spawn(handler.wait_answer(parked.id, ticket));
+                }
+            })
         }))
     }
 
-    /// Keep `parked` as a row and act on what becomes of it.
-    async fn wait_answer(self, parked: Parked) {
-        let Some(desk) = self.shared.options.desk.clone() else {
-            return;
-        };
+    /// Keep `parked` as a pending approval row: done before the client is
+    /// sent the interrupt, so that an answer reaching any host at once
+    /// finds it. `None` when the store keeps no approvals (or failed:
+    /// logged), leaving the interrupt to this host.
+    async fn ask(&self, parked: &Parked) -> Option<Ticket> {
+        let desk = self.shared.options.desk.clone()?;
         let request = match serde_json::to_value(&parked.asked) {
             Ok(v) => v,
             Err(e) => {
                 tracing::warn!(error = %e, "agui: an interrupt could not be shared");
-                return;
+                return None;
             }
         };
         let asked = desk
@@ -162,14 +168,18 @@ impl SseHandler {
                 deadline: Some(parked.deadline),
             })
             .await;
-        let mut ticket = match asked {
-            Ok(t) => t,
-            Err(StoreError::Unsupported(_)) => return,
+        match asked {
+            Ok(t) => Some(t),
+            Err(StoreError::Unsupported(_)) => None,
             Err(e) => {
                 tracing::warn!(interrupt = %parked.id, error = %e, "agui: an interrupt could not be shared; only this host can answer it");
-                return;
+                None
             }
-        };
+        }
+    }
+
+    /// Act on what becomes of the row of interrupt `id`.
+    async fn wait_answer(self, id: String, mut ticket: Ticket) {
         let settled = tokio::select! {
             s = ticket.settled() => s,
             () = self.shared.hubs.closed() => {
@@ -187,8 +197,8 @@ impl SseHandler {
                 {
                     Ok(Some(a)) => a,
                     _ => {
-                        tracing::warn!(interrupt = %parked.id, "agui: an answer row does not decode; cancelling the run");
-                        if let Some(p) = self.shared.interrupts.take_answered(&parked.id) {
+                        tracing::warn!(interrupt = %id, "agui: an answer row does not decode; cancelling the run");
+                        if let Some(p) = self.shared.interrupts.take_answered(&id) {
                             p.handle().cancel();
                         }
                         return;
@@ -199,8 +209,8 @@ impl SseHandler {
                 }
             }
             Settled::Expired => {
-                if let Some(p) = self.shared.interrupts.take_answered(&parked.id) {
-                    tracing::debug!(interrupt = %parked.id, "interrupt expired; cancelling its run");
+                if let Some(p) = self.shared.interrupts.take_answered(&id) {
+                    tracing::debug!(interrupt = %id, "interrupt expired; cancelling its run");
                     p.handle().cancel();
                 }
             }

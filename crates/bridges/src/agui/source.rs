@@ -123,7 +123,9 @@ impl Source {
 
 /// Shares a parked run's interrupt with the other hosts (see
 /// [`SseHandler::share`](super::SseHandler)).
-pub(crate) type Share = Arc<dyn Fn(&super::run::Interrupted, &str) + Send + Sync>;
+pub(crate) type Share = Arc<
+    dyn Fn(&super::run::Interrupted, &str) -> futures::future::BoxFuture<'static, ()> + Send + Sync,
+>;
 
 /// Where an interrupted AG-UI run is parked.
 pub(crate) struct Parking {
@@ -225,12 +227,16 @@ pub(crate) async fn produce(
         {
             match (*run).into_interrupted() {
                 Ok(parked) => {
-                    if let Some(share) = &parking.share {
-                        share(&parked, &parking.owner);
-                    }
+                    // Shared (a store row) and parked before the client
+                    // can see the interrupt: an answer at once, here or
+                    // on another host, finds it.
+                    let shared = parking.share.as_ref().map(|s| s(&parked, &parking.owner));
                     parking
                         .registry
                         .park(parked, parking.fallback, parking.owner.clone());
+                    if let Some(shared) = shared {
+                        shared.await;
+                    }
                 }
                 Err(run) => source = Source::Agui(run),
             }
