@@ -12,62 +12,29 @@ mod agui_server;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_adaptor_bridges::Principal;
 use agent_adaptor_bridges::agui::{SseHandler, SseOptions, SseServer, agui_thread_key};
 use agent_adaptor_core::driver::DecisionKind;
 use agent_adaptor_core::scripted::ScriptedDriver;
 use agent_adaptor_core::thread::{Lease, Retention, StoreError};
 use agent_adaptor_core::{Agent, MemoryStore, ThreadStore};
-use agui_server::{SseEvent, SseParser, post_sse, run_input, types};
-use axum::extract::Request;
-use axum::middleware::Next;
+use agui_server::{Instance, SseEvent, SseParser, post_sse, run_input, types};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
 const NS: &str = "web";
 
-/// One "instance": its own agent and handler over the shared log; the
-/// `x-test-principal` header names the caller.
-struct Instance {
-    _server: SseServer,
-    url: String,
-}
-
+/// One "instance" over the shared log (the runner is used as is: the log
+/// is keyed by the AG-UI thread all the same).
 async fn instance(
     store: &Arc<MemoryStore>,
     driver: ScriptedDriver,
     follow: Option<(Duration, Duration)>,
 ) -> Instance {
-    // The runner is used as is (no thread binding needed): the log is
-    // keyed by the AG-UI thread all the same.
-    let agent = Agent::new(driver);
-    let mut options = SseOptions::agui()
-        .thread_namespace(NS)
-        .event_log(store.clone());
+    let mut options = SseOptions::agui().thread_namespace(NS);
     if let Some((poll, idle)) = follow {
         options = options.log_follow(poll, idle);
     }
-    let handler = SseHandler::new(Arc::new(agent), options);
-    let router = handler
-        .router("/agui")
-        .layer(axum::middleware::from_fn(principal_from_header));
-    let server = SseServer::bind_local(router).await.unwrap();
-    let url = server.url("/agui");
-    Instance {
-        _server: server,
-        url,
-    }
-}
-
-async fn principal_from_header(mut req: Request, next: Next) -> axum::response::Response {
-    let who = req
-        .headers()
-        .get("x-test-principal")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("alice")
-        .to_owned();
-    req.extensions_mut().insert(Principal::new(who));
-    next.run(req).await
+    agui_server::instance(store, driver, options).await
 }
 
 fn http() -> reqwest::Client {
@@ -205,9 +172,9 @@ async fn the_handlers_retention_prunes_the_log_when_a_run_ends() {
             .event_log(store.clone())
             .event_log_retention(Retention::keep_last(3)),
     );
-    let router = keeping
-        .router("/agui")
-        .layer(axum::middleware::from_fn(principal_from_header));
+    let router = keeping.router("/agui").layer(axum::middleware::from_fn(
+        agui_server::principal_from_header,
+    ));
     let server = SseServer::bind_local(router).await.unwrap();
     let url = server.url("/agui");
     let b = instance(&store, agui_server::text_script(), None).await;

@@ -15,55 +15,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_bridges::Principal;
-use agent_adaptor_bridges::agui::{SseHandler, SseOptions, SseServer, agui_thread_key};
+use agent_adaptor_bridges::agui::{SseOptions, agui_thread_key};
 use agent_adaptor_core::driver::DecisionKind;
 use agent_adaptor_core::scripted::ScriptedDriver;
 use agent_adaptor_core::thread::durable::ApprovalState;
 use agent_adaptor_core::thread::event_log::EventQuery;
-use agent_adaptor_core::{Agent, Event, MemoryStore, ThreadStore};
-use agui_server::{SseEvent, SseParser, post_sse, run_input, types};
-use axum::extract::Request;
-use axum::middleware::Next;
+use agent_adaptor_core::{Event, MemoryStore, ThreadStore};
+use agui_server::{Instance, SseEvent, SseParser, post_sse, run_input, types};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
 const NS: &str = "web";
-
-struct Instance {
-    handler: SseHandler,
-    _server: SseServer,
-    url: String,
-}
 
 async fn instance(
     store: &Arc<MemoryStore>,
     driver: ScriptedDriver,
     options: SseOptions,
 ) -> Instance {
-    let agent = Agent::new(driver);
-    let options = options.thread_namespace(NS).event_log(store.clone());
-    let handler = SseHandler::new(Arc::new(agent), options);
-    let router = handler
-        .router("/agui")
-        .layer(axum::middleware::from_fn(principal_from_header));
-    let server = SseServer::bind_local(router).await.unwrap();
-    let url = server.url("/agui");
-    Instance {
-        handler,
-        _server: server,
-        url,
-    }
-}
-
-async fn principal_from_header(mut req: Request, next: Next) -> axum::response::Response {
-    let who = req
-        .headers()
-        .get("x-test-principal")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("alice")
-        .to_owned();
-    req.extensions_mut().insert(Principal::new(who));
-    next.run(req).await
+    agui_server::instance(store, driver, options.thread_namespace(NS)).await
 }
 
 fn http() -> reqwest::Client {

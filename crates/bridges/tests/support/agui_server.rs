@@ -123,6 +123,50 @@ pub struct TestServer {
 
 pub const PATH: &str = "/agui";
 
+/// One "instance" of several over a shared store: a handler running
+/// `driver` with `options` and the store as its event log, behind a layer
+/// that takes the caller from the `x-test-principal` header (default
+/// `alice`).
+pub struct Instance {
+    pub handler: SseHandler,
+    pub server: SseServer,
+    pub url: String,
+}
+
+pub async fn instance(
+    store: &Arc<agent_adaptor_core::MemoryStore>,
+    driver: ScriptedDriver,
+    options: SseOptions,
+) -> Instance {
+    let agent = Agent::new(driver);
+    let handler = SseHandler::new(Arc::new(agent), options.event_log(store.clone()));
+    let router = handler
+        .router(PATH)
+        .layer(axum::middleware::from_fn(principal_from_header));
+    let server = SseServer::bind_local(router).await.unwrap();
+    let url = server.url(PATH);
+    Instance {
+        handler,
+        server,
+        url,
+    }
+}
+
+pub async fn principal_from_header(
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let who = req
+        .headers()
+        .get("x-test-principal")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("alice")
+        .to_owned();
+    req.extensions_mut()
+        .insert(agent_adaptor_bridges::Principal::new(who));
+    next.run(req).await
+}
+
 pub async fn serve(driver: ScriptedDriver, options: SseOptions) -> TestServer {
     let agent = Agent::new(driver.clone());
     serve_agent(agent, driver, options).await
