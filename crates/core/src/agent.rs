@@ -63,6 +63,7 @@ struct AgentInner {
     lease_owner: Option<Arc<str>>,
     lease_ttl: Duration,
     resources: Option<Arc<dyn crate::resources::RunResources>>,
+    on_recovered: Option<crate::thread::OnRecovered>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -102,6 +103,7 @@ impl Agent {
                 lease_owner: s.lease_owner,
                 lease_ttl: s.lease_ttl,
                 resources: s.resources,
+                on_recovered: s.on_recovered,
             }),
         }
     }
@@ -185,6 +187,12 @@ impl Agent {
     /// [`AgentBuilder::lease_ttl`]).
     pub(crate) fn lease_ttl(&self) -> Duration {
         self.inner.lease_ttl
+    }
+
+    /// The host's hook for the runs a thread run recovered (see
+    /// [`AgentBuilder::on_recovered`]).
+    pub(crate) fn on_recovered(&self) -> Option<crate::thread::OnRecovered> {
+        self.inner.on_recovered.clone()
     }
 
     /// The run resources manager, if the host configured one.
@@ -304,6 +312,7 @@ struct Settings {
     lease_owner: Option<Arc<str>>,
     lease_ttl: Duration,
     resources: Option<Arc<dyn crate::resources::RunResources>>,
+    on_recovered: Option<crate::thread::OnRecovered>,
 }
 
 /// Builds an [`Agent`]: construction-only settings plus the shared options
@@ -324,6 +333,7 @@ impl AgentBuilder {
             lease_owner: None,
             lease_ttl: crate::thread::LEASE_TTL,
             resources: None,
+            on_recovered: None,
         }
     }
 
@@ -377,6 +387,18 @@ impl AgentBuilder {
     /// `@` or `/` (`build` refuses them).
     pub fn lease_owner(mut self, instance: &str, epoch: &str) -> Self {
         self.settings.lease_owner = Some(Arc::from(format!("{instance}@{epoch}")));
+        self
+    }
+
+    /// Before a thread run takes its key's lease, recover every expired
+    /// lease in the store ([`ThreadStore::recover_expired`]) and hand the
+    /// runs it interrupted to `hook` (a server logs them, records them in
+    /// their threads' logs and fails their bridge tasks). Without it a run
+    /// takes an expired lease over without recording the run that held it;
+    /// a host sweeping the store on a timer still records those it gets to
+    /// first. Store failures here are logged and the run goes on.
+    pub fn on_recovered(mut self, hook: crate::thread::OnRecovered) -> Self {
+        self.settings.on_recovered = Some(hook);
         self
     }
 

@@ -140,3 +140,42 @@ async fn a_run_outside_a_thread_has_no_lease_holder() {
     let (_, outcome) = drain(stream).await;
     outcome.unwrap();
 }
+
+/// With an `on_recovered` hook, a thread run first recovers the expired
+/// lease a dead host left on its key (recorded interrupted, handed to the
+/// hook) instead of taking it over silently.
+#[tokio::test]
+async fn a_thread_run_records_the_dead_holder_before_it_takes_the_lease() {
+    let store = Arc::new(MemoryStore::new());
+    store
+        .acquire_run_lease(
+            "key:k",
+            "dead@e1/run-1",
+            Duration::from_millis(1),
+            "lost turn",
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let hook = {
+        let seen = seen.clone();
+        Arc::new(
+            move |runs: Vec<agent_adaptor_core::thread::InterruptedRun>| {
+                seen.lock()
+                    .unwrap()
+                    .extend(runs.into_iter().map(|r| format!("{}:{}", r.key, r.run_id)));
+            },
+        )
+    };
+    let agent = Agent::builder(ScriptedDriver::resumable_reply("hi", "s1"))
+        .thread_store(store.clone())
+        .on_recovered(hook)
+        .build()
+        .unwrap();
+    agent.thread("k").run("next turn").await.unwrap();
+    assert_eq!(*seen.lock().unwrap(), ["k:run-1"]);
+    let recorded = store.interrupted_runs("k").await.unwrap();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].prompt.as_deref(), Some("lost turn"));
+}

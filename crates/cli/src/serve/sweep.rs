@@ -39,6 +39,27 @@ impl Sweeper {
         self.interrupted.subscribe()
     }
 
+    /// The agent's [`on_recovered`](agent_adaptor_core::AgentBuilder::on_recovered)
+    /// hook: the runs a thread run recovered before taking its lease are
+    /// logged, recorded in their threads' logs and broadcast like a sweep's.
+    pub fn hook(&self) -> agent_adaptor_core::thread::OnRecovered {
+        let store = self.store.clone();
+        let interrupted = self.interrupted.clone();
+        Arc::new(move |runs: Vec<InterruptedRun>| {
+            let store = store.clone();
+            let interrupted = interrupted.clone();
+            tokio::spawn(async move {
+                log_interrupted(
+                    store.as_ref(),
+                    &runs,
+                    "a run whose host stopped renewing its lease was interrupted before its thread's next run",
+                )
+                .await;
+                let _ = interrupted.send(runs);
+            });
+        })
+    }
+
     /// One sweep: recover, log, broadcast. Returns the recovered runs.
     pub async fn sweep(&self) -> Result<Vec<InterruptedRun>, StoreError> {
         let runs = self.store.recover_expired().await?;

@@ -68,6 +68,10 @@ pub use store::{
 /// How long a thread lease lasts without renewal, unless the agent sets
 /// its own ([`AgentBuilder::lease_ttl`](crate::AgentBuilder::lease_ttl)).
 pub const LEASE_TTL: Duration = Duration::from_secs(300);
+/// A host's hook for the runs a thread run recovered before taking its
+/// lease (see [`AgentBuilder::on_recovered`](crate::AgentBuilder::on_recovered)).
+pub type OnRecovered = Arc<dyn Fn(Vec<InterruptedRun>) + Send + Sync>;
+
 /// How often a running thread renews a [`LEASE_TTL`] lease: every third
 /// of its TTL.
 pub const LEASE_RENEW: Duration = Duration::from_secs(100);
@@ -229,6 +233,7 @@ impl Thread {
             store,
             owner: self.agent.lease_owner(),
             lease_ttl: self.agent.lease_ttl(),
+            on_recovered: self.agent.on_recovered(),
             key: self.key.clone(),
             mode: self.mode.clone(),
             driver_type: driver.descriptor().driver_type,
@@ -257,6 +262,8 @@ pub(crate) struct ThreadPlan {
     owner: Option<Arc<str>>,
     /// How long the lease lasts without renewal.
     lease_ttl: Duration,
+    /// The host's hook for recovered runs (recovery before the lease).
+    on_recovered: Option<OnRecovered>,
     pub(crate) key: Arc<str>,
     mode: Mode,
     driver_type: String,
@@ -360,6 +367,17 @@ impl ThreadPlan {
         // the lease (and again under it, below, should the record change).
         if matches!(self.mode, Mode::ContinueOrStart { strict: true }) {
             self.resolve(&fingerprint).await?;
+        }
+        if let Some(hook) = &self.on_recovered {
+            // Record whatever dead host held this key (or any other)
+            // before its expired lease is taken over.
+            match self.store.recover_expired().await {
+                Ok(runs) if !runs.is_empty() => hook(runs),
+                Ok(_) | Err(StoreError::Unsupported(_)) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "recovering expired leases failed; taking the lease as is")
+                }
+            }
         }
         let lease = self
             .store
