@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use agent_adaptor_core::thread::durable::{AnswerRefused, NewApproval};
+use agent_adaptor_core::thread::durable::{AnswerRefused, NewApproval, TOPIC_TASK};
 use agent_adaptor_core::thread::store::StoreError;
 use agent_adaptor_core::{ApprovalKind, ApprovalRequest};
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,10 @@ use super::store::TaskSlot;
 use super::types::{Message, TaskState};
 use crate::Principal;
 use crate::desk::{Desk, Settled};
+
+/// How long an answer from another server waits for the task store to show
+/// the task waiting for input (its writes trail the owner's stream).
+const INPUT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What an approval row of a task holds (its `request`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -117,48 +121,63 @@ pub(crate) async fn answer(
     reply: &Message,
 ) -> Result<bool, RpcError> {
     let store = desk.store();
-    let row = match store.task(task_id).await {
-        Ok(Some(row)) if row.principal == principal.digest() => row,
-        Ok(_) | Err(StoreError::Unsupported(_)) => return Ok(false),
-        Err(e) => return Err(read_error(&e)),
+    // The client saw the task wait on its stream from the server running
+    // it; the task store may lag behind by a write: wait for it, bounded.
+    let mut wake = desk.wake(TOPIC_TASK, task_id).await;
+    let started = tokio::time::Instant::now();
+    let (row, mut reply, approval, asked) = loop {
+        let row = match store.task(task_id).await {
+            Ok(Some(row)) if row.principal == principal.digest() => row,
+            Ok(_) | Err(StoreError::Unsupported(_)) => return Ok(false),
+            Err(e) => return Err(read_error(&e)),
+        };
+        if !reply.context_id.is_empty() && reply.context_id != row.context_id {
+            return Err(RpcError::invalid_params(format!(
+                "message.contextId {:?} does not match the task's context {:?}",
+                reply.context_id, row.context_id
+            )));
+        }
+        let task = row_task(&row, Some(0))?;
+        let refuse = |why: &str| {
+            RpcError::new(
+                ErrorCode::UnsupportedOperation,
+                format!(
+                    "task {task_id:?} is {} and {why}",
+                    task.status.state.as_str()
+                ),
+            )
+            .with_meta("taskId", task_id)
+        };
+        if row.terminal {
+            return Err(refuse("accepts no further messages"));
+        }
+        let waiting = started.elapsed() < INPUT_WAIT;
+        if task.status.state != TaskState::InputRequired {
+            if waiting {
+                wake.next().await;
+                continue;
+            }
+            return Err(refuse(
+                "is not waiting for input; send a new message (without taskId) to start another task",
+            ));
+        }
+        let pending = store
+            .pending_approvals(&row.key)
+            .await
+            .map_err(|e| read_error(&e))?;
+        let found = pending.into_iter().find_map(|a| {
+            let asked: Asked = serde_json::from_value(a.request.clone()).ok()?;
+            (asked.task_id == task_id).then_some((a, asked))
+        });
+        match found {
+            Some((approval, asked)) => break (row, reply.clone(), approval, asked),
+            None if waiting => {
+                wake.next().await;
+            }
+            None => return Err(refuse("its approval can no longer be answered here")),
+        }
     };
-    if !reply.context_id.is_empty() && reply.context_id != row.context_id {
-        return Err(RpcError::invalid_params(format!(
-            "message.contextId {:?} does not match the task's context {:?}",
-            reply.context_id, row.context_id
-        )));
-    }
-    let mut reply = reply.clone();
     reply.context_id = row.context_id.clone();
-    let task = row_task(&row, Some(0))?;
-    let refuse = |why: &str| {
-        RpcError::new(
-            ErrorCode::UnsupportedOperation,
-            format!(
-                "task {task_id:?} is {} and {why}",
-                task.status.state.as_str()
-            ),
-        )
-        .with_meta("taskId", task_id)
-    };
-    if row.terminal {
-        return Err(refuse("accepts no further messages"));
-    }
-    if task.status.state != TaskState::InputRequired {
-        return Err(refuse(
-            "is not waiting for input; send a new message (without taskId) to start another task",
-        ));
-    }
-    let pending = store
-        .pending_approvals(&row.key)
-        .await
-        .map_err(|e| read_error(&e))?;
-    let Some((approval, asked)) = pending.into_iter().find_map(|a| {
-        let asked: Asked = serde_json::from_value(a.request.clone()).ok()?;
-        (asked.task_id == task_id).then_some((a, asked))
-    }) else {
-        return Err(refuse("its approval can no longer be answered here"));
-    };
     let decision = execute::decision(asked.kind, &reply)?;
     if decision == Decision::ApproveAlways && !asked.grantable {
         return Err(execute::not_grantable());
@@ -167,9 +186,11 @@ pub(crate) async fn answer(
     match desk.answer(&approval.id, &principal.digest(), value).await {
         Ok(Ok(_)) => Ok(true),
         Ok(Err(AnswerRefused::Forbidden)) => Ok(false),
-        Ok(Err(why)) => Err(refuse(&format!(
-            "its approval can no longer be answered ({why})"
-        ))),
+        Ok(Err(why)) => Err(RpcError::new(
+            ErrorCode::UnsupportedOperation,
+            format!("task {task_id:?}: its approval can no longer be answered ({why})"),
+        )
+        .with_meta("taskId", task_id)),
         Err(e) => Err(read_error(&e)),
     }
 }
