@@ -409,7 +409,13 @@ impl SseHandler {
             }
         };
         let run_id = run.handle().run_id().to_owned();
-        Ok(self.start(hub, key, Source::Agui(Box::new(run)), &run_id, recording))
+        Ok(self.start(
+            hub,
+            key,
+            Source::Agui(Box::new(run)),
+            (&run_id, &principal),
+            recording,
+        ))
     }
 
     /// Replay a run this server does not hold from the event log.
@@ -487,7 +493,13 @@ impl SseHandler {
         let hub = Hub::new(s.options.replay, principal.digest());
         // Run ids are unique, so the key is free.
         s.hubs.insert(&key, &hub);
-        Ok(self.start(hub, key, Source::Raw(RawRun::new(stream)), &run_id, None))
+        Ok(self.start(
+            hub,
+            key,
+            Source::Raw(RawRun::new(stream)),
+            (&run_id, &principal),
+            None,
+        ))
     }
 
     /// Attach the first client, spawn the producer, answer with the stream.
@@ -496,7 +508,7 @@ impl SseHandler {
         hub: Arc<Hub>,
         key: String,
         source: Source,
-        run_id: &str,
+        (run_id, principal): (&str, &Principal),
         recording: Option<Recording>,
     ) -> Response {
         let s = &self.shared;
@@ -505,7 +517,7 @@ impl SseHandler {
             Ok(sub) => sub,
             Err(_) => return RequestError::ReplayUnavailable(String::new()).into_response(),
         };
-        tracing::info!(run_id, owner = %hub.owner(), "sse: run started");
+        tracing::info!(run_id, %principal, "sse: run started");
         self.spawn_producer(hub, key, source, run_id, recording);
         sse_response(
             sse::body(sub, s.options.write_timeout, s.options.keep_alive),
