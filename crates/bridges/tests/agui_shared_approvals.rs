@@ -1,7 +1,8 @@
 //! Two AG-UI handlers ("instances") over one memory store: an interrupt
 //! parked on one is answered on the other (the run continues where it
 //! runs, the answering client reads it from the log), once, by its owner
-//! only, never after it expired; a client that drops its stream and
+//! only, never after it expired (the same resume retried streams the run
+//! again); a client that drops its stream and
 //! reconnects to the other instance finds the run still going (the
 //! reconnect grace, kept alive by the remote reader), while a run nobody
 //! reads is cancelled after the grace; the page's explicit stop cancels at
@@ -123,6 +124,16 @@ async fn an_interrupt_answered_on_another_instance_continues_where_it_runs() {
     assert_eq!(a.handler.pending_interrupts(), 0);
     assert_eq!(b.handler.pending_interrupts(), 0);
 
+    // The same resume again (a client whose connection broke before it saw
+    // the stream retries it, anywhere): the resumed run, streamed again.
+    for on in [&a, &b] {
+        let again = resume("t1", "r2", &id, json!({"approved": true}));
+        let (status, _, events, body) = post_sse(&http(), &on.url, &again, &ALICE).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(events[0].json()["runId"], "r2");
+        assert_eq!(events.last().unwrap().json()["outcome"]["type"], "success");
+    }
+
     // The answer was taken once: neither instance takes another.
     for on in [&a, &b] {
         let (status, _, _, body) = post_sse(
@@ -240,8 +251,10 @@ async fn logged_outcome(store: &MemoryStore, thread: &str) -> Option<String> {
 #[tokio::test]
 async fn a_dropped_stream_resumed_on_another_instance_runs_to_its_end() {
     let store = Arc::new(MemoryStore::new());
-    let slow = || agui_server::chunked_script(40, 16, Duration::from_millis(50));
-    let opts = || SseOptions::agui().reconnect_grace(Duration::from_millis(600));
+    // A 4 s run, a 1.5 s grace: without B's reader announcing itself, A
+    // would cancel the run long before its end.
+    let slow = || agui_server::chunked_script(80, 16, Duration::from_millis(50));
+    let opts = || SseOptions::agui().reconnect_grace(Duration::from_millis(1500));
     let a = instance(&store, slow(), opts()).await;
     let b = instance(&store, slow(), opts()).await;
     let first = read_then_drop(&a.url, &run_input("t4", "r1", "go"), 3).await;
@@ -259,7 +272,7 @@ async fn a_dropped_stream_resumed_on_another_instance_runs_to_its_end() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    // B's reader kept the run alive on A for the whole 2 s run.
+    // B's reader kept the run alive on A for the whole 4 s run.
     let last = rest.last().unwrap().json();
     assert_eq!(last["type"], "RUN_FINISHED", "{rest:?}");
     assert_eq!(last["outcome"]["type"], "success");
@@ -271,7 +284,7 @@ async fn a_dropped_stream_resumed_on_another_instance_runs_to_its_end() {
             .iter()
             .filter(|e| e.json()["type"] == "TEXT_MESSAGE_CONTENT")
             .count();
-    assert_eq!(chunks, 40);
+    assert_eq!(chunks, 80);
     assert_eq!(logged_outcome(&store, "t4").await.as_deref(), Some("ok"));
 }
 

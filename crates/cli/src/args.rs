@@ -407,10 +407,12 @@ pub struct ServeArgs {
     pub instance_id: Option<String>,
     /// Seconds a thread's lease lasts without renewal (renewed every third
     /// of it; at least 1). Also how soon after a host sharing the store dies
-    /// its threads are free again: every instance sweeps expired leases
-    /// every third of its TTL, records their runs as interrupted and
-    /// expires their pending approvals.
-    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    /// its threads are free again (between two thirds and four thirds of
+    /// it): every instance sweeps expired leases every third of its TTL,
+    /// records their runs as interrupted and expires their pending
+    /// approvals.
+    #[arg(long, default_value_t = 30, value_name = "SECS",
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub lease_ttl: u64,
     /// Seconds SIGTERM/Ctrl-C lets requests and streams finish before every
     /// run is cancelled and every connection closed.

@@ -390,13 +390,16 @@ impl AgentBuilder {
         self
     }
 
-    /// Before a thread run takes its key's lease, recover every expired
-    /// lease in the store ([`ThreadStore::recover_expired`]) and hand the
-    /// runs it interrupted to `hook` (a server logs them, records them in
-    /// their threads' logs and fails their bridge tasks). Without it a run
-    /// takes an expired lease over without recording the run that held it;
-    /// a host sweeping the store on a timer still records those it gets to
-    /// first. Store failures here are logged and the run goes on.
+    /// When a thread run takes over its key's expired lease, record the run
+    /// that held it as interrupted in the same store step
+    /// ([`ThreadStore::take_run_lease`]) and hand it to `hook` (a server
+    /// logs it, records it in the thread's log and fails its bridge task).
+    /// Without it a run takes an expired lease over without recording the
+    /// run that held it; a host sweeping the store on a timer still records
+    /// those it gets to first. With a store that cannot record takeovers,
+    /// every expired lease is recovered first
+    /// ([`ThreadStore::recover_expired`]); failures of that are logged and
+    /// the run goes on.
     pub fn on_recovered(mut self, hook: crate::thread::OnRecovered) -> Self {
         self.settings.on_recovered = Some(hook);
         self

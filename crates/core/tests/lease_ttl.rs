@@ -11,7 +11,7 @@ use std::time::Duration;
 use agent_adaptor_core::driver::{StandardSessionCodec, StreamPayload, async_trait};
 use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
 use agent_adaptor_core::thread::{
-    FinalizeRequest, Lease, MemoryStore, StoreError, ThreadRecord, ThreadStore,
+    FinalizeRequest, InterruptedRun, Lease, MemoryStore, StoreError, ThreadRecord, ThreadStore,
 };
 use agent_adaptor_core::{Agent, Error, Runner};
 use common::*;
@@ -63,6 +63,13 @@ impl ThreadStore for Noting {
     }
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
         self.store.delete(key).await
+    }
+    async fn recover_expired(&self) -> Result<Vec<InterruptedRun>, StoreError> {
+        self.note("recover_expired", "", Duration::ZERO);
+        self.store.recover_expired().await
+    }
+    async fn interrupted_runs(&self, key: &str) -> Result<Vec<InterruptedRun>, StoreError> {
+        self.store.interrupted_runs(key).await
     }
 }
 
@@ -141,12 +148,24 @@ async fn a_run_outside_a_thread_has_no_lease_holder() {
     outcome.unwrap();
 }
 
-/// With an `on_recovered` hook, a thread run first recovers the expired
-/// lease a dead host left on its key (recorded interrupted, handed to the
-/// hook) instead of taking it over silently.
-#[tokio::test]
-async fn a_thread_run_records_the_dead_holder_before_it_takes_the_lease() {
-    let store = Arc::new(MemoryStore::new());
+/// A hook that notes the interrupted runs it is handed, as `key:run id`.
+fn noting_hook() -> (
+    Arc<Mutex<Vec<String>>>,
+    agent_adaptor_core::thread::OnRecovered,
+) {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let noted = seen.clone();
+    let hook = Arc::new(move |runs: Vec<InterruptedRun>| {
+        noted
+            .lock()
+            .unwrap()
+            .extend(runs.into_iter().map(|r| format!("{}:{}", r.key, r.run_id)));
+    });
+    (seen, hook)
+}
+
+/// Leave an expired lease of a dead host's run on key `k`.
+async fn dead_holder(store: &dyn ThreadStore) {
     store
         .acquire_run_lease(
             "key:k",
@@ -157,17 +176,16 @@ async fn a_thread_run_records_the_dead_holder_before_it_takes_the_lease() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let hook = {
-        let seen = seen.clone();
-        Arc::new(
-            move |runs: Vec<agent_adaptor_core::thread::InterruptedRun>| {
-                seen.lock()
-                    .unwrap()
-                    .extend(runs.into_iter().map(|r| format!("{}:{}", r.key, r.run_id)));
-            },
-        )
-    };
+}
+
+/// With an `on_recovered` hook, a thread run that takes over the expired
+/// lease a dead host left on its key records it in the same store step
+/// (interrupted, handed to the hook) instead of taking it over silently.
+#[tokio::test]
+async fn a_thread_run_records_the_dead_holder_it_takes_over() {
+    let store = Arc::new(MemoryStore::new());
+    dead_holder(store.as_ref()).await;
+    let (seen, hook) = noting_hook();
     let agent = Agent::builder(ScriptedDriver::resumable_reply("hi", "s1"))
         .thread_store(store.clone())
         .on_recovered(hook)
@@ -178,4 +196,26 @@ async fn a_thread_run_records_the_dead_holder_before_it_takes_the_lease() {
     let recorded = store.interrupted_runs("k").await.unwrap();
     assert_eq!(recorded.len(), 1);
     assert_eq!(recorded[0].prompt.as_deref(), Some("lost turn"));
+}
+
+/// With a store that cannot record takeovers, the hooked run recovers
+/// every expired lease before it takes its own.
+#[tokio::test]
+async fn without_take_run_lease_the_run_recovers_expired_leases_first() {
+    let store = Arc::new(Noting::default());
+    dead_holder(store.as_ref()).await;
+    let (seen, hook) = noting_hook();
+    let agent = Agent::builder(ScriptedDriver::resumable_reply("hi", "s1"))
+        .thread_store(store.clone())
+        .on_recovered(hook)
+        .build()
+        .unwrap();
+    agent.thread("k").run("next turn").await.unwrap();
+    assert_eq!(*seen.lock().unwrap(), ["k:run-1"]);
+    let calls: Vec<&str> = store.calls.lock().unwrap().iter().map(|c| c.0).collect();
+    assert_eq!(
+        calls[..3],
+        ["acquire_run", "recover_expired", "acquire_run"]
+    );
+    assert_eq!(store.interrupted_runs("k").await.unwrap().len(), 1);
 }

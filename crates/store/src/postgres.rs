@@ -9,7 +9,9 @@ use agent_adaptor_core::thread::durable::{
     AnswerRefused, ApprovalRow, NewApproval, NewTask, Notification, Notifications, PushConfigRow,
     TaskChange, TaskPage, TaskQuery, TaskRow, TaskUpdate,
 };
-use agent_adaptor_core::thread::store::{InterruptedRun, check_tool_name, recovery_prefixes};
+use agent_adaptor_core::thread::store::{
+    InterruptedRun, TakenLease, check_tool_name, recovery_prefixes,
+};
 use agent_adaptor_core::thread::{
     EventPage, EventQuery, FinalizeRequest, Lease, NewEvent, RecordStatus, Retention, StoreError,
     ThreadPolicy, ThreadRecord, ThreadStore,
@@ -202,39 +204,75 @@ impl PgStore {
         ttl: Duration,
         prompt: Option<&str>,
     ) -> Result<Lease, StoreError> {
-        let row = sqlx::query(
-            "INSERT INTO agent_adaptor_thread_leases AS l \
-                 (target, owner, token, expires_at, prompt, acquired_at) \
-             VALUES ($1, $2, $3, clock_timestamp() + ($4::float8 * interval '1 microsecond'), \
-                 $5, clock_timestamp()) \
-             ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, \
-                 token = excluded.token, expires_at = excluded.expires_at, \
-                 prompt = excluded.prompt, acquired_at = excluded.acquired_at \
-             WHERE l.owner = excluded.owner OR l.expires_at <= clock_timestamp() \
-             RETURNING target, owner, token, expires_at",
-        )
-        .bind(target)
-        .bind(owner)
-        .bind(new_token())
-        .bind(ttl_micros(ttl))
-        .bind(prompt)
-        .fetch_optional(&self.pool)
-        .await;
-        let row = match row {
-            // The row is locked by a finalize that outlasted lock_timeout.
-            Err(e) if is_lock_timeout(&e) => {
-                return Err(StoreError::Busy {
-                    target: target.to_owned(),
-                });
-            }
-            other => other.map_err(|e| backend("postgres acquire_lease", &e))?,
-        };
-        match row {
-            Some(row) => decode_lease(&row),
-            None => Err(StoreError::Busy {
-                target: target.to_owned(),
-            }),
+        let row = sqlx::query(ACQUIRE)
+            .bind(target)
+            .bind(owner)
+            .bind(new_token())
+            .bind(ttl_micros(ttl))
+            .bind(prompt)
+            .bind(None::<DateTime<Utc>>)
+            .fetch_optional(&self.pool)
+            .await;
+        acquired(target, row)
+    }
+
+    /// `take_run_lease`: recover `target`'s expired lease and take it, in
+    /// one transaction.
+    async fn take(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<TakenLease, StoreError> {
+        const OP: &str = "postgres take_run_lease";
+        let mut tx = self.begin(OP).await?;
+        let outcome = async {
+            // One instant decides expiry for the whole step: a lease that
+            // expires between the recovery and the upsert must not be
+            // taken over unrecorded.
+            let now: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| backend(OP, &e))?;
+            // Lock an expired lease first (a finalize holding it past
+            // lock_timeout reads as Busy, as in `acquire`).
+            let expired = sqlx::query(
+                "SELECT 1 FROM agent_adaptor_thread_leases \
+                 WHERE target = $1 AND expires_at <= $2 FOR UPDATE",
+            )
+            .bind(target)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await;
+            let mut displaced = match expired {
+                Err(e) if is_lock_timeout(&e) => {
+                    return Err(StoreError::Busy {
+                        target: target.to_owned(),
+                    });
+                }
+                Err(e) => return Err(backend(OP, &e)),
+                Ok(None) => Vec::new(),
+                Ok(Some(_)) => {
+                    crate::recovery::pg_recover_in(&mut tx, Stale::Target(target)).await?
+                }
+            };
+            let row = sqlx::query(ACQUIRE)
+                .bind(target)
+                .bind(owner)
+                .bind(new_token())
+                .bind(ttl_micros(ttl))
+                .bind(prompt)
+                .bind(now)
+                .fetch_optional(&mut *tx)
+                .await;
+            Ok(TakenLease {
+                lease: acquired(target, row)?,
+                displaced: displaced.pop(),
+            })
         }
+        .await;
+        settle(tx, OP, outcome).await
     }
 
     async fn begin(&self, op: &str) -> Result<Transaction<'static, Postgres>, StoreError> {
@@ -246,6 +284,32 @@ impl PgStore {
         let mut tx = self.begin(OP).await?;
         let outcome = migrate_in(&mut tx).await;
         settle(tx, OP, outcome).await
+    }
+}
+
+/// Take a lease unless another owner's lease, unexpired at `$6` (default:
+/// now), holds the target.
+const ACQUIRE: &str = "INSERT INTO agent_adaptor_thread_leases AS l \
+         (target, owner, token, expires_at, prompt, acquired_at) \
+     VALUES ($1, $2, $3, clock_timestamp() + ($4::float8 * interval '1 microsecond'), \
+         $5, clock_timestamp()) \
+     ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, \
+         token = excluded.token, expires_at = excluded.expires_at, \
+         prompt = excluded.prompt, acquired_at = excluded.acquired_at \
+     WHERE l.owner = excluded.owner OR l.expires_at <= COALESCE($6, clock_timestamp()) \
+     RETURNING target, owner, token, expires_at";
+
+/// The lease [`ACQUIRE`] returned, or `Busy`.
+fn acquired(target: &str, row: Result<Option<PgRow>, sqlx::Error>) -> Result<Lease, StoreError> {
+    let busy = || StoreError::Busy {
+        target: target.to_owned(),
+    };
+    match row {
+        // The row is locked by a finalize that outlasted lock_timeout.
+        Err(e) if is_lock_timeout(&e) => Err(busy()),
+        Err(e) => Err(backend("postgres acquire_lease", &e)),
+        Ok(Some(row)) => decode_lease(&row),
+        Ok(None) => Err(busy()),
     }
 }
 
@@ -372,7 +436,17 @@ impl ThreadStore for PgStore {
         ttl: Duration,
         prompt: &str,
     ) -> Result<Lease, StoreError> {
-        self.acquire(target, owner, ttl, Some(prompt)).await
+        Ok(self.take(target, owner, ttl, prompt).await?.lease)
+    }
+
+    async fn take_run_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<TakenLease, StoreError> {
+        self.take(target, owner, ttl, prompt).await
     }
 
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {

@@ -10,7 +10,9 @@ use agent_adaptor_core::thread::durable::{
     AnswerRefused, ApprovalRow, NewApproval, NewTask, Notification, Notifications, PushConfigRow,
     TaskChange, TaskPage, TaskQuery, TaskRow, TaskUpdate,
 };
-use agent_adaptor_core::thread::store::{InterruptedRun, check_tool_name, recovery_prefixes};
+use agent_adaptor_core::thread::store::{
+    InterruptedRun, TakenLease, check_tool_name, recovery_prefixes,
+};
 use agent_adaptor_core::thread::{
     EventPage, EventQuery, FinalizeRequest, Lease, NewEvent, RecordStatus, Retention, StoreError,
     ThreadPolicy, ThreadRecord, ThreadStore,
@@ -241,43 +243,57 @@ impl SqliteStore {
     /// Take `target`'s lease for `owner` (see `acquire_run_lease`): one
     /// upsert that succeeds on a free, expired or own lease and keeps the
     /// run's prompt and start time with it.
+    /// Take a lease; with `record_takeover`, an expired lease on `target`
+    /// is recovered (recorded as interrupted) in the same transaction.
     async fn acquire(
         &self,
         target: &str,
         owner: &str,
         ttl: Duration,
         prompt: Option<&str>,
-    ) -> Result<Lease, StoreError> {
+        record_takeover: bool,
+    ) -> Result<TakenLease, StoreError> {
         const OP: &str = "sqlite acquire_lease";
         let _gate = self.write_gate.lock().await;
         let mut tx = self.begin(OP).await?;
         let now = now_micros();
-        let row = sqlx::query(
-            "INSERT INTO agent_adaptor_thread_leases \
-                 (target, owner, token, expires_at, prompt, acquired_at) \
-             VALUES (?1, ?2, ?3, ?4, ?6, ?5) \
-             ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, \
-                 token = excluded.token, expires_at = excluded.expires_at, \
-                 prompt = excluded.prompt, acquired_at = excluded.acquired_at \
-             WHERE agent_adaptor_thread_leases.owner = excluded.owner \
-                OR agent_adaptor_thread_leases.expires_at <= ?5 \
-             RETURNING target, owner, token, expires_at",
-        )
-        .bind(target)
-        .bind(owner)
-        .bind(new_token())
-        .bind(now.saturating_add(ttl_micros(ttl)))
-        .bind(now)
-        .bind(prompt)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| backend(OP, &e))?;
-        let outcome = match row {
-            Some(row) => decode_lease(&row),
-            None => Err(StoreError::Busy {
-                target: target.to_owned(),
-            }),
-        };
+        let outcome = async {
+            let mut displaced = if record_takeover {
+                crate::recovery::sqlite_recover_in(&mut tx, Stale::Target(target), now).await?
+            } else {
+                Vec::new()
+            };
+            let row = sqlx::query(
+                "INSERT INTO agent_adaptor_thread_leases \
+                     (target, owner, token, expires_at, prompt, acquired_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?6, ?5) \
+                 ON CONFLICT (target) DO UPDATE SET owner = excluded.owner, \
+                     token = excluded.token, expires_at = excluded.expires_at, \
+                     prompt = excluded.prompt, acquired_at = excluded.acquired_at \
+                 WHERE agent_adaptor_thread_leases.owner = excluded.owner \
+                    OR agent_adaptor_thread_leases.expires_at <= ?5 \
+                 RETURNING target, owner, token, expires_at",
+            )
+            .bind(target)
+            .bind(owner)
+            .bind(new_token())
+            .bind(now.saturating_add(ttl_micros(ttl)))
+            .bind(now)
+            .bind(prompt)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| backend(OP, &e))?;
+            match row {
+                Some(row) => Ok(TakenLease {
+                    lease: decode_lease(&row)?,
+                    displaced: displaced.pop(),
+                }),
+                None => Err(StoreError::Busy {
+                    target: target.to_owned(),
+                }),
+            }
+        }
+        .await;
         settle(tx, OP, outcome).await
     }
 
@@ -467,7 +483,8 @@ impl ThreadStore for SqliteStore {
         owner: &str,
         ttl: Duration,
     ) -> Result<Lease, StoreError> {
-        self.acquire(target, owner, ttl, None).await
+        let taken = self.acquire(target, owner, ttl, None, false).await?;
+        Ok(taken.lease)
     }
 
     async fn acquire_run_lease(
@@ -477,7 +494,18 @@ impl ThreadStore for SqliteStore {
         ttl: Duration,
         prompt: &str,
     ) -> Result<Lease, StoreError> {
-        self.acquire(target, owner, ttl, Some(prompt)).await
+        let taken = self.acquire(target, owner, ttl, Some(prompt), true).await?;
+        Ok(taken.lease)
+    }
+
+    async fn take_run_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<TakenLease, StoreError> {
+        self.acquire(target, owner, ttl, Some(prompt), true).await
     }
 
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {

@@ -449,6 +449,17 @@ impl Turn<'_> {
                     (node, stream) = match self.open(answer_on, "/agui", &body, &[], false).await {
                         Opened::Stream(n, s) => (n, s),
                         Opened::Ended(o) => return o,
+                        // The answering instance died under the answer while
+                        // the run's host lives: the same resume elsewhere
+                        // (answered once; a retry streams the resumed run).
+                        Opened::Broken(n) if n != node && self.c.alive(node) => {
+                            let again = self.c.pick(self.seed ^ 0xa9b, Some(n));
+                            match self.open(again, "/agui", &body, &[], false).await {
+                                Opened::Stream(n, s) => (n, s),
+                                Opened::Ended(o) => return o,
+                                Opened::Broken(n) => return broken(report, n),
+                            }
+                        }
                         Opened::Broken(n) => return broken(report, n),
                     };
                     frames.clear();
@@ -517,7 +528,9 @@ impl Turn<'_> {
                 let sub = json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": task_id}});
                 match self.open(other, "/a2a", &sub, &[], false).await {
                     Opened::Stream(n, s) => (node, stream) = (n, s),
-                    Opened::Ended(Outcome::Failed(why)) if why.contains("terminal") => {
+                    Opened::Ended(Outcome::Failed(why))
+                        if why.contains("terminal") || why.contains("nothing left to stream") =>
+                    {
                         // Finished between the cut and the subscription: read it.
                         let get = json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": task_id}});
                         match self.rpc(other, &get).await {
@@ -562,6 +575,23 @@ impl Turn<'_> {
                     (node, stream) = match self.open(answer_on, "/a2a", &body, &[], false).await {
                         Opened::Stream(n, s) => (n, s),
                         Opened::Ended(o) => return o,
+                        // The answering instance died under the answer while
+                        // the task's host lives: the answer again elsewhere;
+                        // refused (it was recorded), follow the task.
+                        Opened::Broken(n) if n != node && self.c.alive(node) => {
+                            let again = self.c.pick(self.seed ^ 0xa9b, Some(n));
+                            match self.open(again, "/a2a", &body, &[], false).await {
+                                Opened::Stream(n, s) => (n, s),
+                                Opened::Broken(n) => return broken(report, n),
+                                Opened::Ended(_) => (
+                                    again,
+                                    SseStream {
+                                        broken: Some("answered on a dead instance".into()),
+                                        ..SseStream::default()
+                                    },
+                                ),
+                            }
+                        }
                         Opened::Broken(n) => return broken(report, n),
                     };
                     states.clear();

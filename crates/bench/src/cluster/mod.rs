@@ -152,29 +152,33 @@ pub fn run(plan: &Plan) -> Result<Vec<Phase>, String> {
 }
 
 /// What the mock answers: a short streamed answer (about a second), or,
-/// for a prompt with [`load::APPROVE`], a `list_files` call first.
-fn script() -> Script {
+/// for a prompt with [`load::APPROVE`], a tool call that needs an approval
+/// first (the LLM agent's `list_files`; Claude Code's `Bash` writing a
+/// directory, which it asks its host about).
+fn script(claude: bool) -> Script {
     let answer = Reply::Slow {
         text: "A cluster answer, streamed in pieces. ".repeat(3),
         chunk_delay: Duration::from_millis(60),
     };
+    let call = if claude {
+        Reply::ToolCall {
+            name: "Bash".into(),
+            arguments: json!({"command": "mkdir -p approved", "description": "Make a directory"}),
+        }
+    } else {
+        Reply::ToolCall {
+            name: "list_files".into(),
+            arguments: json!({"path": "."}),
+        }
+    };
     Script::new()
-        .on_prompt(
-            load::APPROVE,
-            vec![
-                Reply::ToolCall {
-                    name: "list_files".into(),
-                    arguments: json!({"path": "."}),
-                },
-                answer.clone(),
-            ],
-        )
+        .on_prompt(load::APPROVE, vec![call, answer.clone()])
         .fallback(answer)
 }
 
 async fn phase(plan: &Plan, index: usize, instances: usize, claude: bool) -> Result<Phase, String> {
     let name = format!("p{index}");
-    let mock = MockServer::start(script())
+    let mock = MockServer::start(script(claude))
         .await
         .map_err(|e| format!("mock model server: {e}"))?;
     let spec = NodeSpec {
@@ -234,18 +238,21 @@ async fn phase(plan: &Plan, index: usize, instances: usize, claude: bool) -> Res
         },
         turns: plan.turns,
         concurrency: plan.concurrency,
-        approve_every: if claude { 0 } else { 10 },
+        approve_every: 10,
         cut_every: 10,
     };
     let total = load.threads * load.turns;
-    let victim = (plan.kill && !claude && instances > 1).then(|| instances - 1);
+    let victim = (plan.kill && instances > 1).then(|| instances - 1);
     let killer = victim.map(|v| {
         tokio::spawn(kill_and_take_over(
             cluster.clone(),
             pool.clone(),
             spec.clone(),
             (v, ids[v].clone(), started[v].pid()),
-            total / 3,
+            (
+                total / 3,
+                Duration::from_millis(if claude { 2000 } else { 300 }),
+            ),
             plan.lease_ttl,
         ))
     });
@@ -341,20 +348,34 @@ async fn kill_and_take_over(
     pool: sqlx::PgPool,
     spec: NodeSpec,
     (victim, id, pid): (usize, String, u32),
-    after: usize,
+    (after, settle): (usize, Duration),
     lease_ttl: Option<u64>,
 ) -> Result<Takeover, String> {
     while cluster.started.load(Ordering::SeqCst) < after.max(1) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // Let the runs just begun reach the model.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Kill while the victim holds runs (bounded: a victim that never gets
+    // one is killed anyway), once they had time to reach the model (a CLI
+    // takes a while to start).
+    for _ in 0..500 {
+        if !pg::leased_prompts(&pool, &id).await?.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(settle).await;
     cluster.mark_dead(victim);
     let killed_at = Instant::now();
     nodes::sigkill(pid)?;
     let prompts = pg::leased_prompts(&pool, &id).await?;
     let (restarted, by, bound) = match lease_ttl {
-        Some(ttl) => (None, "sweeper", Duration::from_secs(2 * ttl + 10)),
+        // The lease expires at most one TTL after the kill (its last
+        // renewal came before it); a sweep comes at most a third later.
+        Some(ttl) => (
+            None,
+            "sweeper",
+            Duration::from_secs(ttl) * 4 / 3 + Duration::from_secs(2),
+        ),
         None => {
             let restarted = tokio::task::spawn_blocking(move || Node::start(&spec, &id))
                 .await

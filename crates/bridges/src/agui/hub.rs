@@ -119,7 +119,7 @@ impl Hub {
 
     /// Attach a reader that starts after `after` (or at the first frame).
     pub(crate) fn attach(self: &Arc<Self>, after: Option<FrameId>) -> Result<Subscription, Gap> {
-        let mut inner = self.lock();
+        let inner = self.lock();
         let start = match after {
             None => inner.base,
             Some(cursor) => {
@@ -130,15 +130,30 @@ impl Hub {
                 inner.base + skipped as u64
             }
         };
+        Ok(self.subscribe(inner, start))
+    }
+
+    /// Attach a reader at the run's very first frame: `Gap` once any frame
+    /// was evicted.
+    pub(crate) fn attach_from_start(self: &Arc<Self>) -> Result<Subscription, Gap> {
+        let inner = self.lock();
+        if inner.evicted_last.is_some() {
+            return Err(Gap);
+        }
+        let start = inner.base;
+        Ok(self.subscribe(inner, start))
+    }
+
+    fn subscribe(self: &Arc<Self>, mut inner: MutexGuard<'_, Inner>, start: u64) -> Subscription {
         let id = inner.next_sub;
         inner.next_sub += 1;
         inner.subs.insert(id, start);
         drop(inner);
         self.progress.notify_waiters();
-        Ok(Subscription {
+        Subscription {
             hub: self.clone(),
             id,
-        })
+        }
     }
 
     /// Append a frame, waiting while the buffer is full of frames some

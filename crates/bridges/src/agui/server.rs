@@ -307,7 +307,7 @@ impl SseHandler {
         let input: RunAgentInput = parse_json(body)?;
         let key = format!("agui\u{0}{}\u{0}{}", input.thread_id, input.run_id);
         if let Some(cursor) = cursor {
-            return match self.reconnect(&key, &input.run_id, cursor, &principal) {
+            return match self.reconnect(&key, &input.run_id, Some(cursor), &principal) {
                 Err(RequestError::RunNotFound(_)) if s.options.event_log.is_some() => {
                     self.replay_from_log(&input, cursor, principal).await
                 }
@@ -334,6 +334,12 @@ impl SseHandler {
         };
         let hub = Hub::new(s.options.replay, principal.digest());
         if !s.hubs.insert(&key, &hub) {
+            if let Some(entry) = resume.first()
+                && self.is_retried_resume(&input, entry, &principal).await
+            {
+                // This resume runs here already: the client never saw it.
+                return self.reconnect(&key, &input.run_id, None, &principal);
+            }
             return Err(RequestError::RunExists(input.run_id));
         }
         let run = match (prompt, resume.first()) {
@@ -477,7 +483,12 @@ impl SseHandler {
             let run_id = input.run_id.ok_or_else(|| {
                 RequestError::InvalidInput("a reconnect (Last-Event-ID) needs \"runId\"".into())
             })?;
-            return self.reconnect(&format!("raw\u{0}{run_id}"), &run_id, cursor, &principal);
+            return self.reconnect(
+                &format!("raw\u{0}{run_id}"),
+                &run_id,
+                Some(cursor),
+                &principal,
+            );
         }
         let prompt = input
             .prompt
@@ -565,7 +576,7 @@ impl SseHandler {
         &self,
         key: &str,
         name: &str,
-        cursor: FrameId,
+        cursor: Option<FrameId>,
         principal: &Principal,
     ) -> Result<Response, RequestError> {
         let s = &self.shared;
@@ -579,9 +590,13 @@ impl SseHandler {
                 "this run belongs to another client: only it may replay the stream",
             ));
         }
-        let sub = hub
-            .attach(Some(cursor))
-            .map_err(|_| RequestError::ReplayUnavailable(cursor.to_string()))?;
+        let sub = match cursor {
+            Some(cursor) => hub.attach(Some(cursor)),
+            None => hub.attach_from_start(),
+        }
+        .map_err(|_| {
+            RequestError::ReplayUnavailable(cursor.map(|c| c.to_string()).unwrap_or_default())
+        })?;
         Ok(sse_response(
             sse::body(sub, s.options.write_timeout, s.options.keep_alive),
             name,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_core::driver::DecisionKind;
-use agent_adaptor_core::thread::durable::{AnswerRefused, NewApproval};
+use agent_adaptor_core::thread::durable::{AnswerRefused, ApprovalRow, ApprovalState, NewApproval};
 use agent_adaptor_core::thread::store::StoreError;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
@@ -88,6 +88,20 @@ struct Parked {
     owner: String,
     asked: Asked,
     deadline: chrono::DateTime<chrono::Utc>,
+}
+
+/// Whether `row` was answered by the resume `input` itself, with the same
+/// answer (a retry after a broken connection).
+fn same_resume(row: &ApprovalRow, input: &RunAgentInput, entry: &ResumeEntry) -> bool {
+    let Some(answer) = row.answer.clone() else {
+        return false;
+    };
+    row.state == ApprovalState::Answered
+        && serde_json::from_value::<Answer>(answer).is_ok_and(|a| {
+            a.thread_id == input.thread_id
+                && a.run_id == input.run_id
+                && serde_json::to_value(&a.entry).ok() == serde_json::to_value(entry).ok()
+        })
 }
 
 fn refused(id: &str, why: AnswerRefused) -> RequestError {
@@ -341,6 +355,23 @@ impl SseHandler {
         }
     }
 
+    /// Whether `entry` of the resume `input` was answered by this very
+    /// resume already (its owner retrying after a broken connection).
+    pub(super) async fn is_retried_resume(
+        &self,
+        input: &RunAgentInput,
+        entry: &ResumeEntry,
+        principal: &Principal,
+    ) -> bool {
+        let Some(desk) = &self.shared.options.desk else {
+            return false;
+        };
+        match desk.approval(&entry.interrupt_id).await {
+            Ok(Some(row)) => row.principal == principal.digest() && same_resume(&row, input, entry),
+            _ => false,
+        }
+    }
+
     /// Answer an interrupt parked on another host.
     async fn answer_elsewhere(
         &self,
@@ -369,6 +400,13 @@ impl SseHandler {
             return Err(refused(id, AnswerRefused::Forbidden));
         }
         decide(id, asked.kind, asked.grantable, entry).map_err(|e| resume_error(id, e))?;
+        if same_resume(&row, input, entry) {
+            // This very resume was answered already (its connection broke
+            // before the client saw the stream): stream the run again.
+            return Ok(Answered::Elsewhere {
+                core_run_id: row.run_id,
+            });
+        }
         self.record_answer(input, entry, principal, false).await?;
         tracing::info!(interrupt = %id, answered_by = %principal, "agui: interrupt answered for another host");
         Ok(Answered::Elsewhere {

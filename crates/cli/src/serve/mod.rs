@@ -126,9 +126,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         defaults = defaults.tool(tool);
     }
     // Expired leases of any host sharing the store are recovered every
-    // third of the TTL, and by each thread run before it takes its lease
-    // (so a dead host's run is recorded before its thread goes on); a
-    // bridge that must learn which runs were interrupted subscribes
+    // third of the TTL, and by the thread run that takes one over (so a
+    // dead host's run is recorded before its thread goes on); a bridge
+    // that must learn which runs were interrupted subscribes
     // (`sweeper.subscribe()`) before it is spawned.
     let sweeper = sweep::Sweeper::new(store.store.clone(), lease_ttl);
     let agent = Agent::builder_shared(selected.driver.clone())
@@ -139,7 +139,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
         .cancel_grace(Duration::from_secs(2))
         .defaults(defaults)
         .build()
-        .map_err(|e| CliError::usage(format!("--lease-ttl: {e}")))?;
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let run_options = RunOptions::new().approval_timeout(Some(APPROVAL_TIMEOUT));
 
     let mut agui_options = SseOptions::agui()

@@ -40,8 +40,8 @@ impl Sweeper {
     }
 
     /// The agent's [`on_recovered`](agent_adaptor_core::AgentBuilder::on_recovered)
-    /// hook: the runs a thread run recovered before taking its lease are
-    /// logged, recorded in their threads' logs and broadcast like a sweep's.
+    /// hook: the run whose expired lease a thread run took over is logged,
+    /// recorded in its thread's log and broadcast like a sweep's.
     pub fn hook(&self) -> agent_adaptor_core::thread::OnRecovered {
         let store = self.store.clone();
         let interrupted = self.interrupted.clone();
@@ -52,7 +52,7 @@ impl Sweeper {
                 log_interrupted(
                     store.as_ref(),
                     &runs,
-                    "a run whose host stopped renewing its lease was interrupted before its thread's next run",
+                    "a run whose host stopped renewing its lease was interrupted; its thread's next run took the lease over",
                 )
                 .await;
                 let _ = interrupted.send(runs);

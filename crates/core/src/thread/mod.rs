@@ -61,8 +61,8 @@ pub use event_log::{
     EventPage, EventQuery, EventWindow, NewEvent, RecordedEvent, Retention, StoredEventRow,
 };
 pub use store::{
-    FinalizeRequest, InterruptedRun, Lease, MemoryStore, RecordStatus, StoreError, ThreadPolicy,
-    ThreadRecord, ThreadStore, check_tool_name, recovery_prefixes,
+    FinalizeRequest, InterruptedRun, Lease, MemoryStore, RecordStatus, StoreError, TakenLease,
+    ThreadPolicy, ThreadRecord, ThreadStore, check_tool_name, recovery_prefixes,
 };
 
 /// How long a thread lease lasts without renewal, unless the agent sets
@@ -368,20 +368,8 @@ impl ThreadPlan {
         if matches!(self.mode, Mode::ContinueOrStart { strict: true }) {
             self.resolve(&fingerprint).await?;
         }
-        if let Some(hook) = &self.on_recovered {
-            // Record whatever dead host held this key (or any other)
-            // before its expired lease is taken over.
-            match self.store.recover_expired().await {
-                Ok(runs) if !runs.is_empty() => hook(runs),
-                Ok(_) | Err(StoreError::Unsupported(_)) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "recovering expired leases failed; taking the lease as is")
-                }
-            }
-        }
         let lease = self
-            .store
-            .acquire_run_lease(&target, &owner, self.lease_ttl, &request.prompt)
+            .take_lease(&target, &owner, &request.prompt)
             .await
             .map_err(|e| ThreadError::from_store(e, &self.key))?;
         let resolved = self.resolve(&fingerprint).await;
@@ -401,6 +389,47 @@ impl ThreadPlan {
                 Err(e)
             }
         }
+    }
+
+    /// Take the key's lease. With an `on_recovered` hook, an expired lease
+    /// taken over is recorded in the same step and handed to the hook (a
+    /// store that cannot do that recovers every expired lease first).
+    async fn take_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        prompt: &str,
+    ) -> Result<Lease, StoreError> {
+        let Some(hook) = &self.on_recovered else {
+            return self
+                .store
+                .acquire_run_lease(target, owner, self.lease_ttl, prompt)
+                .await;
+        };
+        match self
+            .store
+            .take_run_lease(target, owner, self.lease_ttl, prompt)
+            .await
+        {
+            Ok(taken) => {
+                if let Some(run) = taken.displaced {
+                    hook(vec![run]);
+                }
+                return Ok(taken.lease);
+            }
+            Err(StoreError::Unsupported(_)) => {}
+            Err(e) => return Err(e),
+        }
+        match self.store.recover_expired().await {
+            Ok(runs) if !runs.is_empty() => hook(runs),
+            Ok(_) | Err(StoreError::Unsupported(_)) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "recovering expired leases failed; taking the lease as is")
+            }
+        }
+        self.store
+            .acquire_run_lease(target, owner, self.lease_ttl, prompt)
+            .await
     }
 
     /// The owner run `run_id` takes the key's lease with:

@@ -72,6 +72,15 @@ pub struct Lease {
     pub expires_at: DateTime<Utc>,
 }
 
+/// A lease taken by [`ThreadStore::take_run_lease`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakenLease {
+    /// The lease now held.
+    pub lease: Lease,
+    /// The run whose expired lease it replaced, recorded as interrupted.
+    pub displaced: Option<InterruptedRun>,
+}
+
 /// A run whose process died while it held the key's lease.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InterruptedRun {
@@ -217,7 +226,9 @@ pub trait ThreadStore: Send + Sync {
 
     /// [`acquire_lease`](Self::acquire_lease), keeping `prompt` with the
     /// lease so that [`recover_instance`](Self::recover_instance) can
-    /// record what a dead holder was doing. The default calls
+    /// record what a dead holder was doing. The stores of this workspace
+    /// record an expired lease they take over as
+    /// [`take_run_lease`](Self::take_run_lease) does. The default calls
     /// `acquire_lease` (the prompt is not kept).
     async fn acquire_run_lease(
         &self,
@@ -228,6 +239,24 @@ pub trait ThreadStore: Send + Sync {
     ) -> Result<Lease, StoreError> {
         let _ = prompt;
         self.acquire_lease(target, owner, ttl).await
+    }
+
+    /// [`acquire_run_lease`](Self::acquire_run_lease) that records what it
+    /// takes over: when `target`'s lease has expired, its run is recorded
+    /// as an [`InterruptedRun`] and the pending approvals its owner held are
+    /// expired, in the same atomic step that takes the lease (as
+    /// [`recover_expired`](Self::recover_expired) would), so that no run is
+    /// taken over unrecorded between a sweep and an acquisition. The
+    /// default says the store cannot.
+    async fn take_run_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<TakenLease, StoreError> {
+        let _ = (target, owner, ttl, prompt);
+        Err(StoreError::Unsupported("record lease takeovers"))
     }
 
     /// Extend a held lease; `LeaseLost` if it expired or changed hands.
@@ -560,14 +589,16 @@ struct EventLog {
 }
 
 impl MemoryInner {
+    /// Take `target`'s lease unless another owner's lease is unexpired at
+    /// `now`.
     fn acquire(
         &mut self,
         target: &str,
         owner: &str,
         ttl: Duration,
         prompt: Option<&str>,
+        now: DateTime<Utc>,
     ) -> Result<Lease, StoreError> {
-        let now = Utc::now();
         if let Some(held) = self.leases.get(target)
             && held.lease.owner != owner
             && held.lease.expires_at > now
@@ -666,7 +697,7 @@ impl ThreadStore for MemoryStore {
         owner: &str,
         ttl: Duration,
     ) -> Result<Lease, StoreError> {
-        self.lock().acquire(target, owner, ttl, None)
+        self.lock().acquire(target, owner, ttl, None, Utc::now())
     }
 
     async fn acquire_run_lease(
@@ -676,7 +707,26 @@ impl ThreadStore for MemoryStore {
         ttl: Duration,
         prompt: &str,
     ) -> Result<Lease, StoreError> {
-        self.lock().acquire(target, owner, ttl, Some(prompt))
+        let taken = self.take_run_lease(target, owner, ttl, prompt).await?;
+        Ok(taken.lease)
+    }
+
+    async fn take_run_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<TakenLease, StoreError> {
+        let mut inner = self.lock();
+        let now = Utc::now();
+        let mut displaced =
+            inner.recover_where(|t, held| t == target && held.lease.expires_at <= now);
+        let lease = inner.acquire(target, owner, ttl, Some(prompt), now)?;
+        Ok(TakenLease {
+            lease,
+            displaced: displaced.pop(),
+        })
     }
 
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {

@@ -19,12 +19,15 @@ pub(crate) use postgres::{pg_interrupted_runs, pg_recover_in};
 pub(crate) use sqlite::{sqlite_interrupted_runs, sqlite_recover_in};
 
 /// Which leases to recover.
+#[derive(Clone, Copy)]
 pub(crate) enum Stale<'a> {
     /// A dead incarnation's: owner starts with `.0` but not with `.1`
     /// (see `recovery_prefixes`).
     Instance(&'a (String, String)),
     /// Every expired lease on a `key:` target.
     Expired,
+    /// The lease on this target, if it has expired (a takeover).
+    Target(&'a str),
 }
 
 /// The owners of `leases` (whose pending approvals expire with them).

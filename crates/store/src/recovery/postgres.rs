@@ -38,6 +38,13 @@ pub(crate) async fn pg_recover_in(
              RETURNING target, owner, prompt, COALESCE(acquired_at, $1) AS started_at",
         )
         .bind(now),
+        Stale::Target(target) => sqlx::query(
+            "DELETE FROM agent_adaptor_thread_leases \
+             WHERE target = $2 AND expires_at <= $1 \
+             RETURNING target, owner, prompt, COALESCE(acquired_at, $1) AS started_at",
+        )
+        .bind(now)
+        .bind(target),
     };
     let rows = query.fetch_all(&mut **tx).await.map_err(err)?;
     let leases = rows

@@ -36,8 +36,17 @@ pub(crate) async fn sqlite_recover_in(
              WHERE substr(target, 1, 4) = 'key:' AND expires_at <= ?1 \
              RETURNING target, owner, prompt, COALESCE(acquired_at, ?1) AS started_at",
         ),
+        Stale::Target(_) => sqlx::query(
+            "DELETE FROM agent_adaptor_thread_leases \
+             WHERE target = ?2 AND expires_at <= ?1 \
+             RETURNING target, owner, prompt, COALESCE(acquired_at, ?1) AS started_at",
+        ),
     };
-    let rows = query.bind(now).fetch_all(&mut **tx).await.map_err(err)?;
+    let query = match stale {
+        Stale::Target(target) => query.bind(now).bind(target),
+        _ => query.bind(now),
+    };
+    let rows = query.fetch_all(&mut **tx).await.map_err(err)?;
     let leases = rows
         .iter()
         .map(|row: &SqliteRow| {

@@ -360,3 +360,99 @@ pub async fn receive(
         .await
         .map_err(|_| format!("{wanted:?} never arrived"))?
 }
+
+/// `take_run_lease` takes an expired lease over and records it in the same
+/// step: the run it displaced is returned and kept as interrupted (with its
+/// prompt), its holder's pending approvals expire; an unexpired lease is
+/// `Busy`; racing takers and a sweep record the takeover exactly once; a
+/// plain `acquire_run_lease` records its takeover too.
+pub async fn take_run_lease_records_the_takeover(store: Arc<dyn ThreadStore>) -> Outcome {
+    let key = unique_key("takeover");
+    let target = format!("key:{key}");
+    let dead_owner = format!("{}@e1/run-dead", unique_id("host"));
+    must(
+        store
+            .acquire_run_lease(&target, &dead_owner, Duration::from_millis(200), "old")
+            .await,
+        "acquire short",
+    )?;
+    let held = approval(&key, &dead_owner, None);
+    must(store.put_approval(held.clone()).await, "put approval")?;
+    let early = store.take_run_lease(&target, "early", LONG, "p").await;
+    ensure!(
+        matches!(early, Err(StoreError::Busy { .. })),
+        "an unexpired lease is busy: {early:?}"
+    );
+    // A deliberate gap: the 200 ms lease has expired on any clock after it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (a, b, swept) = tokio::join!(
+        store.take_run_lease(&target, "taker-a", LONG, "new a"),
+        store.take_run_lease(&target, "taker-b", LONG, "new b"),
+        store.recover_expired(),
+    );
+    let swept = must(swept, "sweep")?;
+    let takes = [a, b];
+    let won: Vec<_> = takes.iter().filter_map(|t| t.as_ref().ok()).collect();
+    ensure!(
+        won.len() == 1
+            && takes
+                .iter()
+                .any(|t| matches!(t, Err(StoreError::Busy { .. }))),
+        "one taker wins, the other is busy: {takes:?}"
+    );
+    let by_sweep = swept.iter().filter(|r| r.key == key).count();
+    let by_take = usize::from(won[0].displaced.is_some());
+    ensure!(
+        by_sweep + by_take == 1,
+        "recorded once: sweep {swept:?}, take {:?}",
+        won[0]
+    );
+    if let Some(run) = &won[0].displaced {
+        ensure!(
+            run.key == key && run.run_id == "run-dead" && run.prompt.as_deref() == Some("old"),
+            "the displaced run {run:?}"
+        );
+    }
+    let recorded = must(store.interrupted_runs(&key).await, "interrupted")?;
+    ensure!(
+        recorded.len() == 1 && recorded[0].run_id == "run-dead",
+        "kept once: {recorded:?}"
+    );
+    ensure!(
+        state_of(&store, &held.id).await? == ApprovalState::Expired,
+        "the displaced holder's approval expired"
+    );
+    let again = store.take_run_lease(&target, "late", LONG, "p").await;
+    ensure!(
+        matches!(again, Err(StoreError::Busy { .. })),
+        "the winner holds the key: {again:?}"
+    );
+
+    // A plain `acquire_run_lease` records its takeover the same way.
+    let key = unique_key("takeover-plain");
+    let target = format!("key:{key}");
+    let short = Duration::from_millis(200);
+    must(
+        store
+            .acquire_run_lease(&target, &dead_owner, short, "older")
+            .await,
+        "acquire short again",
+    )?;
+    let held = approval(&key, &dead_owner, None);
+    must(store.put_approval(held.clone()).await, "put approval again")?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    must(
+        store.acquire_run_lease(&target, "next", LONG, "p").await,
+        "plain takeover",
+    )?;
+    let recorded = must(store.interrupted_runs(&key).await, "interrupted again")?;
+    ensure!(
+        recorded.len() == 1 && recorded[0].prompt.as_deref() == Some("older"),
+        "recorded by the plain acquire: {recorded:?}"
+    );
+    ensure!(
+        state_of(&store, &held.id).await? == ApprovalState::Expired,
+        "the plain takeover expired the approval"
+    );
+    Ok(())
+}

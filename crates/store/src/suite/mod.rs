@@ -80,6 +80,7 @@ pub use cases::{
 pub use durable::{
     approval_answered_once, approval_deadline_expires, notify_reaches_listeners, receive,
     recover_expired_expires_held_approvals, recover_instance_expires_approvals,
+    take_run_lease_records_the_takeover,
 };
 pub use event_log::{
     event_log_concurrent_appenders, event_log_cursors_and_since, event_log_many_runs,
@@ -129,6 +130,7 @@ macro_rules! __thread_store_cases {
             approval_deadline_expires,
             recover_expired_expires_held_approvals,
             recover_instance_expires_approvals,
+            take_run_lease_records_the_takeover,
             tasks_updates_terminal_and_prune,
             tasks_list_filters_and_paging,
             notify_reaches_listeners,

@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_adaptor_core::driver::async_trait;
-use agent_adaptor_core::thread::{EventPage, EventQuery, NewEvent, Retention, ThreadPolicy};
+use agent_adaptor_core::thread::{
+    EventPage, EventQuery, NewEvent, Retention, TakenLease, ThreadPolicy,
+};
 use agent_adaptor_store::suite::{self, Failure};
 use agent_adaptor_store::{
     FinalizeRequest, InterruptedRun, Lease, RecordStatus, StoreError, ThreadRecord, ThreadStore,
@@ -120,6 +122,24 @@ impl ThreadStore for Broken {
             .acquire_run_lease(target, owner, ttl, prompt)
             .await;
         self.coexisting(result, target, owner, ttl)
+    }
+
+    async fn take_run_lease(
+        &self,
+        target: &str,
+        owner: &str,
+        ttl: Duration,
+        prompt: &str,
+    ) -> Result<TakenLease, StoreError> {
+        match self.inner.take_run_lease(target, owner, ttl, prompt).await {
+            Ok(taken) => Ok(taken),
+            Err(e) => self
+                .coexisting(Err(e), target, owner, ttl)
+                .map(|lease| TakenLease {
+                    lease,
+                    displaced: None,
+                }),
+        }
     }
 
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
