@@ -289,6 +289,84 @@ async fn a_run_whose_log_goes_silent_ends_as_interrupted() {
     reader.abort();
 }
 
+/// Save a thread record for `key` as a run's host does when the run
+/// finished (its lease taken and given back).
+async fn save_record(store: &MemoryStore, key: &str) {
+    let lease = store
+        .acquire_lease(&format!("key:{key}"), "host/run", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let now = chrono::Utc::now();
+    let record = agent_adaptor_core::thread::ThreadRecord {
+        id: "rec-1".into(),
+        key: key.into(),
+        status: agent_adaptor_core::thread::RecordStatus::Active,
+        driver_type: "scripted".into(),
+        fingerprint: "f".into(),
+        codec: "scripted".into(),
+        params: Default::default(),
+        previous_id: None,
+        created_at: now,
+        updated_at: now,
+    };
+    store
+        .finalize(agent_adaptor_core::thread::FinalizeRequest {
+            lease: lease.clone(),
+            record,
+            require_key_absent: false,
+        })
+        .await
+        .unwrap();
+    store.release_lease(&lease).await.unwrap();
+}
+
+/// A host that saved the thread's record and died before it logged the
+/// run's end: a reader following the log ends as interrupted once the log
+/// stays silent after the record was saved, not after the (here 10 min)
+/// idle limit.
+#[tokio::test]
+async fn a_run_saved_but_never_logged_to_its_end_ends_its_readers() {
+    let store = Arc::new(MemoryStore::new());
+    let a = instance(&store, agui_server::hanging_script(), None).await;
+    let b = instance(
+        &store,
+        agui_server::hanging_script(),
+        Some((Duration::from_millis(20), Duration::from_secs(600))),
+    )
+    .await;
+    let resp = http()
+        .post(&a.url)
+        .header("content-type", "application/json")
+        .header("x-test-principal", "alice")
+        .body(run_input("t7", "r1", "wait").to_string())
+        .send()
+        .await
+        .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_into(resp, tx));
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        seen.push(rx.recv().await.unwrap());
+    }
+    save_record(&store, &agui_thread_key(NS, "t7")).await;
+    let first = seen[0].id.clone().unwrap();
+    // Bounded: far below the idle limit, far above the settling (2 × 3 s).
+    let (status, replayed, body) = tokio::time::timeout(
+        Duration::from_secs(60),
+        reconnect(&b.url, "t7", "r1", &first, "alice"),
+    )
+    .await
+    .expect("the follow ends long before the idle limit");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        types(&replayed[3..]),
+        ["TEXT_MESSAGE_END", "RUN_ERROR"],
+        "{replayed:?}"
+    );
+    assert_eq!(replayed.last().unwrap().json()["code"], "interrupted");
+    reader.abort();
+}
+
 #[tokio::test]
 async fn the_run_that_answers_an_interrupt_replays_from_the_whole_core_run() {
     let store = Arc::new(MemoryStore::new());

@@ -30,8 +30,9 @@ pub struct Evidence<'a> {
     pub interrupted: &'a [String],
     /// The prompts of the runs the killed instance held when it died.
     pub killed: &'a [String],
-    /// The tags of broken turns whose run is recorded finished in the store
-    /// (the instance died after saving it, before the client read the end).
+    /// The tags of broken or interrupted turns whose run is recorded
+    /// finished in the store (the instance died after saving it, before the
+    /// client read the end).
     pub saved: &'a [String],
     /// The killed instance's index, if one was killed.
     pub victim: Option<usize>,
@@ -79,7 +80,7 @@ pub fn checks(turns: &[TurnReport], ev: &Evidence<'_>) -> Vec<Check> {
             }
             Outcome::Completed => {}
             Outcome::Interrupted | Outcome::Broken if recorded(&t.tag) => {}
-            Outcome::Broken if ev.saved.contains(&t.tag) => {}
+            Outcome::Interrupted | Outcome::Broken if ev.saved.contains(&t.tag) => {}
             Outcome::Broken if !reached => unstarted += 1,
             Outcome::Interrupted | Outcome::Broken => {
                 lost.push(format!(

@@ -448,6 +448,13 @@ impl Turn<'_> {
                         "resume": [{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]});
                     (node, stream) = match self.open(answer_on, "/agui", &body, &[], false).await {
                         Opened::Stream(n, s) => (n, s),
+                        // The run's host died while it waited: its approval
+                        // expired with its lease.
+                        Opened::Ended(Outcome::Failed(why))
+                            if !self.c.alive(node) && why.contains("expired") =>
+                        {
+                            return Outcome::Interrupted;
+                        }
                         Opened::Ended(o) => return o,
                         // The answering instance died under the answer while
                         // the run's host lives: the same resume elsewhere
@@ -574,6 +581,13 @@ impl Turn<'_> {
                             "parts": [{"data": {"decision": "approve"}}]}}});
                     (node, stream) = match self.open(answer_on, "/a2a", &body, &[], false).await {
                         Opened::Stream(n, s) => (n, s),
+                        // The task's host died while it waited: the task
+                        // failed with its run.
+                        Opened::Ended(Outcome::Failed(why))
+                            if !self.c.alive(node) && why.contains("TASK_STATE_FAILED") =>
+                        {
+                            return Outcome::Interrupted;
+                        }
                         Opened::Ended(o) => return o,
                         // The answering instance died under the answer while
                         // the task's host lives: the answer again elsewhere;

@@ -273,7 +273,8 @@ async fn phase(plan: &Plan, index: usize, instances: usize, claude: bool) -> Res
         .map(|t| t.prompts.clone())
         .unwrap_or_default();
     let mut saved = Vec::new();
-    for t in turns.iter().filter(|t| t.outcome == Outcome::Broken) {
+    let unfinished = |o: &Outcome| matches!(o, Outcome::Broken | Outcome::Interrupted);
+    for t in turns.iter().filter(|t| unfinished(&t.outcome)) {
         if !interrupted.iter().any(|p| p.contains(&t.tag)) && pg::saved(&pool, &t.tag).await? {
             saved.push(t.tag.clone());
         }

@@ -8,7 +8,9 @@
 //! the terminal notice. A run still going is followed by polling the log
 //! until its terminal notice; a run whose log stops (its owner died, or it
 //! was silent longer than the idle limit, or a later run of the thread
-//! began) ends with `RUN_ERROR` `interrupted`.
+//! began, or its thread's record was saved and the log stayed silent: its
+//! host died between saving and logging the end) ends with `RUN_ERROR`
+//! `interrupted`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -247,6 +249,64 @@ pub(crate) fn interrupted_frames(thread_id: String, run_id: String) -> Vec<(Fram
     LogFrames::encode(Stamp::default().stamp(None, events))
 }
 
+/// How long a followed run's log may stay silent before the follow asks
+/// the store whether the run is over.
+const SETTLE: Duration = Duration::from_secs(3);
+
+/// Whether a followed run ended without its end in the log: its host saved
+/// the thread's record (the run finished) and died before it logged the
+/// terminal frames. Seen as the key's record created after the run's first
+/// log record (both by the run's host clock), with the log still silent a
+/// [`SETTLE`] later.
+#[derive(Default)]
+struct Ended {
+    /// When the run's first record was taken.
+    began: Option<chrono::DateTime<chrono::Utc>>,
+    /// When the follow last asked the store.
+    asked: Option<Instant>,
+    /// When the follow first saw the run's record saved.
+    saved: Option<Instant>,
+}
+
+impl Ended {
+    fn began(&mut self, rec: &RecordedEvent, core_run_id: &str) {
+        if self.began.is_none() && rec.run_id == core_run_id {
+            self.began = Some(rec.recorded_at);
+        }
+    }
+
+    /// Whether to end the follow now (`silent`: since the log last grew).
+    async fn unlogged(
+        &mut self,
+        store: &dyn ThreadStore,
+        key: &str,
+        silent: Duration,
+        idle: Duration,
+    ) -> bool {
+        let settle = SETTLE.min(idle);
+        if silent < settle {
+            self.saved = None;
+            return false;
+        }
+        if let Some(saved) = self.saved {
+            return saved.elapsed() >= settle;
+        }
+        let Some(began) = self.began else {
+            return false;
+        };
+        if self.asked.is_some_and(|t| t.elapsed() < settle) {
+            return false;
+        }
+        self.asked = Some(Instant::now());
+        if let Ok(Some(record)) = store.resolve(key, false).await
+            && record.created_at >= began
+        {
+            self.saved = Some(Instant::now());
+        }
+        false
+    }
+}
+
 /// How a replay follows the log.
 #[derive(Clone)]
 pub(crate) struct Follow {
@@ -273,6 +333,7 @@ pub(crate) async fn follow(
     let mut after = found.start.saturating_sub(1);
     let mut heard = Instant::now();
     let mut announced: Option<Instant> = None;
+    let mut ended = Ended::default();
     'follow: loop {
         if let Some((desk, every)) = &follow.announce
             && announced.is_none_or(|t| t.elapsed() >= *every)
@@ -288,12 +349,19 @@ pub(crate) async fn follow(
                 }
                 for rec in &records {
                     after = rec.cursor;
+                    ended.began(rec, &found.core_run_id);
                     out.extend(frames.record(rec));
                     if frames.done() {
                         break;
                     }
                 }
-                if !frames.done() && heard.elapsed() >= follow.idle {
+                let silent = heard.elapsed();
+                if !frames.done()
+                    && (silent >= follow.idle
+                        || ended
+                            .unlogged(store.as_ref(), &key, silent, follow.idle)
+                            .await)
+                {
                     out.extend(frames.interrupted());
                 }
                 out
