@@ -250,6 +250,27 @@ async fn a_reconnect_follows_a_run_still_going_to_its_end() {
     assert_eq!(replayed, seen[4..].to_vec());
 }
 
+/// Start a hanging run of `thread` on `a` as alice and read its first
+/// four frames (RUN_STARTED, MESSAGES_SNAPSHOT, TEXT_MESSAGE_START,
+/// _CONTENT); the reader task keeps the stream open.
+async fn hanging_run(a: &Instance, thread: &str) -> (tokio::task::JoinHandle<()>, Vec<SseEvent>) {
+    let resp = http()
+        .post(&a.url)
+        .header("content-type", "application/json")
+        .header("x-test-principal", "alice")
+        .body(run_input(thread, "r1", "wait").to_string())
+        .send()
+        .await
+        .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_into(resp, tx));
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        seen.push(rx.recv().await.unwrap());
+    }
+    (reader, seen)
+}
+
 #[tokio::test]
 async fn a_run_whose_log_goes_silent_ends_as_interrupted() {
     let store = Arc::new(MemoryStore::new());
@@ -260,21 +281,7 @@ async fn a_run_whose_log_goes_silent_ends_as_interrupted() {
         Some((Duration::from_millis(20), Duration::from_millis(300))),
     )
     .await;
-    let resp = http()
-        .post(&a.url)
-        .header("content-type", "application/json")
-        .header("x-test-principal", "alice")
-        .body(run_input("t5", "r1", "wait").to_string())
-        .send()
-        .await
-        .unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let reader = tokio::spawn(read_into(resp, tx));
-    let mut seen = Vec::new();
-    // RUN_STARTED, MESSAGES_SNAPSHOT, TEXT_MESSAGE_START, _CONTENT.
-    while seen.len() < 4 {
-        seen.push(rx.recv().await.unwrap());
-    }
+    let (reader, seen) = hanging_run(&a, "t5").await;
     let first = seen[0].id.clone().unwrap();
     let (status, replayed, body) = reconnect(&b.url, "t5", "r1", &first, "alice").await;
     assert_eq!(status, 200, "{body}");
@@ -334,20 +341,7 @@ async fn a_run_saved_but_never_logged_to_its_end_ends_its_readers() {
         Some((Duration::from_millis(20), Duration::from_secs(600))),
     )
     .await;
-    let resp = http()
-        .post(&a.url)
-        .header("content-type", "application/json")
-        .header("x-test-principal", "alice")
-        .body(run_input("t7", "r1", "wait").to_string())
-        .send()
-        .await
-        .unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let reader = tokio::spawn(read_into(resp, tx));
-    let mut seen = Vec::new();
-    while seen.len() < 4 {
-        seen.push(rx.recv().await.unwrap());
-    }
+    let (reader, seen) = hanging_run(&a, "t7").await;
     save_record(&store, &agui_thread_key(NS, "t7")).await;
     let first = seen[0].id.clone().unwrap();
     // Bounded: far below the idle limit, far above the settling (2 × 3 s).

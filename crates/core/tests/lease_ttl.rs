@@ -178,21 +178,27 @@ async fn dead_holder(store: &dyn ThreadStore) {
     tokio::time::sleep(Duration::from_millis(5)).await;
 }
 
+/// Leave a dead holder's expired lease on `k`, run the thread's next turn
+/// with an `on_recovered` hook, and check the hook was handed that run.
+async fn next_turn_after_a_dead_holder(store: Arc<dyn ThreadStore>) {
+    dead_holder(store.as_ref()).await;
+    let (seen, hook) = noting_hook();
+    let agent = Agent::builder(ScriptedDriver::resumable_reply("hi", "s1"))
+        .thread_store(store)
+        .on_recovered(hook)
+        .build()
+        .unwrap();
+    agent.thread("k").run("next turn").await.unwrap();
+    assert_eq!(*seen.lock().unwrap(), ["k:run-1"]);
+}
+
 /// With an `on_recovered` hook, a thread run that takes over the expired
 /// lease a dead host left on its key records it in the same store step
 /// (interrupted, handed to the hook) instead of taking it over silently.
 #[tokio::test]
 async fn a_thread_run_records_the_dead_holder_it_takes_over() {
     let store = Arc::new(MemoryStore::new());
-    dead_holder(store.as_ref()).await;
-    let (seen, hook) = noting_hook();
-    let agent = Agent::builder(ScriptedDriver::resumable_reply("hi", "s1"))
-        .thread_store(store.clone())
-        .on_recovered(hook)
-        .build()
-        .unwrap();
-    agent.thread("k").run("next turn").await.unwrap();
-    assert_eq!(*seen.lock().unwrap(), ["k:run-1"]);
+    next_turn_after_a_dead_holder(store.clone()).await;
     let recorded = store.interrupted_runs("k").await.unwrap();
     assert_eq!(recorded.len(), 1);
     assert_eq!(recorded[0].prompt.as_deref(), Some("lost turn"));
@@ -203,15 +209,7 @@ async fn a_thread_run_records_the_dead_holder_it_takes_over() {
 #[tokio::test]
 async fn without_take_run_lease_the_run_recovers_expired_leases_first() {
     let store = Arc::new(Noting::default());
-    dead_holder(store.as_ref()).await;
-    let (seen, hook) = noting_hook();
-    let agent = Agent::builder(ScriptedDriver::resumable_reply("hi", "s1"))
-        .thread_store(store.clone())
-        .on_recovered(hook)
-        .build()
-        .unwrap();
-    agent.thread("k").run("next turn").await.unwrap();
-    assert_eq!(*seen.lock().unwrap(), ["k:run-1"]);
+    next_turn_after_a_dead_holder(store.clone()).await;
     let calls: Vec<&str> = store.calls.lock().unwrap().iter().map(|c| c.0).collect();
     assert_eq!(
         calls[..3],
