@@ -3,7 +3,8 @@
 //!
 //! * [`Desk::ask`] keeps a pending approval as a store row
 //!   ([`ApprovalRow`]) and returns a [`Ticket`] the run's host waits on;
-//!   [`Desk::answer`] (on any host) answers the row once and notifies. The
+//!   [`Desk::answer`] (on any host) answers the row once and notifies
+//!   ([`Desk::answer_checked`]: after the checks every bridge makes). The
 //!   waiting host learns it from the store's notifications
 //!   ([`ThreadStore::listen`]; PostgreSQL `LISTEN/NOTIFY`) and, whatever
 //!   happens to those, by reading the row again every poll period. A
@@ -15,8 +16,13 @@
 //!   across hosts (a task's updates, a run's readers): it fires on a
 //!   matching notification or after the poll period.
 //!
-//! A store without notifications (or one whose listener failed) is
-//! followed by polling alone.
+//! A store without notifications is followed by polling alone; one whose
+//! listener cannot start (or stopped) is polled until a later wake starts
+//! it again.
+
+mod answer;
+
+pub use answer::NotAnswered;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -41,8 +47,19 @@ struct Inner {
     poll: Duration,
     /// Per (topic, id): the waiters to wake, and how many there are.
     waiters: Mutex<HashMap<Topic, (Arc<Notify>, usize)>>,
-    /// The listener task has been started (or could not be).
-    listening: tokio::sync::OnceCell<()>,
+    /// Whether the listener task runs (or when to try starting it again).
+    listening: tokio::sync::Mutex<Listening>,
+}
+
+/// Where starting the desk's listener stands.
+#[derive(Debug, Clone, Copy)]
+enum Listening {
+    /// Not tried yet, or failed: try again at the first wake from this
+    /// instant on.
+    Retry(tokio::time::Instant),
+    /// The listener task runs, or the store has no notifications: waiters
+    /// poll.
+    Settled,
 }
 
 /// Shared approvals and cross-host wake-ups over one thread store. Cheap
@@ -83,7 +100,7 @@ impl Desk {
                 store,
                 poll: poll.max(Duration::from_millis(10)),
                 waiters: Mutex::new(HashMap::new()),
-                listening: tokio::sync::OnceCell::new(),
+                listening: tokio::sync::Mutex::new(Listening::Retry(tokio::time::Instant::now())),
             }),
         }
     }
@@ -134,10 +151,7 @@ impl Desk {
     /// Tell every host that `(topic, id)` changed. Best effort: a failure
     /// is logged (the hosts' polling catches up).
     pub async fn notify(&self, topic: &str, id: &str) {
-        let n = Notification {
-            topic: topic.to_owned(),
-            id: id.to_owned(),
-        };
+        let n = Notification::new(topic, id);
         match self.inner.store.notify(&n).await {
             Ok(()) => {}
             Err(StoreError::Unsupported(_)) => self.wake_local(&(n.topic, n.id)),
@@ -184,23 +198,28 @@ impl Desk {
         }
     }
 
-    /// Start the listener once; without one, waiters poll.
+    /// Start the listener, once it works: a store that failed to listen
+    /// is asked again by the first wake a poll period later (waiters poll
+    /// meanwhile); one without notifications is never asked again.
     async fn listen(&self) {
-        self.inner
-            .listening
-            .get_or_init(|| async {
-                match self.inner.store.listen().await {
-                    Ok(rx) => {
-                        let weak = Arc::downgrade(&self.inner);
-                        tokio::spawn(dispatch(weak, rx));
-                    }
-                    Err(StoreError::Unsupported(_)) => {}
-                    Err(e) => {
-                        tracing::warn!(error = %e, "desk: cannot listen to the store; polling only");
-                    }
-                }
-            })
-            .await;
+        let mut listening = self.inner.listening.lock().await;
+        let Listening::Retry(at) = *listening else {
+            return;
+        };
+        if tokio::time::Instant::now() < at {
+            return;
+        }
+        *listening = match self.inner.store.listen().await {
+            Ok(rx) => {
+                tokio::spawn(dispatch(Arc::downgrade(&self.inner), rx));
+                Listening::Settled
+            }
+            Err(StoreError::Unsupported(_)) => Listening::Settled,
+            Err(e) => {
+                tracing::warn!(error = %e, "desk: cannot listen to the store; polling, trying again later");
+                Listening::Retry(tokio::time::Instant::now() + self.inner.poll)
+            }
+        };
     }
 }
 
@@ -220,7 +239,11 @@ async fn dispatch(
             // Some were lost: everyone reads again.
             Err(RecvError::Lagged(_)) => desk.wake_all(),
             Err(RecvError::Closed) => {
-                tracing::warn!("desk: the store's notifications stopped; polling only");
+                tracing::warn!(
+                    "desk: the store's notifications stopped; polling, listening again later"
+                );
+                *desk.inner.listening.lock().await =
+                    Listening::Retry(tokio::time::Instant::now() + desk.inner.poll);
                 desk.wake_all();
                 return;
             }
@@ -243,9 +266,12 @@ impl std::fmt::Debug for Wake {
 
 impl Wake {
     /// Resolves on a matching notification (`true`) or after the poll
-    /// period (`false`). Cancel-safe. A notification sent while nobody
+    /// period (`false`); starts the desk's listener if it is due another
+    /// try. Cancel-safe. A notification sent while nobody
     /// awaited is covered by the next poll.
     pub async fn next(&mut self) -> bool {
+        // A listener that could not start is tried again meanwhile.
+        self.desk.listen().await;
         let notified = self.notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
@@ -287,9 +313,9 @@ impl Ticket {
     }
 
     /// Wait until the approval is answered or expires. A passed deadline
-    /// expires the row here (the store's clock decides: an answer that
-    /// won the race stands). A store failure is retried every poll period
-    /// (logged), never taken for an answer.
+    /// expires the row here (the store's clock decides, as it does for
+    /// answers: an answer that won the race stands). A store failure is
+    /// retried every poll period (logged), never taken for an answer.
     pub async fn settled(&mut self) -> Settled {
         loop {
             match self.check().await {
@@ -306,15 +332,16 @@ impl Ticket {
     async fn check(&self) -> Result<Option<Settled>, StoreError> {
         let store = &self.desk.inner.store;
         let Some(row) = store.approval(&self.id).await? else {
-            // Deleted with its thread: nobody can answer it any more.
+            // Deleted with its thread (a pending row is never pruned):
+            // nobody can answer it any more.
             return Ok(Some(Settled::Expired));
         };
         match row.state {
             ApprovalState::Answered => Ok(Some(Settled::Answered(Box::new(row)))),
             ApprovalState::Expired => Ok(Some(Settled::Expired)),
             ApprovalState::Pending => {
-                let due = row.deadline.is_some_and(|d| d <= chrono::Utc::now());
-                if due && store.expire_approval(&self.id).await? {
+                // The store's clock decides whether the deadline passed.
+                if row.deadline.is_some() && store.expire_overdue_approval(&self.id).await? {
                     self.desk.notify(TOPIC_APPROVAL, &self.id).await;
                     return Ok(Some(Settled::Expired));
                 }

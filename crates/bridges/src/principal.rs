@@ -53,8 +53,7 @@ impl Principal {
     pub fn digest(&self) -> String {
         use sha2::{Digest, Sha256};
         let digest = Sha256::digest(self.0.as_bytes());
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        format!("sha256:{hex}")
+        format!("sha256:{}", crate::secret::hex(&digest))
     }
 
     /// The principal a request's extensions carry, else anonymous.

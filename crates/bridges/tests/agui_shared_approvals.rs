@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_adaptor_bridges::Principal;
-use agent_adaptor_bridges::agui::{SseOptions, agui_thread_key};
+use agent_adaptor_bridges::agui::{RequestError, SseOptions, agui_thread_key};
 use agent_adaptor_core::driver::DecisionKind;
 use agent_adaptor_core::scripted::ScriptedDriver;
 use agent_adaptor_core::thread::durable::ApprovalState;
@@ -288,13 +288,28 @@ async fn a_dropped_stream_resumed_on_another_instance_runs_to_its_end() {
     assert_eq!(logged_outcome(&store, "t4").await.as_deref(), Some("ok"));
 }
 
+/// The (hanging) run of `thread` is still unfinished half a second from
+/// now: nothing ended it meanwhile (a cancel reaches the log within
+/// milliseconds).
+async fn still_unfinished(store: &MemoryStore, thread: &str) {
+    for _ in 0..10 {
+        let outcome = logged_outcome(store, thread).await;
+        assert_eq!(outcome, None, "the run of {thread} ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_run_nobody_reads_is_cancelled_after_the_grace() {
     let store = Arc::new(MemoryStore::new());
     let hanging = agui_server::hanging_script;
-    let opts = SseOptions::agui().reconnect_grace(Duration::from_millis(200));
+    // A generous grace: the run outlives the check below by seconds.
+    let opts = SseOptions::agui().reconnect_grace(Duration::from_secs(5));
     let a = instance(&store, hanging(), opts).await;
     read_then_drop(&a.url, &run_input("t5", "r1", "go"), 2).await;
+    // Not cancelled at the drop: the grace runs first …
+    still_unfinished(&store, "t5").await;
+    // … then it is.
     eventually("the run is cancelled", async || {
         logged_outcome(&store, "t5").await.is_some()
     })
@@ -312,7 +327,12 @@ async fn the_owner_stops_a_run_at_once_and_nobody_else_can() {
     let events = read_then_drop(&a.url, &run_input("t6", "r1", "go"), 2).await;
     assert_eq!(events[0].json()["runId"], "r1");
     let mallory = Principal::new("mallory");
-    assert!(a.handler.cancel_run("t6", "r1", &mallory).is_err());
+    let refused = a.handler.cancel_run("t6", "r1", &mallory);
+    assert!(
+        matches!(refused, Err(RequestError::Forbidden(_))),
+        "{refused:?}"
+    );
+    still_unfinished(&store, "t6").await;
     assert!(
         a.handler
             .cancel_run("t6", "nope", &Principal::new("alice"))

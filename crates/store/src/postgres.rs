@@ -622,6 +622,13 @@ impl ThreadStore for PgStore {
         settle(tx, OP, outcome).await
     }
 
+    async fn expire_overdue_approval(&self, id: &str) -> Result<bool, StoreError> {
+        const OP: &str = "postgres expire_overdue_approval";
+        let mut tx = self.begin(OP).await?;
+        let outcome = Durable::<Postgres>::expire_overdue_approval(&mut tx, id).await;
+        settle(tx, OP, outcome).await
+    }
+
     async fn create_task(&self, task: NewTask) -> Result<TaskRow, StoreError> {
         const OP: &str = "postgres create_task";
         let mut tx = self.begin(OP).await?;
@@ -739,6 +746,7 @@ async fn delete_in(tx: &mut Transaction<'static, Postgres>, key: &str) -> Result
         .await
         .map_err(err)?;
     crate::grants::pg_delete_in(tx, key).await?;
+    Durable::<Postgres>::delete_key(tx, key).await?;
     // The events go; the head stays, so cursors are never reused.
     sqlx::query("DELETE FROM agent_adaptor_events WHERE key = $1")
         .bind(key)

@@ -712,6 +712,13 @@ impl ThreadStore for SqliteStore {
         settle(tx, OP, outcome).await
     }
 
+    async fn expire_overdue_approval(&self, id: &str) -> Result<bool, StoreError> {
+        const OP: &str = "sqlite expire_overdue_approval";
+        let (_gate, mut tx) = self.begin_write(OP).await?;
+        let outcome = Durable::<Sqlite>::expire_overdue_approval(&mut tx, id).await;
+        settle(tx, OP, outcome).await
+    }
+
     async fn create_task(&self, task: NewTask) -> Result<TaskRow, StoreError> {
         const OP: &str = "sqlite create_task";
         let (_gate, mut tx) = self.begin_write(OP).await?;

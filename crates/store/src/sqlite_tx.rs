@@ -4,12 +4,14 @@
 use agent_adaptor_core::thread::{FinalizeRequest, RecordStatus, StoreError};
 use sqlx::{Sqlite, Transaction};
 
+use crate::durable::Durable;
 use crate::error::backend;
 use crate::record::status_str;
 use crate::sqlite::{RECORD_COLUMNS, now_micros};
 
 /// The body of `delete`, inside the write transaction: refuse while a run
-/// holds the key's lease, else drop the lease row and every record.
+/// holds the key's lease, else drop the lease row, every record and all
+/// else the key has (interrupted runs, grants, events, approvals, tasks).
 pub(crate) async fn delete_in(
     tx: &mut Transaction<'static, Sqlite>,
     key: &str,
@@ -48,6 +50,7 @@ pub(crate) async fn delete_in(
         .execute(&mut **tx)
         .await
         .map_err(err)?;
+    Durable::<Sqlite>::delete_key(tx, key).await?;
     let done = sqlx::query("DELETE FROM agent_adaptor_thread_records WHERE key = ?1")
         .bind(key)
         .execute(&mut **tx)

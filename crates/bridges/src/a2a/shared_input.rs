@@ -19,7 +19,7 @@ use super::rpc::{ErrorCode, RpcError};
 use super::store::TaskSlot;
 use super::types::{Message, TaskState};
 use crate::Principal;
-use crate::desk::{Desk, Settled};
+use crate::desk::{Desk, NotAnswered, Settled};
 
 /// How long an answer from another server waits for the task store to show
 /// the task waiting for input (its writes trail the owner's stream).
@@ -178,19 +178,28 @@ pub(crate) async fn answer(
         }
     };
     reply.context_id = row.context_id.clone();
-    let decision = execute::decision(asked.kind, &reply)?;
-    if decision == Decision::ApproveAlways && !asked.grantable {
-        return Err(execute::not_grantable());
-    }
-    let value = json!(Answer { message: reply });
-    match desk.answer(&approval.id, &principal.digest(), value).await {
-        Ok(Ok(_)) => Ok(true),
-        Ok(Err(AnswerRefused::Forbidden)) => Ok(false),
-        Ok(Err(why)) => Err(RpcError::new(
+    let checked = desk
+        .answer_checked(&approval.id, &principal.digest(), &row.key, |_| {
+            let decision = execute::decision(asked.kind, &reply)?;
+            if decision == Decision::ApproveAlways && !asked.grantable {
+                return Err(execute::not_grantable());
+            }
+            Ok(json!(Answer { message: reply }))
+        })
+        .await;
+    let refused = |why: AnswerRefused| {
+        RpcError::new(
             ErrorCode::UnsupportedOperation,
             format!("task {task_id:?}: its approval can no longer be answered ({why})"),
         )
-        .with_meta("taskId", task_id)),
-        Err(e) => Err(read_error(&e)),
+        .with_meta("taskId", task_id)
+    };
+    match checked {
+        Ok(_) => Ok(true),
+        Err(NotAnswered::Forbidden) => Ok(false),
+        Err(NotAnswered::Invalid(e)) => Err(e),
+        Err(NotAnswered::NotFound) => Err(refused(AnswerRefused::NotFound)),
+        Err(NotAnswered::Refused { why, .. }) => Err(refused(why)),
+        Err(NotAnswered::Store(e)) => Err(read_error(&e)),
     }
 }

@@ -21,6 +21,11 @@ use tokio_util::sync::CancellationToken;
 use super::run::FrameId;
 use crate::Principal;
 
+/// The registry key of AG-UI run `run_id` of `thread_id`.
+pub(crate) fn hub_key(thread_id: &str, run_id: &str) -> String {
+    format!("agui\u{0}{thread_id}\u{0}{run_id}")
+}
+
 /// How much of a run is kept for reconnects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ReplayLimits {

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::error::RequestError;
-use super::hub::{Hub, Hubs};
+use super::hub::{Hub, Hubs, hub_key};
 use super::interrupts::InterruptRegistry;
 use super::options::{Protocol, SseOptions};
 use super::presence::Presence;
@@ -176,7 +176,7 @@ impl SseHandler {
         run_id: &str,
         principal: &Principal,
     ) -> Result<(), RequestError> {
-        let key = format!("agui\u{0}{thread_id}\u{0}{run_id}");
+        let key = hub_key(thread_id, run_id);
         let hub = self
             .shared
             .hubs
@@ -305,7 +305,7 @@ impl SseHandler {
     ) -> Result<Response, RequestError> {
         let s = &self.shared;
         let input: RunAgentInput = parse_json(body)?;
-        let key = format!("agui\u{0}{}\u{0}{}", input.thread_id, input.run_id);
+        let key = hub_key(&input.thread_id, &input.run_id);
         if let Some(cursor) = cursor {
             return match self.reconnect(&key, &input.run_id, Some(cursor), &principal) {
                 Err(RequestError::RunNotFound(_)) if s.options.event_log.is_some() => {

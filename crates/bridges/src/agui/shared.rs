@@ -23,10 +23,11 @@ use agent_adaptor_core::thread::durable::{AnswerRefused, ApprovalRow, ApprovalSt
 use agent_adaptor_core::thread::store::StoreError;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::SseHandler;
 use super::error::RequestError;
-use super::hub::Hub;
+use super::hub::{Hub, hub_key};
 use super::interrupts::TakeError;
 use super::record::RunMeta;
 use super::replay::{find, follow, interrupted_frames, store_error};
@@ -36,7 +37,7 @@ use super::sse::frame;
 use super::thread_key::agui_thread_key;
 use super::wire::{Interrupt, ResumeEntry, RunAgentInput};
 use crate::Principal;
-use crate::desk::{Settled, Ticket};
+use crate::desk::{NotAnswered, Settled, Ticket};
 
 /// How long another host's resume waits for the run's host to start the
 /// resumed run before it ends the stream as interrupted.
@@ -242,7 +243,7 @@ impl SseHandler {
             // ends as interrupted.
             return;
         };
-        let key = format!("agui\u{0}{}\u{0}{}", answer.thread_id, answer.run_id);
+        let key = hub_key(&answer.thread_id, &answer.run_id);
         let hub = Hub::new(s.options.replay, owner.clone());
         if !s.hubs.insert(&key, &hub) {
             tracing::warn!(interrupt = %id, "agui: the resumed run's id is taken here; cancelling the run");
@@ -297,7 +298,7 @@ impl SseHandler {
         });
         match peeked {
             Ok(()) => {
-                self.record_answer(input, entry, principal, true).await?;
+                self.record_answer(input, entry, principal).await?;
                 s.interrupts
                     .take_answered(id)
                     .map(|p| Answered::Here(Box::new(p)))
@@ -317,20 +318,13 @@ impl SseHandler {
         }
     }
 
-    /// Record the answer in the interrupt's row, when it has one. `local`:
-    /// the run is parked here, so a row this store cannot keep (or never
-    /// got) leaves the answer to this host alone.
-    async fn record_answer(
+    /// What an interrupt's row keeps as the answer `entry` of `input`,
+    /// taken by this handler.
+    fn answer_value(
         &self,
         input: &RunAgentInput,
         entry: &ResumeEntry,
-        principal: &Principal,
-        local: bool,
-    ) -> Result<(), RequestError> {
-        let Some(desk) = &self.shared.options.desk else {
-            return Ok(());
-        };
-        let id = &entry.interrupt_id;
+    ) -> Result<Value, RequestError> {
         let answer = Answer {
             by: self.shared.nonce.clone(),
             entry: entry.clone(),
@@ -338,20 +332,33 @@ impl SseHandler {
             run_id: input.run_id.clone(),
             resumed_at: chrono::Utc::now().timestamp_millis(),
         };
-        let value = serde_json::to_value(&answer)
-            .map_err(|e| RequestError::InvalidResume(e.to_string()))?;
+        serde_json::to_value(&answer).map_err(|e| RequestError::InvalidResume(e.to_string()))
+    }
+
+    /// Record the answer of a run parked here in the interrupt's row, when
+    /// it has one: a row this store cannot keep (or never got) leaves the
+    /// answer to this host alone.
+    async fn record_answer(
+        &self,
+        input: &RunAgentInput,
+        entry: &ResumeEntry,
+        principal: &Principal,
+    ) -> Result<(), RequestError> {
+        let Some(desk) = &self.shared.options.desk else {
+            return Ok(());
+        };
+        let id = &entry.interrupt_id;
+        let value = self.answer_value(input, entry)?;
         match desk.answer(id, &principal.digest(), value).await {
             Ok(Ok(_)) => Ok(()),
             // Parked here but never shared (the row is being written, or
             // could not be): this host alone answers it.
-            Ok(Err(AnswerRefused::NotFound)) if local => Ok(()),
+            Ok(Err(AnswerRefused::NotFound)) | Err(StoreError::Unsupported(_)) => Ok(()),
             Ok(Err(why)) => Err(refused(id, why)),
-            Err(StoreError::Unsupported(_)) if local => Ok(()),
-            Err(e) if local => {
+            Err(e) => {
                 tracing::warn!(interrupt = %id, error = %e, "agui: the answer could not be recorded in the store; answering here");
                 Ok(())
             }
-            Err(e) => Err(store_error(&e)),
         }
     }
 
@@ -385,30 +392,33 @@ impl SseHandler {
         let Some(desk) = &s.options.desk else {
             return Err(not_found());
         };
-        let row = match desk.approval(id).await {
-            Ok(Some(row)) => row,
-            Ok(None) | Err(StoreError::Unsupported(_)) => return Err(not_found()),
-            Err(e) => return Err(store_error(&e)),
-        };
         let key = agui_thread_key(&s.options.thread_namespace, &input.thread_id);
-        let asked: Asked = match serde_json::from_value(row.request.clone()) {
-            Ok(a) if row.key == key => a,
-            _ => return Err(not_found()),
-        };
-        if row.principal != principal.digest() {
-            tracing::warn!(interrupt = %id, %principal, "agui: refused an answer to another principal's interrupt");
-            return Err(refused(id, AnswerRefused::Forbidden));
-        }
-        decide(id, asked.kind, asked.grantable, entry).map_err(|e| resume_error(id, e))?;
-        if same_resume(&row, input, entry) {
+        let value = self.answer_value(input, entry)?;
+        let checked = desk
+            .answer_checked(id, &principal.digest(), &key, |request| {
+                let asked: Asked =
+                    serde_json::from_value(request.clone()).map_err(|_| not_found())?;
+                decide(id, asked.kind, asked.grantable, entry).map_err(|e| resume_error(id, e))?;
+                Ok(value)
+            })
+            .await;
+        let row = match checked {
+            Ok(row) => {
+                tracing::info!(interrupt = %id, answered_by = %principal, "agui: interrupt answered for another host");
+                row
+            }
             // This very resume was answered already (its connection broke
             // before the client saw the stream): stream the run again.
-            return Ok(Answered::Elsewhere {
-                core_run_id: row.run_id,
-            });
-        }
-        self.record_answer(input, entry, principal, false).await?;
-        tracing::info!(interrupt = %id, answered_by = %principal, "agui: interrupt answered for another host");
+            Err(NotAnswered::Refused { row, .. }) if same_resume(&row, input, entry) => *row,
+            Err(NotAnswered::NotFound) => return Err(not_found()),
+            Err(NotAnswered::Forbidden) => {
+                tracing::warn!(interrupt = %id, %principal, "agui: refused an answer to another principal's interrupt");
+                return Err(refused(id, AnswerRefused::Forbidden));
+            }
+            Err(NotAnswered::Invalid(e)) => return Err(e),
+            Err(NotAnswered::Refused { why, .. }) => return Err(refused(id, why)),
+            Err(NotAnswered::Store(e)) => return Err(store_error(&e)),
+        };
         Ok(Answered::Elsewhere {
             core_run_id: row.run_id,
         })

@@ -164,6 +164,23 @@ impl Durable {
         }
     }
 
+    pub(super) fn expire_overdue_approval(&mut self, id: &str) -> bool {
+        let at = now();
+        match self.approvals.get_mut(id) {
+            Some(row) if row.overdue(at) => {
+                expire(row, at);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Drop `key`'s approvals and tasks (with their logs and webhooks).
+    pub(super) fn delete_key(&mut self, key: &str) {
+        self.approvals.retain(|_, row| row.key != key);
+        self.tasks.retain(|_, task| task.row.key != key);
+    }
+
     pub(super) fn create_task(&mut self, new: NewTask) -> Result<TaskRow, StoreError> {
         if self.tasks.contains_key(&new.id) {
             return Err(StoreError::AlreadyExists { key: new.id });
@@ -288,6 +305,9 @@ impl Durable {
     }
 
     pub(super) fn prune_tasks(&mut self, before: DateTime<Utc>) -> u64 {
+        self.approvals.retain(|_, row| {
+            row.state == ApprovalState::Pending || row.decided_at.is_none_or(|at| at >= before)
+        });
         let count = self.tasks.len();
         self.tasks
             .retain(|_, task| !(task.row.terminal && task.row.updated_at < before));

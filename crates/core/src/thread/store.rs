@@ -288,10 +288,12 @@ pub trait ThreadStore: Send + Sync {
     }
 
     /// Delete every record of `key` (active and archived) and its lease, in
-    /// one atomic step; `Busy` while another owner holds an unexpired lease
-    /// on `key:<key>` (a run in progress). Returns how many records were
-    /// deleted (0: the key was unknown). The default says the store cannot
-    /// delete.
+    /// one atomic step, with everything else the store keeps for the key:
+    /// its interrupted runs, policy, events, approvals and tasks (with
+    /// their updates and push configurations); `Busy` while another owner
+    /// holds an unexpired lease on `key:<key>` (a run in progress). Returns
+    /// how many records were deleted (0: the key was unknown). The default
+    /// says the store cannot delete.
     async fn delete(&self, key: &str) -> Result<u64, StoreError> {
         let _ = key;
         Err(StoreError::Backend(
@@ -439,6 +441,18 @@ pub trait ThreadStore: Send + Sync {
         Err(StoreError::Unsupported("keep approvals"))
     }
 
+    /// Expire approval `id` if it is still pending and its deadline has
+    /// passed on the store's clock (the clock
+    /// [`answer_approval`](Self::answer_approval) checks it with); returns
+    /// whether it was expired now. The default, for a store without a
+    /// clock of its own, reads the row and decides on this host's clock.
+    async fn expire_overdue_approval(&self, id: &str) -> Result<bool, StoreError> {
+        match self.approval(id).await? {
+            Some(row) if row.overdue(Utc::now()) => self.expire_approval(id).await,
+            _ => Ok(false),
+        }
+    }
+
     /// Keep a new task (not terminal, `seq` 0, both times now);
     /// `AlreadyExists` (its `key` is the task id) when the id is taken.
     /// The default says the store cannot.
@@ -502,8 +516,9 @@ pub trait ThreadStore: Send + Sync {
     }
 
     /// Delete terminal tasks last changed before `before`, with their
-    /// updates and push configurations; returns how many. The default says
-    /// the store cannot.
+    /// updates and push configurations, and the approvals decided
+    /// (answered or expired) before `before`, in one atomic step; returns
+    /// how many tasks. The default says the store cannot.
     async fn prune_tasks(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let _ = before;
         Err(StoreError::Unsupported("keep tasks"))
@@ -828,6 +843,7 @@ impl ThreadStore for MemoryStore {
         inner.leases.remove(&target);
         inner.interrupted.retain(|run| run.key != key);
         inner.policies.remove(key);
+        inner.durable.delete_key(key);
         if let Some(log) = inner.logs.get_mut(key) {
             log.rows.clear();
         }
@@ -992,6 +1008,10 @@ impl ThreadStore for MemoryStore {
 
     async fn expire_approval(&self, id: &str) -> Result<bool, StoreError> {
         Ok(self.lock().durable.expire_approval(id))
+    }
+
+    async fn expire_overdue_approval(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.lock().durable.expire_overdue_approval(id))
     }
 
     async fn create_task(&self, task: NewTask) -> Result<TaskRow, StoreError> {

@@ -189,24 +189,33 @@ where
     }
 
     /// Expire the pending rows of `key` (or approval `id`) whose deadline
-    /// passed at `now`.
+    /// passed at `now`; how many.
     async fn expire_overdue(
         tx: &mut Transaction<'static, DB>,
         column: &str,
         value: &str,
         now: DB::Time,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
         let sql = DB::durable_sql(&format!(
             "UPDATE agent_adaptor_approvals SET state = 'expired', decided_at = $2 \
              WHERE {column} = $1 AND state = 'pending' AND deadline <= $2"
         ));
-        sqlx::query(&sql)
+        let done = sqlx::query(&sql)
             .bind(value)
             .bind(now)
             .execute(&mut **tx)
             .await
             .map_err(Self::err("expire approvals"))?;
-        Ok(())
+        Ok(DB::rows_affected(&done))
+    }
+
+    /// `expire_overdue_approval`: on the store's clock.
+    pub(crate) async fn expire_overdue_approval(
+        tx: &mut Transaction<'static, DB>,
+        id: &str,
+    ) -> Result<bool, StoreError> {
+        let now = Self::now(tx).await?;
+        Ok(Self::expire_overdue(tx, "id", id, now).await? > 0)
     }
 
     /// `pending_approvals` (expires the overdue first).
@@ -575,32 +584,72 @@ where
         Self::task_in(tx, id).await
     }
 
-    /// `prune_tasks`: the updates and configurations first, then the tasks.
-    pub(crate) async fn prune_tasks(
+    /// Delete the tasks `filter` (on `agent_adaptor_tasks`, binding `$1`
+    /// to `value`) picks, their updates and configurations first; how many
+    /// tasks.
+    async fn delete_tasks_where<T>(
         tx: &mut Transaction<'static, DB>,
-        before: DateTime<Utc>,
-    ) -> Result<u64, StoreError> {
-        let err = Self::err("prune_tasks");
-        let old = "SELECT id FROM agent_adaptor_tasks WHERE terminal AND updated_at < $1";
+        filter: &str,
+        value: T,
+    ) -> Result<u64, StoreError>
+    where
+        T: for<'q> Encode<'q, DB> + Type<DB> + Clone + Send + Sync + 'static,
+    {
+        let err = Self::err("delete tasks");
+        let picked = format!("SELECT id FROM agent_adaptor_tasks WHERE {filter}");
         for table in [
             "agent_adaptor_task_updates",
             "agent_adaptor_task_push_configs",
         ] {
-            let sql = DB::durable_sql(&format!("DELETE FROM {table} WHERE task_id IN ({old})"));
+            let sql = DB::durable_sql(&format!("DELETE FROM {table} WHERE task_id IN ({picked})"));
             sqlx::query(&sql)
-                .bind(DB::time(before))
+                .bind(value.clone())
                 .execute(&mut **tx)
                 .await
                 .map_err(&err)?;
         }
-        let sql =
-            DB::durable_sql("DELETE FROM agent_adaptor_tasks WHERE terminal AND updated_at < $1");
+        let sql = DB::durable_sql(&format!("DELETE FROM agent_adaptor_tasks WHERE {filter}"));
         let done = sqlx::query(&sql)
-            .bind(DB::time(before))
+            .bind(value)
             .execute(&mut **tx)
             .await
             .map_err(&err)?;
         Ok(DB::rows_affected(&done))
+    }
+
+    /// `prune_tasks`: the old terminal tasks, then the approvals decided
+    /// before `before`.
+    pub(crate) async fn prune_tasks(
+        tx: &mut Transaction<'static, DB>,
+        before: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        let before = DB::time(before);
+        let pruned = Self::delete_tasks_where(tx, "terminal AND updated_at < $1", before).await?;
+        let sql = DB::durable_sql(
+            "DELETE FROM agent_adaptor_approvals WHERE state <> 'pending' AND decided_at < $1",
+        );
+        sqlx::query(&sql)
+            .bind(before)
+            .execute(&mut **tx)
+            .await
+            .map_err(Self::err("prune approvals"))?;
+        Ok(pruned)
+    }
+
+    /// Drop `key`'s approvals and tasks (with their updates and
+    /// configurations): part of the store's `delete`.
+    pub(crate) async fn delete_key(
+        tx: &mut Transaction<'static, DB>,
+        key: &str,
+    ) -> Result<(), StoreError> {
+        Self::delete_tasks_where(tx, "key = $1", key.to_owned()).await?;
+        let sql = DB::durable_sql("DELETE FROM agent_adaptor_approvals WHERE key = $1");
+        sqlx::query(&sql)
+            .bind(key)
+            .execute(&mut **tx)
+            .await
+            .map_err(Self::err("delete approvals"))?;
+        Ok(())
     }
 
     /// `put_push_config` (a replacement keeps the first registration time).

@@ -168,15 +168,42 @@ pub async fn approval_answered_once(store: Arc<dyn ThreadStore>) -> Outcome {
 
 /// A pending approval whose deadline passed (on the store's clock) is
 /// expired when listed or answered, never answered; one whose deadline is
-/// ahead is listed and answerable.
+/// ahead is listed and answerable. `expire_overdue_approval` expires an
+/// overdue pending one (once), never one whose deadline is ahead, one
+/// without a deadline or an unknown one.
 pub async fn approval_deadline_expires(store: Arc<dyn ThreadStore>) -> Outcome {
     let key = unique_key("deadline");
     let past = approval(&key, "h", Some(Utc::now() - chrono::Duration::seconds(5)));
     let past2 = approval(&key, "h", Some(Utc::now() - chrono::Duration::seconds(5)));
+    let past3 = approval(&key, "h", Some(Utc::now() - chrono::Duration::seconds(5)));
     let ahead = approval(&key, "h", Some(Utc::now() + chrono::Duration::hours(1)));
-    for a in [&past, &past2, &ahead] {
+    let open = approval(&key, "h", None);
+    for a in [&past, &past2, &past3, &ahead, &open] {
         must(store.put_approval(a.clone()).await, "put")?;
     }
+    for (a, expected, what) in [
+        (&ahead, false, "a deadline ahead"),
+        (&open, false, "no deadline"),
+        (&past3, true, "an overdue one"),
+        (&past3, false, "an expired one"),
+    ] {
+        let expired = must(store.expire_overdue_approval(&a.id).await, what)?;
+        ensure!(
+            expired == expected,
+            "expire_overdue_approval of {what}: {expired}"
+        );
+    }
+    let unknown = must(
+        store.expire_overdue_approval(&unique_id("nope")).await,
+        "expire unknown",
+    )?;
+    ensure!(!unknown, "an unknown approval expired");
+    ensure!(
+        state_of(&store, &past3.id).await? == ApprovalState::Expired
+            && state_of(&store, &ahead.id).await? == ApprovalState::Pending
+            && state_of(&store, &open.id).await? == ApprovalState::Pending,
+        "only the overdue one expired"
+    );
     let late = must(
         store
             .answer_approval(&past.id, "alice", json!("allow"))
@@ -189,7 +216,10 @@ pub async fn approval_deadline_expires(store: Arc<dyn ThreadStore>) -> Outcome {
         "the overdue answer expired it"
     );
     let listed = pending_ids(&store, &key).await?;
-    ensure!(listed == [ahead.id.clone()], "pending {listed:?}");
+    ensure!(
+        listed.len() == 2 && listed.contains(&ahead.id) && listed.contains(&open.id),
+        "pending {listed:?}"
+    );
     ensure!(
         state_of(&store, &past2.id).await? == ApprovalState::Expired,
         "listing expired the overdue one"
@@ -318,14 +348,16 @@ pub async fn recover_instance_expires_approvals(store: Arc<dyn ThreadStore>) -> 
     Ok(())
 }
 
-/// A notification sent on the store reaches its listeners; a topic
+/// A notification sent on the store reaches each of its listeners; a topic
 /// holding `:` and an id over 1,000 bytes are `Invalid`.
 pub async fn notify_reaches_listeners(store: Arc<dyn ThreadStore>) -> Outcome {
-    let mut listener = must(store.listen().await, "listen")?;
+    let mut first = must(store.listen().await, "listen")?;
+    let mut second = must(store.listen().await, "listen again")?;
     let sent = Notification::new(TOPIC_APPROVAL, unique_id("n"));
     must(store.notify(&sent).await, "notify")?;
-    let got = receive(&mut listener, &sent).await?;
-    ensure!(got == sent, "received {got:?}");
+    // Every listener gets it (`receive` fails unless it arrives).
+    receive(&mut first, &sent).await?;
+    receive(&mut second, &sent).await?;
     for bad in [
         Notification::new("a:b", "x"),
         Notification::new("", "x"),

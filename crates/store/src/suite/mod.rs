@@ -51,10 +51,12 @@
 //! rows hosts share: approvals (answered once, deadlines, expired with
 //! their holder's lease by `recover_expired` and `recover_instance`),
 //! tasks (update log, terminal states, listings and page tokens, cancel
-//! requests, pruning, push configurations) and notifications.
+//! requests, pruning with decided approvals, push configurations), both
+//! dropped by `delete`, and notifications.
 
 mod agent;
 mod cases;
+mod cleanup;
 mod durable;
 mod event_log;
 mod policy;
@@ -77,6 +79,7 @@ pub use cases::{
     lease_same_owner_reacquires, list_and_delete, resolve_with_and_without_archived, sample_record,
     turn_of,
 };
+pub use cleanup::delete_drops_approvals_and_tasks;
 pub use durable::{
     approval_answered_once, approval_deadline_expires, notify_reaches_listeners, receive,
     recover_expired_expires_held_approvals, recover_instance_expires_approvals,
@@ -133,6 +136,7 @@ macro_rules! __thread_store_cases {
             take_run_lease_records_the_takeover,
             tasks_updates_terminal_and_prune,
             tasks_list_filters_and_paging,
+            delete_drops_approvals_and_tasks,
             notify_reaches_listeners,
             agent_two_turns_resume,
             agent_concurrent_runs_one_is_busy,

@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use agent_adaptor_core::thread::durable::{NewTask, TaskChange, TaskQuery, TaskRow};
+use agent_adaptor_core::thread::durable::{NewApproval, NewTask, TaskChange, TaskQuery, TaskRow};
 use agent_adaptor_core::thread::{StoreError, ThreadStore};
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::durable::unique_id;
@@ -42,7 +43,9 @@ fn is_invalid<T: std::fmt::Debug>(r: &Result<T, StoreError>) -> bool {
 /// takes no more changes (nor does an unknown one); `active_tasks` lists
 /// the key's non-terminal tasks; cancel requests keep the first time; push
 /// configurations are registered, replaced, listed and deleted; pruning
-/// drops old terminal tasks with their updates and configurations.
+/// drops old terminal tasks with their updates and configurations, and
+/// the approvals decided (answered, expired) before it, never a pending
+/// one.
 pub async fn tasks_updates_terminal_and_prune(store: Arc<dyn ThreadStore>) -> Outcome {
     let key = unique_key("tasks");
     let principal = unique_id("p");
@@ -142,13 +145,16 @@ pub async fn tasks_updates_terminal_and_prune(store: Arc<dyn ThreadStore>) -> Ou
     ensure!(nobody.is_none(), "cancel of an unknown task: {nobody:?}");
 
     push_configs(&store, &first.id).await?;
+    let (decided, decided_at, pending) = approvals_to_prune(&store, &key).await?;
 
-    let pruned = must(
-        store
-            .prune_tasks(done.updated_at + chrono::Duration::microseconds(1))
-            .await,
-        "prune",
-    )?;
+    let before = done.updated_at.max(decided_at) + chrono::Duration::microseconds(1);
+    let pruned = must(store.prune_tasks(before).await, "prune")?;
+    for id in &decided {
+        let row = must(store.approval(id).await, "read pruned approval")?;
+        ensure!(row.is_none(), "a decided approval stays: {row:?}");
+    }
+    let row = must(store.approval(&pending).await, "read pending approval")?;
+    ensure!(row.is_some(), "a pending approval was pruned");
     ensure!(pruned >= 1, "pruned {pruned}");
     let gone = must(store.task(&first.id).await, "read pruned")?;
     ensure!(gone.is_none(), "the terminal task stays: {gone:?}");
@@ -159,6 +165,46 @@ pub async fn tasks_updates_terminal_and_prune(store: Arc<dyn ThreadStore>) -> Ou
     let kept = must(store.task(&second.id).await, "read active")?;
     ensure!(kept.is_some(), "an active task was pruned");
     Ok(())
+}
+
+/// Approvals of `key`: one answered and one expired (their ids and the
+/// later decision time), and one left pending (its id).
+async fn approvals_to_prune(
+    store: &Arc<dyn ThreadStore>,
+    key: &str,
+) -> Result<(Vec<String>, DateTime<Utc>, String), String> {
+    let ids = [unique_id("appr"), unique_id("appr"), unique_id("appr")];
+    for id in &ids {
+        let new = NewApproval {
+            id: id.clone(),
+            key: key.to_owned(),
+            run_id: "run-1".into(),
+            holder: "inst@e/run-1".into(),
+            principal: "alice".into(),
+            request: json!({}),
+            deadline: None,
+        };
+        must(store.put_approval(new).await, "put approval")?;
+    }
+    let answered = must(
+        store
+            .answer_approval(&ids[0], "alice", json!("allow"))
+            .await,
+        "answer",
+    )?;
+    ensure!(answered.is_ok(), "answer refused: {answered:?}");
+    ensure!(
+        must(store.expire_approval(&ids[1]).await, "expire")?,
+        "a pending approval expires"
+    );
+    let mut latest = DateTime::<Utc>::MIN_UTC;
+    for id in &ids[..2] {
+        let row = must(store.approval(id).await, "read decided")?;
+        let at = row.and_then(|r| r.decided_at);
+        latest = latest.max(at.ok_or_else(|| format!("approval {id} has no decision time"))?);
+    }
+    let [answered, expired, pending] = ids;
+    Ok((vec![answered, expired], latest, pending))
 }
 
 async fn push_configs(store: &Arc<dyn ThreadStore>, task: &str) -> Outcome {

@@ -253,6 +253,10 @@ impl ThreadStore for Broken {
         self.inner.expire_approval(id).await
     }
 
+    async fn expire_overdue_approval(&self, id: &str) -> Result<bool, StoreError> {
+        self.inner.expire_overdue_approval(id).await
+    }
+
     async fn create_task(&self, t: NewTask) -> Result<TaskRow, StoreError> {
         self.inner.create_task(t).await
     }
