@@ -305,12 +305,20 @@ impl Durable {
     }
 
     pub(super) fn prune_tasks(&mut self, before: DateTime<Utc>) -> u64 {
+        let old = |task: &TaskRow| task.terminal && task.updated_at < before;
+        let keys: std::collections::HashSet<String> = self
+            .tasks
+            .values()
+            .filter(|task| old(&task.row))
+            .map(|task| task.row.key.clone())
+            .collect();
         self.approvals.retain(|_, row| {
-            row.state == ApprovalState::Pending || row.decided_at.is_none_or(|at| at >= before)
+            row.state == ApprovalState::Pending
+                || row.decided_at.is_none_or(|at| at >= before)
+                || !keys.contains(&row.key)
         });
         let count = self.tasks.len();
-        self.tasks
-            .retain(|_, task| !(task.row.terminal && task.row.updated_at < before));
+        self.tasks.retain(|_, task| !old(&task.row));
         (count - self.tasks.len()) as u64
     }
 

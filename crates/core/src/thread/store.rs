@@ -517,8 +517,9 @@ pub trait ThreadStore: Send + Sync {
 
     /// Delete terminal tasks last changed before `before`, with their
     /// updates and push configurations, and the approvals decided
-    /// (answered or expired) before `before`, in one atomic step; returns
-    /// how many tasks. The default says the store cannot.
+    /// (answered or expired) before `before` on those tasks' threads, in one
+    /// atomic step; returns how many tasks. (Other decided approvals go with
+    /// their thread's `delete`.) The default says the store cannot.
     async fn prune_tasks(&self, before: DateTime<Utc>) -> Result<u64, StoreError> {
         let _ = before;
         Err(StoreError::Unsupported("keep tasks"))

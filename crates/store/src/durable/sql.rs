@@ -617,23 +617,23 @@ where
         Ok(DB::rows_affected(&done))
     }
 
-    /// `prune_tasks`: the old terminal tasks, then the approvals decided
-    /// before `before`.
+    /// `prune_tasks`: the approvals decided before `before` on the threads
+    /// of the old terminal tasks, then those tasks.
     pub(crate) async fn prune_tasks(
         tx: &mut Transaction<'static, DB>,
         before: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
         let before = DB::time(before);
-        let pruned = Self::delete_tasks_where(tx, "terminal AND updated_at < $1", before).await?;
         let sql = DB::durable_sql(
-            "DELETE FROM agent_adaptor_approvals WHERE state <> 'pending' AND decided_at < $1",
+            "DELETE FROM agent_adaptor_approvals WHERE state <> 'pending' AND decided_at < $1 \
+             AND key IN (SELECT key FROM agent_adaptor_tasks WHERE terminal AND updated_at < $1)",
         );
         sqlx::query(&sql)
             .bind(before)
             .execute(&mut **tx)
             .await
             .map_err(Self::err("prune approvals"))?;
-        Ok(pruned)
+        Self::delete_tasks_where(tx, "terminal AND updated_at < $1", before).await
     }
 
     /// Drop `key`'s approvals and tasks (with their updates and

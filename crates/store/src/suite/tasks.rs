@@ -44,7 +44,7 @@ fn is_invalid<T: std::fmt::Debug>(r: &Result<T, StoreError>) -> bool {
 /// the key's non-terminal tasks; cancel requests keep the first time; push
 /// configurations are registered, replaced, listed and deleted; pruning
 /// drops old terminal tasks with their updates and configurations, and
-/// the approvals decided (answered, expired) before it, never a pending
+/// the approvals decided (answered, expired) before it on those tasks' threads, never a pending
 /// one.
 pub async fn tasks_updates_terminal_and_prune(store: Arc<dyn ThreadStore>) -> Outcome {
     let key = unique_key("tasks");
