@@ -23,18 +23,21 @@ use std::time::Duration;
 use a2a_agents::{Scenarios, builder};
 use agent_adaptor_bridges::a2a::A2aServerBuilder;
 use agent_adaptor_bridges::a2a::push::{
-    DELIVERY_HEADER, PushResolver, PushSettings, SIGNATURE_HEADER, TOKEN_HEADER, verify_signature,
+    DELIVERY_HEADER, PushSettings, PushSetupError, SIGNATURE_HEADER, TOKEN_HEADER, verify_signature,
 };
+use agent_adaptor_core::MemoryStore;
+use agent_adaptor_core::thread::ThreadStore;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use push::{ConfigStore, FixedNames, Rebinding, Receiver, Served, refusal, user_message};
+use push::{FixedNames, Rebinding, Receiver, Served, refusal, user_message};
 use serde_json::{Value, json};
 
 const SECRET: &str = "push-secret-for-the-tests-0123456789";
 
-/// The scenarios with push on: `allow` allowlisted, quick retries.
-fn with_push(scenarios: &Arc<Scenarios>, allow: &[&str]) -> A2aServerBuilder {
-    let mut settings = PushSettings::new(Arc::new(ConfigStore::default()), SECRET)
+/// The tests' push settings: `allow` allowlisted, quick retries,
+/// `hooks.test` resolving to 127.0.0.1.
+fn settings(allow: &[&str]) -> PushSettings {
+    let mut settings = PushSettings::new(SECRET)
         .unwrap()
         .retries(6, Duration::from_millis(20))
         .resolver(FixedNames(vec![(
@@ -44,7 +47,25 @@ fn with_push(scenarios: &Arc<Scenarios>, allow: &[&str]) -> A2aServerBuilder {
     for a in allow {
         settings = settings.allow_host(a).unwrap();
     }
-    builder(scenarios).push_notifications(settings)
+    settings
+}
+
+/// The scenarios with push on as `settings` say, tasks (and their configs)
+/// in `store`.
+fn with_settings(
+    scenarios: &Arc<Scenarios>,
+    store: Arc<MemoryStore>,
+    settings: PushSettings,
+) -> A2aServerBuilder {
+    builder(scenarios)
+        .task_store(store)
+        .push_notifications(settings)
+        .unwrap()
+}
+
+/// The scenarios with push on: `allow` allowlisted, quick retries.
+fn with_push(scenarios: &Arc<Scenarios>, allow: &[&str]) -> A2aServerBuilder {
+    with_settings(scenarios, Arc::new(MemoryStore::new()), settings(allow))
 }
 
 /// `SendMessage` as `principal` with `config` as its push config.
@@ -433,28 +454,14 @@ async fn the_official_js_client_manages_configs() {
 async fn shutdown_delivers_the_final_status_before_it_returns() {
     let receiver = Receiver::ok().await;
     let scenarios = Scenarios::new();
-    let server = with_push(&scenarios, &[&receiver.authority]).build();
-    let running = server.clone().serve_local().await.unwrap();
-    let response: Value = reqwest::Client::new()
-        .post(format!("{}/a2a", running.url()))
-        .header("A2A-Version", "1.0")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-                "message": user_message("approve a listing"),
-                "configuration": {"taskPushNotificationConfig": {"url": receiver.url()}},
-            }}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let served = Served::start(with_push(&scenarios, &[&receiver.authority])).await;
+    let config = json!({"url": receiver.url()});
+    let response = send_with_push(&served, "alice", "approve a listing", config).await;
     assert_eq!(
         response["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
         "{response}"
     );
-    server.shutdown(Duration::from_secs(20)).await;
+    served.server().shutdown(Duration::from_secs(20)).await;
     let states: Vec<String> = receiver.hits().iter().map(push::Hit::state).collect();
     assert_eq!(
         states,
@@ -464,26 +471,17 @@ async fn shutdown_delivers_the_final_status_before_it_returns() {
             "TASK_STATE_CANCELED"
         ]
     );
-    running.shutdown().await.unwrap();
 }
 
-/// Configs kept in core's `MemoryStore` (its push configs belong to a
-/// task row of the store): a task the store does not hold is "not
-/// found", one it holds takes configs, and the deliveries follow them.
+/// Configs are rows of their task in the server's task store (core's
+/// `MemoryStore` here), and the deliveries follow them.
 #[tokio::test]
-async fn configs_live_in_the_thread_stores_task_rows() {
-    use agent_adaptor_core::MemoryStore;
-    use agent_adaptor_core::thread::ThreadStore;
-    use agent_adaptor_core::thread::durable::NewTask;
-
+async fn configs_live_in_the_task_stores_task_rows() {
     let receiver = Receiver::ok().await;
     let store = Arc::new(MemoryStore::new());
-    let settings = PushSettings::new(store.clone(), SECRET)
-        .unwrap()
-        .allow_host(&receiver.authority)
-        .unwrap();
     let scenarios = Scenarios::new();
-    let served = Served::start(builder(&scenarios).push_notifications(settings)).await;
+    let builder = with_settings(&scenarios, store.clone(), settings(&[&receiver.authority]));
+    let served = Served::start(builder).await;
     let asked = served
         .rpc(
             "alice",
@@ -493,25 +491,6 @@ async fn configs_live_in_the_thread_stores_task_rows() {
         .await;
     let task_id = asked["result"]["task"]["id"].as_str().unwrap().to_owned();
     let create = json!({"taskId": task_id, "id": "hook-1", "url": receiver.url(), "token": "t"});
-    let r = served
-        .rpc("alice", "CreateTaskPushNotificationConfig", create.clone())
-        .await;
-    assert_eq!(
-        r["error"]["code"], -32001,
-        "no task row in the store yet: {r}"
-    );
-    store
-        .create_task(NewTask {
-            id: task_id.clone(),
-            context_id: "ctx".into(),
-            key: "a2a:ctx".into(),
-            principal: "alice".into(),
-            state: "TASK_STATE_INPUT_REQUIRED".into(),
-            holder: None,
-            snapshot: json!({}),
-        })
-        .await
-        .unwrap();
     let r = served
         .rpc("alice", "CreateTaskPushNotificationConfig", create)
         .await;
@@ -530,6 +509,15 @@ async fn configs_live_in_the_thread_stores_task_rows() {
     assert!(hits.iter().all(|h| h.header(TOKEN_HEADER) == "t"));
 }
 
+/// Push keeps configs in the task store: turning it on without one is
+/// refused, not silently off.
+#[test]
+fn push_without_a_task_store_is_refused() {
+    let scenarios = Scenarios::new();
+    let refused = builder(&scenarios).push_notifications(settings(&["hooks.test"]));
+    assert!(matches!(refused, Err(PushSetupError::NoTaskStore)));
+}
+
 /// A name that passed at registration (a public address) and then
 /// resolves to loopback is refused before every delivery: the loopback
 /// receiver behind it never hears a thing.
@@ -539,50 +527,25 @@ async fn a_name_rebound_to_loopback_after_registration_gets_nothing() {
     let port = receiver.authority.rsplit_once(':').unwrap().1.to_owned();
     let scenarios = Scenarios::new();
     let resolver = Arc::new(Rebinding::default());
-    let settings = PushSettings::new(Arc::new(ConfigStore::default()), SECRET)
-        .unwrap()
+    let settings = settings(&["rebind.test"])
         .retries(3, Duration::from_millis(10))
-        .allow_host("rebind.test")
-        .unwrap()
-        .resolver(SharedResolver(resolver.clone()));
-    let server = builder(&scenarios).push_notifications(settings).build();
-    let running = server.clone().serve_local().await.unwrap();
-    let sent: Value = reqwest::Client::new()
-        .post(format!("{}/a2a", running.url()))
-        .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-            "message": user_message("hello"),
-            "configuration": {"taskPushNotificationConfig": {"url": format!("http://rebind.test:{port}/hook")}},
-        }}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .resolver(resolver.clone());
+    let store = Arc::new(MemoryStore::new());
+    let served = Served::start(with_settings(&scenarios, store, settings)).await;
+    let config = json!({"url": format!("http://rebind.test:{port}/hook")});
+    let sent = send_with_push(&served, "alice", "hello", config).await;
     assert_eq!(
         sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{sent}"
     );
     // Shutdown waits until both changes were given up.
-    server.shutdown(Duration::from_secs(20)).await;
+    served.server().shutdown(Duration::from_secs(20)).await;
     assert!(receiver.hits().is_empty(), "{:?}", receiver.hits());
     assert_eq!(
         resolver.0.load(std::sync::atomic::Ordering::SeqCst),
         3,
         "registration, then one check per change (a refusal is not retried)"
     );
-    running.shutdown().await.unwrap();
-}
-
-/// A resolver shared with the test.
-struct SharedResolver(Arc<Rebinding>);
-
-#[async_trait::async_trait]
-impl PushResolver for SharedResolver {
-    async fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<std::net::IpAddr>> {
-        self.0.resolve(host, port).await
-    }
 }
 
 /// A webhook that keeps failing: the log says so, with the URL's origin
@@ -601,12 +564,9 @@ async fn failures_are_logged_without_the_urls_path_token_or_credentials() {
 
     let receiver = Receiver::start(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()).await;
     let scenarios = Scenarios::new();
-    let settings = PushSettings::new(Arc::new(ConfigStore::default()), SECRET)
-        .unwrap()
-        .retries(2, Duration::from_millis(10))
-        .allow_host(&receiver.authority)
-        .unwrap();
-    let served = Served::start(builder(&scenarios).push_notifications(settings)).await;
+    let settings = settings(&[&receiver.authority]).retries(2, Duration::from_millis(10));
+    let store = Arc::new(MemoryStore::new());
+    let served = Served::start(with_settings(&scenarios, store, settings)).await;
     let url = format!(
         "http://{}/hook/path-secret?q=query-secret",
         receiver.authority

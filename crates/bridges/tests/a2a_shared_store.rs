@@ -23,7 +23,7 @@ use agent_adaptor_bridges::a2a::{
 };
 use agent_adaptor_core::scripted::{Ending, ScriptedDriver, Step};
 use agent_adaptor_core::thread::store::InterruptedRun;
-use agent_adaptor_core::{Agent, MemoryStore, ThreadStore};
+use agent_adaptor_core::{Agent, MemoryStore, RunOptions, ThreadStore};
 use agent_adaptor_driver::StreamPayload;
 use futures::StreamExt;
 
@@ -48,6 +48,53 @@ async fn serve(server: &A2aServer) -> (RunningServer, Client) {
     let running = server.clone().serve_local().await.unwrap();
     let client = Client::connect(running.url()).await.unwrap();
     (running, client)
+}
+
+/// Two servers over one store, served, with a client each.
+struct Pair {
+    a: A2aServer,
+    b: A2aServer,
+    ra: RunningServer,
+    rb: RunningServer,
+    on_a: Client,
+    on_b: Client,
+}
+
+impl Pair {
+    /// Serve `a` and `b`.
+    async fn of(a: A2aServer, b: A2aServer) -> Self {
+        let ((ra, on_a), (rb, on_b)) = (serve(&a).await, serve(&b).await);
+        Pair {
+            a,
+            b,
+            ra,
+            rb,
+            on_a,
+            on_b,
+        }
+    }
+
+    /// Stop both.
+    async fn shutdown(self) {
+        self.ra.shutdown().await.unwrap();
+        self.rb.shutdown().await.unwrap();
+    }
+}
+
+/// Two [`server`]s over `store`, served.
+async fn pair(scenarios: &Arc<Scenarios>, store: &Arc<dyn ThreadStore>) -> Pair {
+    Pair::of(server(scenarios, store), server(scenarios, store)).await
+}
+
+/// Run `run_id` of context `context_id`'s thread, interrupted now.
+fn interrupted(context_id: &str, run_id: &str, prompt: Option<&str>) -> InterruptedRun {
+    InterruptedRun {
+        key: format!("a2a:{context_id}"),
+        run_id: run_id.into(),
+        prompt: prompt.map(Into::into),
+        started_at: chrono::Utc::now(),
+        interrupted_at: chrono::Utc::now(),
+    }
 }
 
 fn task(reply: SendMessageResponse) -> Task {
@@ -86,8 +133,8 @@ fn states(items: &[StreamResponse]) -> Vec<TaskState> {
 async fn a_task_is_read_followed_cancelled_and_listed_on_another_server() {
     let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::new());
     let scenarios = Scenarios::new();
-    let (a, b) = (server(&scenarios, &store), server(&scenarios, &store));
-    let ((ra, on_a), (rb, on_b)) = (serve(&a).await, serve(&b).await);
+    let servers = pair(&scenarios, &store).await;
+    let (a, b, on_a, on_b) = (&servers.a, &servers.b, &servers.on_a, &servers.on_b);
 
     // A finished task: the other server reads it, history trimmed on ask.
     let hello = task(
@@ -96,7 +143,7 @@ async fn a_task_is_read_followed_cancelled_and_listed_on_another_server() {
             .unwrap(),
     );
     assert_eq!(hello.status.state, TaskState::Completed);
-    let read = wait_for(&on_b, &hello.id, |t| t.status.state.is_terminal()).await;
+    let read = wait_for(on_b, &hello.id, |t| t.status.state.is_terminal()).await;
     assert_eq!(read.artifact_text(), "Hello from agent-adaptor");
     assert_eq!(read.context_id, hello.context_id);
     assert_eq!(read.history[0].text(), "hello");
@@ -115,8 +162,8 @@ async fn a_task_is_read_followed_cancelled_and_listed_on_another_server() {
     assert_eq!(err.code(), Some(ErrorCode::TaskNotCancelable));
 
     // A task in progress on A: B follows it and cancels it; A's run stops.
-    let hang = start(&on_a, "hang").await;
-    wait_for(&on_b, &hang.id, |t| {
+    let hang = start(on_a, "hang").await;
+    wait_for(on_b, &hang.id, |t| {
         t.status.state == TaskState::Working && t.artifact_text() == "working"
     })
     .await;
@@ -198,8 +245,7 @@ async fn a_task_is_read_followed_cancelled_and_listed_on_another_server() {
     assert_eq!(on_a.get_task(&hello.id).await.unwrap().id, hello.id);
     let none = on_b.list_tasks(ListTasksRequest::default()).await.unwrap();
     assert_eq!(none.total_size, 0);
-    ra.shutdown().await.unwrap();
-    rb.shutdown().await.unwrap();
+    servers.shutdown().await;
 }
 
 /// A server over `store` in a runtime of its own, so that it can die
@@ -253,13 +299,7 @@ async fn a_dead_owner_s_task_fails_and_its_follower_sees_the_end() {
 
     owner.kill.send(()).unwrap();
     owner.thread.join().unwrap();
-    let run = InterruptedRun {
-        key: format!("a2a:{}", hang.context_id),
-        run_id: "run-of-the-dead".into(),
-        prompt: Some("hang".into()),
-        started_at: chrono::Utc::now(),
-        interrupted_at: chrono::Utc::now(),
-    };
+    let run = interrupted(&hang.context_id, "run-of-the-dead", Some("hang"));
     assert_eq!(b.runs_interrupted(std::slice::from_ref(&run)).await, Ok(1));
 
     let rest = within(follower.collect_all()).await.unwrap();
@@ -281,8 +321,8 @@ async fn a_dead_owner_s_task_fails_and_its_follower_sees_the_end() {
 async fn the_official_js_client_lists_on_one_server_the_tasks_sent_to_another() {
     let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::new());
     let scenarios = Scenarios::new();
-    let (a, b) = (server(&scenarios, &store), server(&scenarios, &store));
-    let ((ra, _), (rb, _)) = (serve(&a).await, serve(&b).await);
+    let servers = pair(&scenarios, &store).await;
+    let (ra, rb) = (&servers.ra, &servers.rb);
     let script = a2a_peers::script("client.mjs");
     let out = a2a_peers::run(
         &a2a_peers::node(),
@@ -329,8 +369,7 @@ async fn the_official_js_client_lists_on_one_server_the_tasks_sent_to_another() 
     assert_eq!(report["got"]["artifactText"], "Hello from agent-adaptor");
     let statuses = report["statuses"].as_array().unwrap();
     assert!(statuses.iter().all(|s| s == 200), "{report}");
-    ra.shutdown().await.unwrap();
-    rb.shutdown().await.unwrap();
+    servers.shutdown().await;
 }
 
 #[tokio::test]
@@ -357,10 +396,11 @@ async fn a_thread_task_names_its_run_s_lease_holder_and_only_that_run_fails_it()
         .task_store(store.clone())
         .build();
     let scenarios = Scenarios::new();
-    let other = server(&scenarios, &store);
-    let ((ro, on_owner), (rb, on_b)) = (serve(&owner).await, serve(&other).await);
+    let servers = Pair::of(owner, server(&scenarios, &store)).await;
+    let (owner, other) = (&servers.a, &servers.b);
+    let (on_owner, on_b) = (&servers.on_a, &servers.on_b);
 
-    let started = start(&on_owner, "wait").await;
+    let started = start(on_owner, "wait").await;
     let holder = within(async {
         loop {
             let row = store.task(&started.id).await.unwrap().unwrap();
@@ -373,13 +413,7 @@ async fn a_thread_task_names_its_run_s_lease_holder_and_only_that_run_fails_it()
     .await;
     let (prefix, run_id) = holder.split_once('/').unwrap();
     assert_eq!(prefix, "host-a@epoch-1");
-    let run = |run_id: &str| InterruptedRun {
-        key: format!("a2a:{}", started.context_id),
-        run_id: run_id.into(),
-        prompt: None,
-        started_at: chrono::Utc::now(),
-        interrupted_at: chrono::Utc::now(),
-    };
+    let run = |run_id: &str| interrupted(&started.context_id, run_id, None);
     // Another run of the thread: the task is not its.
     assert_eq!(other.runs_interrupted(&[run("another-run")]).await, Ok(0));
     // The owner runs it: its own server never fails it.
@@ -389,16 +423,15 @@ async fn a_thread_task_names_its_run_s_lease_holder_and_only_that_run_fails_it()
     assert_eq!(failed.status.state, TaskState::Failed);
     let row = store.task(&started.id).await.unwrap().unwrap();
     assert_eq!(row.holder, None);
-    ro.shutdown().await.unwrap();
-    rb.shutdown().await.unwrap();
+    servers.shutdown().await;
 }
 
 #[tokio::test]
 async fn input_required_is_answered_on_another_server() {
     let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::new());
     let scenarios = Scenarios::new();
-    let (a, b) = (server(&scenarios, &store), server(&scenarios, &store));
-    let ((ra, on_a), (rb, on_b)) = (serve(&a).await, serve(&b).await);
+    let servers = pair(&scenarios, &store).await;
+    let (on_a, on_b) = (&servers.on_a, &servers.on_b);
 
     let asked = task(
         on_a.send(SendMessageRequest::new(Message::user_text("approve it")))
@@ -406,7 +439,7 @@ async fn input_required_is_answered_on_another_server() {
             .unwrap(),
     );
     assert_eq!(asked.status.state, TaskState::InputRequired);
-    wait_for(&on_b, &asked.id, |t| {
+    wait_for(on_b, &asked.id, |t| {
         t.status.state == TaskState::InputRequired
     })
     .await;
@@ -434,8 +467,56 @@ async fn input_required_is_answered_on_another_server() {
     // Finished: a further answer is refused.
     let err = on_b.send(reply("approve")).await.unwrap_err();
     assert_eq!(err.code(), Some(ErrorCode::UnsupportedOperation));
-    ra.shutdown().await.unwrap();
-    rb.shutdown().await.unwrap();
+    servers.shutdown().await;
+}
+
+/// An answer from another server whose owner applies it and asks again
+/// at once (both changes may land in one write): the answering call sees
+/// the second question instead of waiting for a state other than
+/// input-required (its wait is far longer than the deadline).
+#[tokio::test]
+async fn an_answer_followed_at_once_by_another_question_does_not_stall() {
+    let store: Arc<dyn ThreadStore> = Arc::new(MemoryStore::new());
+    let mut second = a2a_agents::permission();
+    second.tool_call_id = "call-2".into();
+    let mut steps = vec![Step::Decide(a2a_agents::permission()), Step::Decide(second)];
+    steps.extend(a2a_agents::text_steps(&["listed twice"]));
+    let agent = Arc::new(Agent::new(a2a_agents::scripted(
+        steps,
+        "listed twice",
+        None,
+    )));
+    let server = || {
+        A2aServer::builder(agent.clone())
+            .run_options(RunOptions::new().approval_timeout(None))
+            .task_store(store.clone())
+            .task_poll_interval(Duration::from_millis(50))
+            .cancel_wait(Duration::from_secs(600))
+            .build()
+    };
+    let servers = Pair::of(server(), server()).await;
+    let (on_a, on_b) = (&servers.on_a, &servers.on_b);
+    let asked = task(
+        on_a.send(SendMessageRequest::new(Message::user_text("approve twice")))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(asked.status.state, TaskState::InputRequired);
+    wait_for(on_b, &asked.id, |t| {
+        t.status.state == TaskState::InputRequired
+    })
+    .await;
+    let reply = || {
+        let mut m = Message::user_text("approve");
+        m.task_id = asked.id.clone();
+        SendMessageRequest::new(m)
+    };
+    let again = task(within(on_b.send(reply())).await.unwrap());
+    assert_eq!(again.status.state, TaskState::InputRequired, "{again:?}");
+    let done = task(within(on_b.send(reply())).await.unwrap());
+    assert_eq!(done.status.state, TaskState::Completed, "{done:?}");
+    assert_eq!(done.artifact_text(), "listed twice");
+    servers.shutdown().await;
 }
 
 #[tokio::test]

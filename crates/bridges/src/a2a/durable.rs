@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_adaptor_core::ThreadStore;
-use agent_adaptor_core::thread::durable::{NewTask, Notification, TOPIC_TASK, TaskChange, TaskRow};
+use agent_adaptor_core::thread::durable::{NewTask, TOPIC_TASK, TaskChange, TaskRow};
 use agent_adaptor_core::thread::store::StoreError;
 use serde_json::Value;
 
@@ -170,20 +170,7 @@ impl Durable {
     /// Tell every host task `id` changed (a lost notification only delays
     /// followers until their next poll).
     pub(crate) async fn notify(&self, id: &str) {
-        self.send(TOPIC_TASK, id).await;
-    }
-
-    /// Send (`topic`, `id`) to every host.
-    pub(crate) async fn send(&self, topic: &str, id: &str) {
-        let n = Notification {
-            topic: topic.to_owned(),
-            id: id.to_owned(),
-        };
-        if let Err(e) = self.store.notify(&n).await
-            && !matches!(e, StoreError::Unsupported(_))
-        {
-            tracing::warn!(topic, task = id, error = %e, "a2a: notification not sent");
-        }
+        self.desk.notify(TOPIC_TASK, id).await;
     }
 
     /// Write `batch` as one change of task `id`.
@@ -373,7 +360,7 @@ mod tests {
 
     use agent_adaptor_core::MemoryStore;
     use agent_adaptor_core::driver::async_trait;
-    use agent_adaptor_core::thread::durable::{Notifications, TaskUpdate};
+    use agent_adaptor_core::thread::durable::{Notification, Notifications, TaskUpdate};
     use agent_adaptor_core::thread::{FinalizeRequest, Lease, ThreadRecord};
 
     use super::*;

@@ -3,8 +3,8 @@
 //! caller's (`ListTasks`), the owner's side of a remote cancel, and
 //! failing the tasks of runs whose host stopped.
 //!
-//! Waiters listen to the store's notifications and re-read on a timer too
-//! (a lost or lagging notification only delays them).
+//! Waiters wake on the desk's notifications and re-read every poll period
+//! too (a lost or lagging notification only delays them).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
@@ -29,52 +29,25 @@ use super::types::{
     TaskStatus, TaskStatusUpdateEvent,
 };
 use crate::Principal;
+use crate::desk::Wake;
 
 /// Updates read per store query.
 const UPDATE_PAGE: usize = 256;
 /// Consecutive failed reads after which a follower gives up.
 const READ_FAILURES: u32 = 20;
 
-/// Wait until a notification about (`topic`, `id`) arrives, or `poll`
-/// passes, or `stop` fires; false only when `stop` fired.
-async fn wake(
-    rx: &mut Option<Notifications>,
-    topic: &str,
-    id: &str,
-    poll: Duration,
-    stop: &CancellationToken,
-) -> bool {
-    let deadline = tokio::time::sleep(poll);
-    tokio::pin!(deadline);
-    loop {
-        let next = async {
-            match rx.as_mut() {
-                Some(r) => r.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = &mut deadline => return true,
-            () = stop.cancelled() => return false,
-            n = next => match n {
-                Ok(n) if n.topic == topic && n.id == id => return true,
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => return true,
-                Err(RecvError::Closed) => *rx = None,
-            },
-        }
-    }
+/// A wake-up for changes of task `id` (a notification, or the poll
+/// period): register it before reading the row, so a change between the
+/// read and the wait is not missed.
+pub(crate) async fn watch(durable: &Durable, id: &str) -> Wake {
+    durable.desk.wake(TOPIC_TASK, id).await
 }
 
-/// Listen to the store's notifications, or `None` when it sends none.
-async fn listen(durable: &Durable) -> Option<Notifications> {
-    match durable.store.listen().await {
-        Ok(rx) => Some(rx),
-        Err(StoreError::Unsupported(_)) => None,
-        Err(e) => {
-            tracing::warn!(error = %e, "a2a: cannot listen to the task store; polling");
-            None
-        }
+/// Wait for `wake`, or `stop`; false only when `stop` fired.
+async fn woken(wake: &mut Wake, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = wake.next() => true,
+        () = stop.cancelled() => false,
     }
 }
 
@@ -94,8 +67,7 @@ pub(crate) async fn follow(
     principal: &Principal,
     stop: CancellationToken,
 ) -> Result<Option<(TaskRow, Followed)>, RpcError> {
-    // Listen first: a change between the read and the listen is not missed.
-    let rx = listen(&durable).await;
+    let wake = watch(&durable, id).await;
     let Some(row) = durable.load(id, principal).await? else {
         return Ok(None);
     };
@@ -104,7 +76,7 @@ pub(crate) async fn follow(
         durable: Arc<Durable>,
         id: String,
         seq: u64,
-        rx: Option<Notifications>,
+        wake: Wake,
         queue: VecDeque<StreamResponse>,
         stop: CancellationToken,
         failures: u32,
@@ -114,7 +86,7 @@ pub(crate) async fn follow(
         durable,
         id: id.to_owned(),
         seq: row.seq,
-        rx,
+        wake,
         queue: VecDeque::new(),
         stop,
         failures: 0,
@@ -161,8 +133,7 @@ pub(crate) async fn follow(
                     }
                 }
             }
-            let poll = st.durable.poll;
-            if !wake(&mut st.rx, TOPIC_TASK, &st.id, poll, &st.stop).await {
+            if !woken(&mut st.wake, &st.stop).await {
                 return None;
             }
             // Final without a final update (its log was pruned): end on the
@@ -191,7 +162,7 @@ pub(crate) async fn cancel(
     wait: Duration,
     stop: &CancellationToken,
 ) -> Result<Option<Task>, RpcError> {
-    let mut rx = listen(durable).await;
+    let mut wake = watch(durable, id).await;
     let Some(row) = durable.load(id, principal).await? else {
         return Ok(None);
     };
@@ -207,45 +178,51 @@ pub(crate) async fn cancel(
         .request_task_cancel(id)
         .await
         .map_err(|e| read_error(&e))?;
-    durable.send(TOPIC_CANCEL, id).await;
-    let row = wait_row(durable, &mut rx, row, Some(wait), stop, |r| r.terminal).await;
+    durable.desk.notify(TOPIC_CANCEL, id).await;
+    let row = wait_row(durable, &mut wake, row, Some(wait), stop, |r| r.terminal).await;
     row_task(&row, None).map(Some)
 }
 
-/// Re-read task `row` (on notifications, else every poll) until `done`
-/// holds, `wait` passes (`None`: no limit), `stop` fires or the task is
-/// gone; the last row read.
+/// Re-read task `row` (on `wake`: notifications, else every poll) until
+/// `done` holds, `wait` passes (`None`: no limit), `stop` fires, the task
+/// is gone, or [`READ_FAILURES`] reads in a row failed; the last row read.
 pub(crate) async fn wait_row(
     durable: &Durable,
-    rx: &mut Option<Notifications>,
+    wake: &mut Wake,
     mut row: TaskRow,
     wait: Option<Duration>,
     stop: &CancellationToken,
     mut done: impl FnMut(&TaskRow) -> bool,
 ) -> TaskRow {
     let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+    let mut failures = 0;
     while !done(&row) {
-        let poll = match deadline {
-            Some(d) => durable
-                .poll
-                .min(d.saturating_duration_since(tokio::time::Instant::now())),
-            None => durable.poll,
+        let woke = match deadline {
+            Some(d) if d <= tokio::time::Instant::now() => break,
+            Some(d) => tokio::time::timeout_at(d, woken(wake, stop))
+                .await
+                .unwrap_or(true),
+            None => woken(wake, stop).await,
         };
-        if poll.is_zero() || !wake(rx, TOPIC_TASK, &row.id, poll, stop).await {
+        if !woke {
             break;
         }
         match durable.store.task(&row.id).await {
-            Ok(Some(r)) => row = r,
+            Ok(Some(r)) => {
+                failures = 0;
+                row = r;
+            }
             Ok(None) => break,
-            Err(e) => tracing::warn!(task = %row.id, error = %e, "a2a: cannot re-read a task"),
+            Err(e) => {
+                failures += 1;
+                tracing::warn!(task = %row.id, error = %e, failures, "a2a: cannot re-read a task");
+                if failures >= READ_FAILURES {
+                    break;
+                }
+            }
         }
     }
     row
-}
-
-/// [`listen`], for callers outside this module.
-pub(crate) async fn listener(durable: &Durable) -> Option<Notifications> {
-    listen(durable).await
 }
 
 /// The largest `pageSize` (A2A 1.0).
@@ -463,5 +440,75 @@ async fn fail_row(durable: &Durable, row: &TaskRow, run_id: &str) -> Result<bool
         // Final meanwhile (its owner finished it after all).
         Err(StoreError::Invalid(_)) => Ok(false),
         Err(e) => Err(write_error(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use agent_adaptor_core::MemoryStore;
+    use agent_adaptor_core::ThreadStore;
+    use agent_adaptor_core::driver::async_trait;
+    use agent_adaptor_core::thread::durable::NewTask;
+    use agent_adaptor_core::thread::{FinalizeRequest, Lease, ThreadRecord};
+
+    use super::*;
+
+    /// A store whose task reads all fail (counted).
+    #[derive(Default)]
+    struct Unreadable {
+        reads: AtomicU32,
+    }
+
+    const NO: StoreError = StoreError::Unsupported("keep threads");
+
+    #[async_trait]
+    impl ThreadStore for Unreadable {
+        async fn resolve(&self, _: &str, _: bool) -> Result<Option<ThreadRecord>, StoreError> {
+            Err(NO)
+        }
+        async fn acquire_lease(&self, _: &str, _: &str, _: Duration) -> Result<Lease, StoreError> {
+            Err(NO)
+        }
+        async fn renew_lease(&self, _: &Lease, _: Duration) -> Result<Lease, StoreError> {
+            Err(NO)
+        }
+        async fn release_lease(&self, _: &Lease) -> Result<(), StoreError> {
+            Err(NO)
+        }
+        async fn finalize(&self, _: FinalizeRequest) -> Result<ThreadRecord, StoreError> {
+            Err(NO)
+        }
+        async fn task(&self, _: &str) -> Result<Option<TaskRow>, StoreError> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            Err(StoreError::Backend("connection reset".into()))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unbounded_wait_gives_up_after_read_failures_in_a_row() {
+        let row = MemoryStore::new()
+            .create_task(NewTask {
+                id: "t1".into(),
+                context_id: "c1".into(),
+                key: "a2a:c1".into(),
+                principal: "p".into(),
+                state: "TASK_STATE_WORKING".into(),
+                holder: None,
+                snapshot: json!({}),
+            })
+            .await
+            .unwrap();
+        let store = Arc::new(Unreadable::default());
+        let durable = Durable::new(store.clone(), Duration::from_millis(10));
+        let mut wake = watch(&durable, "t1").await;
+        let stop = CancellationToken::new();
+        let waited = wait_row(&durable, &mut wake, row, None, &stop, |r| r.terminal);
+        let last = tokio::time::timeout(Duration::from_secs(30), waited)
+            .await
+            .expect("the wait gives up");
+        assert_eq!(last.state, "TASK_STATE_WORKING", "the last row read");
+        assert_eq!(store.reads.load(Ordering::SeqCst), READ_FAILURES);
     }
 }

@@ -14,7 +14,7 @@ use axum::routing::{get, post};
 use tokio_util::sync::CancellationToken;
 
 use super::durable::{DEFAULT_STORED_TASK_TTL, DEFAULT_TASK_POLL, Durable, TaskStoreError};
-use super::push::{PushSettings, Pusher};
+use super::push::{PushSettings, PushSetupError, Pusher};
 use super::store::TaskStore;
 use super::types::{
     AGENT_CARD_PATH, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC_BINDING,
@@ -528,15 +528,23 @@ impl A2aServerBuilder {
 
     /// Turn push notifications on (see [`push`](super::push)): only when
     /// `settings` allow at least one host; the card then says
-    /// `capabilities.pushNotifications: true`.
-    pub fn push_notifications(mut self, settings: PushSettings) -> Self {
+    /// `capabilities.pushNotifications: true`. Push keeps its configs in
+    /// the task store: refused ([`PushSetupError::NoTaskStore`]) unless
+    /// [`task_store`](Self::task_store) was called first.
+    pub fn push_notifications(mut self, settings: PushSettings) -> Result<Self, PushSetupError> {
+        if self.task_store.is_none() {
+            return Err(PushSetupError::NoTaskStore);
+        }
         self.push = Some(settings);
-        self
+        Ok(self)
     }
 
     /// Build the server.
     pub fn build(mut self) -> A2aServer {
-        let push = self.push.and_then(Pusher::new);
+        let push = self
+            .push
+            .zip(self.task_store.clone())
+            .and_then(|(settings, store)| Pusher::new(settings, store));
         self.card.capabilities.push_notifications = Some(push.is_some());
         A2aServer {
             shared: Arc::new(Shared {

@@ -1,9 +1,8 @@
-//! Push notification test pieces: a store keeping push configs, webhook
-//! receivers on 127.0.0.1 that record what they get, and an A2A server whose
-//! principal comes from an `x-test-principal` header.
+//! Push notification test pieces: resolvers, webhook receivers on
+//! 127.0.0.1 that record what they get, and an A2A server whose principal
+//! comes from an `x-test-principal` header.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,9 +11,6 @@ use agent_adaptor_bridges::Principal;
 use agent_adaptor_bridges::a2a::push::{PushResolver, SystemResolver};
 use agent_adaptor_bridges::a2a::{A2aServer, A2aServerBuilder};
 use agent_adaptor_bridges::http::HttpServer;
-use agent_adaptor_core::MemoryStore;
-use agent_adaptor_core::thread::durable::PushConfigRow;
-use agent_adaptor_core::thread::{FinalizeRequest, Lease, StoreError, ThreadRecord, ThreadStore};
 use async_trait::async_trait;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
@@ -23,67 +19,6 @@ use serde_json::{Value, json};
 
 /// The header naming the test request's principal.
 pub const PRINCIPAL_HEADER: &str = "x-test-principal";
-
-/// A [`MemoryStore`] that also keeps push configs (for any task id: the
-/// A2A tasks live in the server's memory, not in this store).
-#[derive(Default)]
-pub struct ConfigStore {
-    inner: MemoryStore,
-    configs: Mutex<BTreeMap<String, Vec<PushConfigRow>>>,
-}
-
-#[async_trait]
-impl ThreadStore for ConfigStore {
-    async fn resolve(&self, key: &str, archived: bool) -> Result<Option<ThreadRecord>, StoreError> {
-        self.inner.resolve(key, archived).await
-    }
-    async fn acquire_lease(&self, t: &str, o: &str, ttl: Duration) -> Result<Lease, StoreError> {
-        self.inner.acquire_lease(t, o, ttl).await
-    }
-    async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease, StoreError> {
-        self.inner.renew_lease(lease, ttl).await
-    }
-    async fn release_lease(&self, lease: &Lease) -> Result<(), StoreError> {
-        self.inner.release_lease(lease).await
-    }
-    async fn finalize(&self, request: FinalizeRequest) -> Result<ThreadRecord, StoreError> {
-        self.inner.finalize(request).await
-    }
-    async fn put_push_config(
-        &self,
-        task_id: &str,
-        id: &str,
-        config: Value,
-    ) -> Result<PushConfigRow, StoreError> {
-        let row = PushConfigRow {
-            task_id: task_id.into(),
-            id: id.into(),
-            config,
-            created_at: chrono::Utc::now(),
-        };
-        let mut all = self.configs.lock().unwrap();
-        let rows = all.entry(task_id.into()).or_default();
-        rows.retain(|r| r.id != id);
-        rows.push(row.clone());
-        Ok(row)
-    }
-    async fn push_configs(&self, task_id: &str) -> Result<Vec<PushConfigRow>, StoreError> {
-        Ok(self
-            .configs
-            .lock()
-            .unwrap()
-            .get(task_id)
-            .cloned()
-            .unwrap_or_default())
-    }
-    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, StoreError> {
-        let mut all = self.configs.lock().unwrap();
-        let rows = all.entry(task_id.into()).or_default();
-        let before = rows.len();
-        rows.retain(|r| r.id != id);
-        Ok(rows.len() < before)
-    }
-}
 
 /// Resolves the names it was given to fixed addresses, others as the system
 /// does.
@@ -268,6 +203,11 @@ impl Served {
             .json()
             .await
             .unwrap()
+    }
+
+    /// The server (to shut it down).
+    pub fn server(&self) -> &A2aServer {
+        &self.server
     }
 
     /// The card.

@@ -106,7 +106,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
     }
     let equipment = args.equip.load()?;
     let store = StoreSpec::parse(args.store.as_deref())?.open().await?;
-    let push = push::settings(&args, store.store.clone())?;
+    let push = push::settings(&args)?;
     let pushing = push.is_some();
     let selected = select(&args.driver, None).await?;
 
@@ -175,7 +175,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), CliError> {
             }
         });
     if let Some(push) = push {
-        a2a = a2a.push_notifications(push);
+        // Configs are kept in the task store set above.
+        a2a = a2a
+            .push_notifications(push)
+            .map_err(|e| CliError::failure(e.to_string()))?;
     }
     let a2a = a2a.build();
     // The tasks of runs a dead process of this instance left behind fail,

@@ -1,9 +1,6 @@
 //! `--push-allow-host` and the push secret: A2A push notifications' settings.
 
-use std::sync::Arc;
-
 use agent_adaptor_bridges::a2a::push::PushSettings;
-use agent_adaptor_core::thread::ThreadStore;
 
 use crate::args::ServeArgs;
 use crate::error::CliError;
@@ -14,11 +11,9 @@ pub const PUSH_SECRET_ENV: &str = "AGENT_ADAPTOR_PUSH_SECRET";
 
 /// The push settings `args` ask for: `None` without `--push-allow-host`
 /// (push off); a usage error without a secret, with a short one, or with an
-/// entry that is not `HOST[:PORT]`.
-pub fn settings(
-    args: &ServeArgs,
-    store: Arc<dyn ThreadStore>,
-) -> Result<Option<PushSettings>, CliError> {
+/// entry that is not `HOST[:PORT]`. Configs are kept in the A2A server's
+/// task store.
+pub fn settings(args: &ServeArgs) -> Result<Option<PushSettings>, CliError> {
     if args.push_allow_hosts.is_empty() {
         return Ok(None);
     }
@@ -36,8 +31,7 @@ pub fn settings(
                 ))
             })?,
     };
-    let mut settings =
-        PushSettings::new(store, secret).map_err(|e| CliError::usage(e.to_string()))?;
+    let mut settings = PushSettings::new(secret).map_err(|e| CliError::usage(e.to_string()))?;
     for entry in &args.push_allow_hosts {
         settings = settings
             .allow_host(entry)

@@ -1,18 +1,20 @@
 //! Delivery: a task's status changes, queued without blocking the run, then
 //! POSTed in order to every config of the task, with retries.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, USER_AGENT};
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
-use super::Pusher;
 use super::config::TaskPushNotificationConfig;
-use super::policy::PushRefusal;
+use super::policy::{PushRefusal, Target};
 use super::sign::{DELIVERY_HEADER, SIGNATURE_HEADER, TOKEN_HEADER, signature_header};
+use super::{PushSettings, Pusher};
 use crate::a2a::types::{StreamResponse, TaskStatusUpdateEvent};
 
 /// The content type of a delivery (a `StreamResponse` as JSON).
@@ -102,6 +104,45 @@ async fn worker(pusher: Arc<Pusher>, task_id: String, mut rx: mpsc::UnboundedRec
     }
 }
 
+/// Most delivery clients kept; more empties the cache.
+const MAX_CLIENTS: usize = 256;
+
+/// Delivery clients, one per pinned target (the URL's DNS name, if any,
+/// and the checked address it must connect to): a webhook's connections
+/// are reused while its address stays the one checked.
+#[derive(Default)]
+pub(crate) struct Clients(Mutex<HashMap<(Option<String>, SocketAddr), reqwest::Client>>);
+
+impl Clients {
+    /// The client connecting to `target`'s checked address only.
+    fn client(
+        &self,
+        target: &Target,
+        settings: &PushSettings,
+    ) -> Result<reqwest::Client, reqwest::Error> {
+        let key = (target.domain.clone(), target.addr);
+        let mut clients = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = clients.get(&key) {
+            return Ok(client.clone());
+        }
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .connect_timeout(settings.connect_timeout)
+            .timeout(settings.timeout);
+        if let Some(domain) = &target.domain {
+            // Connect to the checked address: no second resolution.
+            builder = builder.resolve(domain, target.addr);
+        }
+        let client = builder.build()?;
+        if clients.len() >= MAX_CLIENTS {
+            clients.clear();
+        }
+        clients.insert(key, client.clone());
+        Ok(client)
+    }
+}
+
 /// How one attempt ended.
 enum Attempt {
     Delivered(StatusCode),
@@ -170,16 +211,7 @@ async fn attempt_once(
         Err(refusal) => return ("-".into(), Attempt::GiveUp(refusal.to_string())),
     };
     let origin = target.origin.clone();
-    let mut client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .connect_timeout(pusher.settings.connect_timeout)
-        .timeout(pusher.settings.timeout);
-    if let Some(domain) = &target.domain {
-        // Connect to the checked address: no second resolution.
-        client = client.resolve(domain, target.addr);
-    }
-    let client = match client.build() {
+    let client = match pusher.clients.client(&target, &pusher.settings) {
         Ok(c) => c,
         Err(e) => return (origin, Attempt::GiveUp(e.without_url().to_string())),
     };

@@ -10,8 +10,11 @@
 //! and takes `configuration.taskPushNotificationConfig` in `SendMessage`
 //! (registered before the run starts). Only the principal that created a
 //! task manages its configs; to another one the task does not exist.
-//! Configs are kept in the [`ThreadStore`] (so every host sharing it sees
-//! them).
+//! Configs are kept in the server's task store
+//! ([`A2aServerBuilder::task_store`](super::A2aServerBuilder::task_store)),
+//! as rows of their tasks, so every host sharing it sees them; push on a
+//! server without one is refused
+//! ([`PushSetupError::NoTaskStore`]).
 //!
 //! ## What is refused
 //!
@@ -69,6 +72,7 @@ mod deliver;
 mod policy;
 mod sign;
 
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -102,22 +106,36 @@ pub const MAX_QUEUE: usize = 1 << 20;
 pub const DEFAULT_MAX_CONFIGS: usize = 16;
 
 /// How push notifications work on a server; see the [module docs](self).
+/// Configs are kept in the server's task store
+/// ([`A2aServerBuilder::task_store`](super::A2aServerBuilder::task_store)),
+/// as rows of their tasks: push needs one.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use agent_adaptor_bridges::a2a::push::PushSettings;
-/// use agent_adaptor_core::MemoryStore;
+/// use agent_adaptor_bridges::a2a::A2aServer;
+/// use agent_adaptor_bridges::a2a::push::{PushSettings, PushSetupError};
+/// use agent_adaptor_core::{Agent, MemoryStore, scripted::ScriptedDriver};
 ///
-/// let settings = PushSettings::new(Arc::new(MemoryStore::new()), "a long random push secret")
+/// let settings = PushSettings::new("a long random push secret")
 ///     .unwrap()
 ///     .allow_host("hooks.example.com")
 ///     .unwrap();
 /// assert!(settings.enabled());
-/// assert!(PushSettings::new(Arc::new(MemoryStore::new()), "short").is_err());
+/// assert!(PushSettings::new("short").is_err());
+///
+/// let agent = Arc::new(Agent::new(ScriptedDriver::text_reply("Hello!")));
+/// let server = A2aServer::builder(agent.clone())
+///     .task_store(Arc::new(MemoryStore::new()))
+///     .push_notifications(settings.clone())
+///     .unwrap()
+///     .build();
+/// assert_eq!(server.card("http://localhost").capabilities.push_notifications, Some(true));
+/// // Without a task store push has nowhere to keep configs: refused.
+/// let refused = A2aServer::builder(agent).push_notifications(settings);
+/// assert!(matches!(refused, Err(PushSetupError::NoTaskStore)));
 /// ```
 #[derive(Clone)]
 pub struct PushSettings {
-    store: Arc<dyn ThreadStore>,
     secret: Arc<[u8]>,
     allow: Vec<AllowedHost>,
     resolver: Arc<dyn PushResolver>,
@@ -149,22 +167,22 @@ pub enum PushSetupError {
     /// An allowlist entry does not parse.
     #[error(transparent)]
     BadHost(#[from] BadAllowedHost),
+    /// Push was turned on for a server without a task store (configs are
+    /// kept there): call `task_store` before `push_notifications`.
+    #[error("push notifications need a task store to keep their configs in")]
+    NoTaskStore,
 }
 
 impl PushSettings {
-    /// Push with configs kept in `store`, deliveries signed with `secret`
-    /// (at least [`MIN_SECRET_BYTES`]; surrounding whitespace is trimmed),
-    /// and no host allowed yet.
-    pub fn new(
-        store: Arc<dyn ThreadStore>,
-        secret: impl AsRef<[u8]>,
-    ) -> Result<Self, PushSetupError> {
+    /// Push with deliveries signed with `secret` (at least
+    /// [`MIN_SECRET_BYTES`]; surrounding whitespace is trimmed), and no host
+    /// allowed yet.
+    pub fn new(secret: impl AsRef<[u8]>) -> Result<Self, PushSetupError> {
         let secret = secret.as_ref().trim_ascii();
         if secret.len() < MIN_SECRET_BYTES {
             return Err(PushSetupError::WeakSecret);
         }
         Ok(PushSettings {
-            store,
             secret: Arc::from(secret),
             allow: Vec::new(),
             resolver: Arc::new(SystemResolver),
@@ -211,29 +229,46 @@ impl PushSettings {
         self
     }
 
-    /// Most configs per task (default [`DEFAULT_MAX_CONFIGS`]).
+    /// Most configs per task (default [`DEFAULT_MAX_CONFIGS`]). A server
+    /// registers one task's configs one at a time; servers sharing the
+    /// store do not wait for each other, so creates racing on several of
+    /// them may pass it by one each.
     pub fn max_configs(mut self, configs: usize) -> Self {
         self.max_configs = configs.max(1);
         self
     }
 
-    /// Resolve webhook host names with `resolver` (default: the system's).
+    /// Resolve webhook host names with `resolver` (default: the system's;
+    /// an `Arc` of one is one too, to keep a handle on it).
     pub fn resolver(mut self, resolver: impl PushResolver) -> Self {
         self.resolver = Arc::new(resolver);
         self
     }
 }
 
-/// The server's push machinery: the settings, the checks, the queue.
+/// Locks serializing registrations (a task's count, then its insert):
+/// one per task id's hash.
+const REGISTER_LOCKS: usize = 64;
+
+/// The server's push machinery: the settings, the checks, the queue, and
+/// the task store keeping the configs.
 pub(crate) struct Pusher {
     settings: PushSettings,
+    store: Arc<dyn ThreadStore>,
     policy: Policy,
     queue: Arc<Semaphore>,
+    /// [`REGISTER_LOCKS`] locks: two creates for one task on this server
+    /// never both pass the `max_configs` count.
+    register_locks: [tokio::sync::Mutex<()>; REGISTER_LOCKS],
+    hasher: std::hash::RandomState,
+    /// The delivery clients.
+    clients: deliver::Clients,
 }
 
 impl Pusher {
-    /// `None` when `settings` allow no host (push stays off).
-    pub(crate) fn new(settings: PushSettings) -> Option<Arc<Self>> {
+    /// Push keeping configs in the task store `store`; `None` when
+    /// `settings` allow no host (push stays off).
+    pub(crate) fn new(settings: PushSettings, store: Arc<dyn ThreadStore>) -> Option<Arc<Self>> {
         if !settings.enabled() {
             return None;
         }
@@ -244,6 +279,10 @@ impl Pusher {
             },
             queue: Arc::new(Semaphore::new(settings.queue)),
             settings,
+            store,
+            register_locks: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
+            hasher: std::hash::RandomState::new(),
+            clients: deliver::Clients::default(),
         }))
     }
 
@@ -265,7 +304,7 @@ impl Pusher {
     /// Task `task_id`'s configs, oldest first (rows that no longer decode
     /// are skipped).
     async fn configs(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
-        let rows = self.settings.store.push_configs(task_id).await?;
+        let rows = self.store.push_configs(task_id).await?;
         Ok(rows
             .into_iter()
             .filter_map(|row| serde_json::from_value(row.config).ok())
@@ -314,6 +353,10 @@ impl Pusher {
         mut config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, RpcError> {
         config.task_id = task_id.to_owned();
+        // Count and insert under the task's lock (per server: hosts sharing
+        // the store each keep the bound for their own registrations).
+        let stripe = (self.hasher.hash_one(task_id) % REGISTER_LOCKS as u64) as usize;
+        let _guard = self.register_locks[stripe].lock().await;
         let existing = self
             .configs(task_id)
             .await
@@ -325,8 +368,7 @@ impl Pusher {
         }
         let value = serde_json::to_value(&config)
             .map_err(|e| RpcError::new(ErrorCode::Internal, format!("cannot encode: {e}")))?;
-        self.settings
-            .store
+        self.store
             .put_push_config(task_id, &config.id, value)
             .await
             .map_err(|e| store_error(task_id, &e))?;
@@ -377,7 +419,6 @@ impl Pusher {
                 let req: TaskPushNotificationConfigRef = params(raw)?;
                 required_config_id(&req.id)?;
                 let existed = self
-                    .settings
                     .store
                     .delete_push_config(&req.task_id, &req.id)
                     .await

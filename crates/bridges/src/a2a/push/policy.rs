@@ -18,6 +18,14 @@ pub trait PushResolver: Send + Sync + 'static {
     async fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<IpAddr>>;
 }
 
+/// A shared resolver resolves as the one it shares.
+#[async_trait]
+impl<T: PushResolver + ?Sized> PushResolver for Arc<T> {
+    async fn resolve(&self, host: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
+        (**self).resolve(host, port).await
+    }
+}
+
 /// The system resolver (`getaddrinfo`, through tokio).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemResolver;
@@ -249,7 +257,8 @@ impl Policy {
 /// Whether push must not reach `ip` unless the operator named it: loopback,
 /// private (RFC 1918, ULA), link-local (cloud metadata included), CGNAT,
 /// multicast, broadcast, unspecified, reserved and documentation ranges,
-/// and IPv6 forms that embed such an IPv4 address.
+/// IPv6 forms that embed such an IPv4 address (mapped, translated,
+/// compatible, NAT64, 6to4), and local-use NAT64.
 pub(crate) fn forbidden(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => forbidden_v4(v4),
@@ -277,14 +286,16 @@ fn forbidden_v4(ip: Ipv4Addr) -> bool {
 
 fn forbidden_v6(ip: Ipv6Addr) -> bool {
     let s = ip.segments();
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return forbidden_v4(v4);
-    }
     let embedded = |hi: u16, lo: u16| {
         let [a, b] = hi.to_be_bytes();
         let [c, d] = lo.to_be_bytes();
         Ipv4Addr::new(a, b, c, d)
     };
+    // IPv4-mapped ::ffff:a.b.c.d and IPv4-translated ::ffff:0:a.b.c.d
+    // (SIIT): the IPv4 address decides.
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] || s[..6] == [0, 0, 0, 0, 0, 0xffff] {
+        return forbidden_v4(embedded(s[6], s[7]));
+    }
     ip.is_unspecified()
         || ip.is_loopback()
         || ip.is_multicast()
@@ -293,6 +304,7 @@ fn forbidden_v6(ip: Ipv6Addr) -> bool {
         || (s[0] & 0xfe00) == 0xfc00 // unique local
         || s[..6] == [0; 6] // IPv4-compatible ::a.b.c.d
         || (s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] && forbidden_v4(embedded(s[6], s[7]))) // NAT64
+        || s[..3] == [0x64, 0xff9b, 1] // local-use NAT64 64:ff9b:1::/48: the network's own
         || (s[0] == 0x2002 && forbidden_v4(embedded(s[1], s[2]))) // 6to4
         || (s[0] == 0x2001 && s[1] == 0) // Teredo
         || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
@@ -364,6 +376,31 @@ mod tests {
             "64:ff9b::808:808",
         ] {
             assert!(!forbidden(good.parse().unwrap()), "{good} is public");
+        }
+    }
+
+    #[test]
+    fn ipv6_forms_embedding_ipv4_are_checked_by_their_ipv4() {
+        // (address, forbidden)
+        for (ip, bad) in [
+            // IPv4-mapped ::ffff:0:0/96.
+            ("::ffff:127.0.0.1", true),
+            ("::ffff:169.254.169.254", true),
+            ("::ffff:93.184.216.34", false),
+            // IPv4-translated ::ffff:0:0:0/96.
+            ("::ffff:0:7f00:1", true),
+            ("::ffff:0:a9fe:a9fe", true),
+            ("::ffff:0:c0a8:101", true),
+            ("::ffff:0:5db8:d822", false),
+            // NAT64 well-known prefix 64:ff9b::/96.
+            ("64:ff9b::7f00:1", true),
+            ("64:ff9b::a00:1", true),
+            ("64:ff9b::5db8:d822", false),
+            // Local-use NAT64 64:ff9b:1::/48: always.
+            ("64:ff9b:1::5db8:d822", true),
+            ("64:ff9b:1:ffff::1", true),
+        ] {
+            assert_eq!(forbidden(ip.parse().unwrap()), bad, "{ip}");
         }
     }
 

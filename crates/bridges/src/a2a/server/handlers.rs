@@ -473,7 +473,7 @@ async fn answer_elsewhere(
     let Some(durable) = shared.durable.as_ref().filter(|d| d.enabled()) else {
         return Err(not_found());
     };
-    let mut rx = remote::listener(durable).await;
+    let mut wake = remote::watch(durable, id).await;
     if !shared_input::answer(&durable.desk, call.principal, id, message).await? {
         return Err(not_found());
     }
@@ -484,9 +484,17 @@ async fn answer_elsewhere(
         .ok_or_else(not_found)?;
     let asking = TaskState::InputRequired.as_str();
     let stop = &shared.shutdown;
-    let row = remote::wait_row(durable, &mut rx, row, Some(shared.cancel_wait), stop, |r| {
-        r.state != asking
-    })
+    // Applied once the task changes: no longer waiting, or any later write
+    // (the owner may apply the answer and ask again within one poll).
+    let answered_at = row.seq;
+    let row = remote::wait_row(
+        durable,
+        &mut wake,
+        row,
+        Some(shared.cancel_wait),
+        stop,
+        |r| r.state != asking || r.seq > answered_at,
+    )
     .await;
     if streaming {
         let (_, followed) = remote::follow(durable.clone(), id, call.principal, stop.clone())
@@ -502,7 +510,7 @@ async fn answer_elsewhere(
         )));
     }
     let row = if wait {
-        remote::wait_row(durable, &mut rx, row, None, stop, |r| {
+        remote::wait_row(durable, &mut wake, row, None, stop, |r| {
             r.terminal || r.state == asking
         })
         .await
